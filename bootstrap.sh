@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Set up, build and run baregpu on Debian 12. Installs the Debian packages it needs when they
+# are missing (apt-get, through sudo unless already root), configures with Meson, builds.
+#
+#   ./bootstrap.sh run     build, then run the main job (`baregpu devices`; `baregpu bench` once a
+#                          GPU backend lands)
+#   ./bootstrap.sh test    build, then run every test twice: the normal build and an ASan+UBSan build;
+#                          the long suites (fuzzing, QEMU, soak) run in their brief form
+#       --long             the long suites at full length
+#       --no-sanitizers    skip the ASan+UBSan pass (local iteration only; CI always runs it)
+set -euo pipefail
+cd "$(dirname "$0")"
+
+packages=(
+    g++ clang meson ninja-build pkg-config python3
+    libpci-dev pci.ids libusb-1.0-0-dev libdrm-dev libfmt-dev catch2 libzstd-dev liblzma-dev
+)
+
+install_missing() {
+    local missing=()
+    for p in "${packages[@]}"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+    done
+    [ ${#missing[@]} -eq 0 ] && return
+    echo "bootstrap: installing ${missing[*]}"
+    local sudo=()
+    [ "$(id -u)" -ne 0 ] && sudo=(sudo)
+    "${sudo[@]}" apt-get update -q
+    DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+}
+
+configure_and_build() {  # dir, extra meson options...
+    local dir=$1
+    shift
+    if [ ! -f "$dir/build.ninja" ]; then
+        meson setup "$dir" "$@"
+    fi
+    ninja -C "$dir"
+}
+
+cmd=${1:-}
+shift || true
+long=brief
+sanitizers=yes
+for arg in "$@"; do
+    case "$arg" in
+        --long) long=full ;;
+        --no-sanitizers) sanitizers=no ;;
+        *) echo "bootstrap: unknown option $arg" >&2; exit 2 ;;
+    esac
+done
+
+case "$cmd" in
+    run)
+        install_missing
+        configure_and_build build
+        exec build/tools/baregpu/baregpu devices
+        ;;
+    test)
+        install_missing
+        # Long suites read BAREGPU_LONG (brief|full) to size themselves.
+        export BAREGPU_LONG=$long
+        configure_and_build build
+        meson test -C build --print-errorlogs
+        if [ "$sanitizers" = yes ]; then
+            configure_and_build build-asan -Db_sanitize=address,undefined -Dbuildtype=debug
+            ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+                meson test -C build-asan --print-errorlogs --timeout-multiplier 4
+        fi
+        ;;
+    *)
+        sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
+        exit 2
+        ;;
+esac

@@ -1,0 +1,112 @@
+// PciDevice: one PCI function owned by this process, whatever carries it — VFIO, sysfs,
+// the simulated bus, or a USB bridge. Drivers (drivers/am, drivers/nv) see only this.
+#pragma once
+
+#include "base/unique_fd.hpp"
+#include "drivers/pci/bar.hpp"
+#include "drivers/pci/config_space.hpp"
+#include "drivers/pci/dma_buffer.hpp"
+#include "drivers/pci/mmio_region.hpp"
+#include "drivers/pci/pci_address.hpp"
+
+#include <array>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace baregpu::pci {
+
+enum class InterruptKind { Msi, MsiX };
+
+struct PciIdentity {
+    uint16_t vendor_id = 0;
+    uint16_t device_id = 0;
+    uint16_t subsystem_vendor_id = 0;
+    uint16_t subsystem_id = 0;
+    uint8_t revision = 0;
+    uint32_t class_code = 0;  // base << 16 | sub << 8 | prog-if
+};
+
+class PciDevice : public ConfigSpace {
+public:
+    ~PciDevice() override;
+    PciDevice(const PciDevice&) = delete;
+    PciDevice& operator=(const PciDevice&) = delete;
+
+    // The name errors carry: "0000:03:00.0", or "sim:0000:00:01.0" on the simulated bus.
+    const std::string& name() const { return name_; }
+    const PciAddress& address() const { return address_; }
+    // "vfio", "sysfs", "sim", "usb"
+    virtual std::string_view backend() const = 0;
+
+    std::string config_name() const override { return name_; }
+    PciIdentity identity();
+
+    // BARs. info is cached at open; bar() maps on first use and the mapping lives as long as
+    // the device. Mapping an unimplemented or I/O BAR throws naming the BAR.
+    const BarInfo& bar_info(unsigned index) const;
+    MmioRegion& bar(unsigned index);
+
+    // Bus mastering gates the device's DMA. Written and read back (a device that drops the
+    // bit is reported).
+    void set_bus_master(bool enable);
+    bool bus_master() { return (config_read16(cfg::kCommand) & cfg::kCommandMaster) != 0; }
+
+    // How many address bits the device can put on the bus when it DMAs (QEMU's edu: 28, AMD
+    // GPUs: 44, NVIDIA: 47). alloc_dma() only hands out bus addresses below 1 << bits. Default 64.
+    void set_dma_address_bits(unsigned bits);
+    unsigned dma_address_bits() const { return dma_address_bits_; }
+    uint64_t dma_address_limit() const {
+        return dma_address_bits_ >= 64 ? ~uint64_t{0} : (uint64_t{1} << dma_address_bits_);
+    }
+
+    // Pinned host memory with bus addresses the device can use. size is rounded up to whole
+    // pages. Throws UnsupportedError when the page size is unavailable (no huge pages reserved),
+    // SystemError when pinning fails (RLIMIT_MEMLOCK: the message says so).
+    virtual std::unique_ptr<DmaBuffer> alloc_dma(uint64_t size, PageSize page_size = PageSize::k4K) = 0;
+
+    // Interrupts delivered to eventfds, one per vector. UnsupportedError where the backend has
+    // no interrupt path (sysfs: drivers poll).
+    virtual void enable_interrupts(InterruptKind kind, unsigned vectors) = 0;
+    virtual void disable_interrupts() = 0;
+    unsigned interrupt_vectors() const { return static_cast<unsigned>(irq_fds_.size()); }
+    int interrupt_fd(unsigned vector) const;
+    // Waits until `vector` fires and consumes it; returns how many times it fired since the
+    // last wait (eventfd counter), 0 on timeout.
+    uint64_t wait_interrupt(unsigned vector, std::chrono::nanoseconds timeout);
+
+    // Function-level reset (PCIe DevCap FLR). reset_function() throws UnsupportedError naming
+    // the device when it has none.
+    bool supports_function_reset();
+    virtual void reset_function() = 0;
+
+    // Waits as the hardware requires (after FLR, between reset steps). Real backends sleep;
+    // the simulated bus advances its modelled clock instead, so tests do not wait for real.
+    virtual void delay(std::chrono::nanoseconds duration);
+
+    // Throws DeviceLostError when config space reads all-ones (surprise removal, link down).
+    void check_alive();
+
+protected:
+    PciDevice(std::string name, PciAddress address);
+
+    // Called by backends once config space works: sizes/reads the BARs.
+    void set_bar_infos(const std::array<BarInfo, kBarCount>& bars) { bars_ = bars; }
+    // Backend hook: map BAR `index` (a memory BAR, checked by bar()).
+    virtual MmioRegion map_bar(unsigned index) = 0;
+
+    std::vector<UniqueFd>& irq_fds() { return irq_fds_; }
+    static UniqueFd make_eventfd(const std::string& device);
+
+private:
+    std::string name_;
+    PciAddress address_;
+    std::array<BarInfo, kBarCount> bars_{};
+    std::array<std::optional<MmioRegion>, kBarCount> mapped_{};
+    std::vector<UniqueFd> irq_fds_;
+    unsigned dma_address_bits_ = 64;
+};
+
+}  // namespace baregpu::pci

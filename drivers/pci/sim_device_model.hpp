@@ -1,0 +1,114 @@
+// The interface between the simulated bus and a device model (drivers/sim). A model is the
+// device's side of the link: it answers register accesses and, through its SimPort, DMAs into
+// host memory and raises interrupts. Config space semantics, BAR decoding, the IOMMU, MSI and
+// MSI-X delivery, counters, latency and fault injection belong to the bus, not the model.
+#pragma once
+
+#include "base/address.hpp"
+#include "drivers/pci/pci_device.hpp"
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace baregpu::pci::sim {
+
+struct BarSpec {
+    enum class Kind {
+        Registers,  // every access goes to SimDeviceModel::mmio_read/mmio_write
+        Memory,  // plain memory (VRAM): the bus holds the bytes, the model reads them via its port
+    };
+    unsigned index = 0;
+    uint64_t size = 0;  // power of two, >= 16 (PCI Local Bus Spec 6.2.5.1)
+    bool is_64bit = false;
+    bool prefetchable = false;
+    Kind kind = Kind::Registers;
+};
+
+struct MsixSpec {
+    unsigned vectors = 0;  // 0: no MSI-X capability
+    unsigned table_bar = 0;
+    uint32_t table_offset = 0;  // 8-byte aligned; the bus serves the table there
+    unsigned pba_bar = 0;
+    uint32_t pba_offset = 0;
+};
+
+// An extended capability the model wants in config space (Resizable BAR, vendor-specific...).
+// The bus links them into the list from 0x100 in the order given.
+struct ExtendedCapabilitySpec {
+    uint16_t id = 0;
+    uint8_t version = 1;
+    std::vector<uint8_t> body;  // the bytes after the 4-byte header
+    std::vector<uint8_t> writable;  // per-byte writable bit mask for body; empty = read-only
+};
+
+struct DeviceSpec {
+    PciIdentity identity;
+    std::vector<BarSpec> bars;
+    unsigned msi_vectors = 0;  // 0: no MSI capability; else 1, 2, 4, ... 32
+    MsixSpec msix;
+    bool pci_express = false;  // a PCI Express capability (and 4 KiB config space)
+    bool function_level_reset = false;  // DevCap FLR (needs pci_express)
+    std::vector<ExtendedCapabilitySpec> extended_capabilities;  // needs pci_express
+};
+
+// What the bus offers a model. All calls are thread-safe: a model may DMA and raise
+// interrupts from its own threads.
+class SimPort {
+public:
+    virtual ~SimPort() = default;
+
+    // Device-initiated reads/writes of host memory at a bus address (an IOVA). false when
+    // the transfer failed as it would on hardware: bus mastering is off (the model also gets
+    // a violation recorded), an IOVA is not mapped (an IOMMU fault, recorded), or the device
+    // has been removed. No partial success: on false nothing was written.
+    virtual bool dma_read(BusAddress address, std::span<std::byte> out) = 0;
+    virtual bool dma_write(BusAddress address, std::span<const std::byte> data) = 0;
+
+    // Signals interrupt vector `vector` through MSI or MSI-X as the driver configured them.
+    // Masked vectors stay pending (MSI-X PBA); unconfigured ones are dropped and counted.
+    virtual void raise_interrupt(unsigned vector) = 0;
+
+    // The bytes of a Memory BAR (VRAM) for the model's own engines.
+    virtual std::span<std::byte> bar_memory(unsigned bar) = 0;
+
+    // The driver did something the hardware or its firmware would refuse. `where` locates it
+    // (register, offset), `source` names the public document that says so.
+    virtual void violation(const std::string& what, const std::string& where, const std::string& source) = 0;
+
+    // Modelled time since the bus was created, in ns.
+    virtual uint64_t now_ns() const = 0;
+    // Adds device-side time (a DMA engine's work) to the modelled clock.
+    virtual void spend_ns(uint64_t ns) = 0;
+
+    // The name of the function this model sits at, for its own messages.
+    virtual const std::string& device_name() const = 0;
+};
+
+class SimDeviceModel {
+public:
+    virtual ~SimDeviceModel() = default;
+
+    // The device's shape. Read once when the model is attached.
+    virtual DeviceSpec spec() const = 0;
+
+    // Called once when attached; the port lives as long as the model stays on the bus.
+    virtual void connect(SimPort& port) { port_ = &port; }
+
+    // Register BAR accesses. width is 1, 2, 4 or 8 and offset is aligned to it and inside the
+    // BAR. Accesses to the MSI-X table and PBA never arrive here.
+    virtual uint64_t mmio_read(unsigned bar, uint64_t offset, unsigned width) = 0;
+    virtual void mmio_write(unsigned bar, uint64_t offset, unsigned width, uint64_t value) = 0;
+
+    // Function-level reset: back to the power-on state (config space is the bus's business).
+    virtual void function_reset() = 0;
+
+protected:
+    SimPort& port() const { return *port_; }
+
+private:
+    SimPort* port_ = nullptr;
+};
+
+}  // namespace baregpu::pci::sim
