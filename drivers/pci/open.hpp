@@ -13,6 +13,11 @@ namespace baregpu::pci {
 
 enum class Backend { Vfio, Sysfs };
 
+// Which VFIO kernel interface carries the device. Auto: iommufd + the device cdev
+// (/dev/iommu, /dev/vfio/devices/vfioN; Linux 6.6+) when the kernel offers both, else the type1
+// container + group (/dev/vfio/vfio, /dev/vfio/N). The others force one (tests, debugging).
+enum class VfioInterface { Auto, Group, Cdev };
+
 struct OpenOptions {
     Backend backend = Backend::Vfio;
     // vfio: when no IOMMU is present, use VFIO's no-IOMMU mode (physical DMA addresses, no
@@ -22,6 +27,7 @@ struct OpenOptions {
     // another driver or to none. Without it, a device not bound to vfio-pci is an error that
     // says how to bind it.
     bool bind_vfio = false;
+    VfioInterface vfio_interface = VfioInterface::Auto;
     // Roots of the kernel interfaces, so tests can point them at a fake tree.
     std::string sysfs_root = "/sys";
     std::string dev_root = "/dev";

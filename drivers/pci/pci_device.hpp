@@ -40,6 +40,9 @@ public:
     const PciAddress& address() const { return address_; }
     // "vfio", "sysfs", "sim", "usb"
     virtual std::string_view backend() const = 0;
+    // What the user must know about how this device is driven (the sysfs backend and vfio's
+    // no-IOMMU mode: no IOMMU protection); empty when there is nothing to say.
+    const std::string& warning() const { return warning_; }
 
     std::string config_name() const override { return name_; }
     PciIdentity identity();
@@ -98,6 +101,7 @@ protected:
     virtual MmioRegion map_bar(unsigned index) = 0;
 
     std::vector<UniqueFd>& irq_fds() { return irq_fds_; }
+    void set_warning(std::string text) { warning_ = std::move(text); }
     static UniqueFd make_eventfd(const std::string& device);
 
 private:
@@ -106,6 +110,7 @@ private:
     std::array<BarInfo, kBarCount> bars_{};
     std::array<std::optional<MmioRegion>, kBarCount> mapped_{};
     std::vector<UniqueFd> irq_fds_;
+    std::string warning_;
     unsigned dma_address_bits_ = 64;
 };
 

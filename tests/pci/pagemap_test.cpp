@@ -1,0 +1,121 @@
+// /proc/self/pagemap on this machine: addresses that are plausible, stable, and tell pages apart
+// — one physical page seen through two virtual mappings translates to one physical address.
+#include "base/error.hpp"
+#include "drivers/pci/pagemap.hpp"
+#include "fake_kernel.hpp"
+
+#include <catch2/catch.hpp>
+#include <sys/mman.h>
+#include <unistd.h>
+
+using namespace baregpu;
+using namespace baregpu::pci;
+
+namespace {
+
+// Root may read PFNs; anyone else reads zeros (Linux 4.2+). Skip with a message when we cannot.
+bool pfns_readable() {
+    if (::geteuid() != 0) {
+        WARN("skipped: reading physical frame numbers from /proc/self/pagemap needs CAP_SYS_ADMIN (uid "
+             << ::geteuid() << ")");
+        return false;
+    }
+    return true;
+}
+
+}  // namespace
+
+TEST_CASE("pagemap: a resident page has a page-aligned, non-zero, stable physical address") {
+    if (!pfns_readable()) return;
+    Pagemap pagemap("test", "/proc");
+    long page = ::sysconf(_SC_PAGESIZE);
+    void* p = ::mmap(nullptr, static_cast<size_t>(page) * 4, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    REQUIRE(p != MAP_FAILED);
+    REQUIRE(::mlock(p, static_cast<size_t>(page) * 4) == 0);
+    auto* bytes = static_cast<std::byte*>(p);
+    for (int i = 0; i < 4; ++i) bytes[i * page] = std::byte{1};
+
+    uint64_t first = pagemap.physical_address(bytes);
+    CHECK(first != 0);
+    CHECK(first % static_cast<uint64_t>(page) == 0);
+    CHECK(pagemap.physical_address(bytes) == first);  // stable while locked
+    CHECK(pagemap.physical_address(bytes + 100) == first + 100);  // the offset inside the page carries over
+    std::vector<uint64_t> pages = pagemap.physical_pages({bytes, static_cast<size_t>(page) * 4}, static_cast<uint64_t>(page));
+    REQUIRE(pages.size() == 4);
+    CHECK(pages[0] == first);
+    for (size_t i = 0; i < pages.size(); ++i) {
+        for (size_t j = i + 1; j < pages.size(); ++j) CHECK(pages[i] != pages[j]);
+    }
+    ::munmap(p, static_cast<size_t>(page) * 4);
+}
+
+TEST_CASE("pagemap: two mappings of one memfd page share a physical address; different pages differ") {
+    if (!pfns_readable()) return;
+    Pagemap pagemap("test", "/proc");
+    size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+    int fd = ::memfd_create("baregpu-pagemap-test", MFD_CLOEXEC);
+    REQUIRE(fd >= 0);
+    REQUIRE(::ftruncate(fd, static_cast<off_t>(2 * page)) == 0);
+    void* a = ::mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    void* b = ::mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    REQUIRE(a != MAP_FAILED);
+    REQUIRE(b != MAP_FAILED);
+    REQUIRE(a != b);
+    auto* va = static_cast<volatile uint8_t*>(a);
+    auto* vb = static_cast<volatile uint8_t*>(b);
+    va[0] = 0x11;
+    va[page] = 0x22;
+    // Reading through the second mapping faults its pages in: the same page-cache pages.
+    REQUIRE(vb[0] == 0x11);
+    REQUIRE(vb[page] == 0x22);
+
+    uint64_t a0 = pagemap.physical_address(static_cast<std::byte*>(a));
+    uint64_t b0 = pagemap.physical_address(static_cast<std::byte*>(b));
+    uint64_t a1 = pagemap.physical_address(static_cast<std::byte*>(a) + page);
+    uint64_t b1 = pagemap.physical_address(static_cast<std::byte*>(b) + page);
+    CHECK(a0 == b0);
+    CHECK(a1 == b1);
+    CHECK(a0 != a1);
+    ::munmap(a, 2 * page);
+    ::munmap(b, 2 * page);
+    ::close(fd);
+}
+
+TEST_CASE("pagemap: a page that is not resident is an error, not address 0") {
+    if (!pfns_readable()) return;
+    Pagemap pagemap("test", "/proc");
+    size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+    void* p = ::mmap(nullptr, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    REQUIRE(p != MAP_FAILED);
+    CHECK_THROWS_WITH(pagemap.physical_address(p), Catch::Contains("is not resident"));
+    ::munmap(p, page);
+}
+
+TEST_CASE("pagemap: without CAP_SYS_ADMIN the hidden PFNs are reported, never returned as 0") {
+    if (::geteuid() != 0) {
+        // Already unprivileged: the real check runs here directly.
+        Pagemap pagemap("test", "/proc");
+        std::byte b{1};
+        volatile std::byte* touch = &b;
+        *touch = std::byte{2};
+        CHECK_THROWS_AS(pagemap.physical_address(&b), UnsupportedError);
+        return;
+    }
+    std::string out = baregpu::pci::testing::run_as_nobody([] {
+        Pagemap pagemap("test", "/proc");
+        static std::byte b{1};
+        volatile std::byte* touch = &b;
+        *touch = std::byte{2};
+        try {
+            uint64_t phys = pagemap.physical_address(&b);
+            return "returned 0x" + std::to_string(phys);
+        } catch (const UnsupportedError& e) {
+            return std::string(e.what());
+        }
+    });
+    CHECK_THAT(out, Catch::Contains("CAP_SYS_ADMIN"));
+}
+
+TEST_CASE("pagemap: a missing pagemap file names the path") {
+    CHECK_THROWS_WITH(Pagemap("test", "/nonexistent-proc"), Catch::Contains("/nonexistent-proc/self/pagemap"));
+}
