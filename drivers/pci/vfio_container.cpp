@@ -81,10 +81,19 @@ public:
         }
         if (vfio_ioctl(container_.get(), VFIO_SET_IOMMU, static_cast<unsigned long>(iommu_type_)) != 0) {
             int err = errno;
-            throw SystemError(device_, fmt::format("VFIO_SET_IOMMU({}) on {}{}", noiommu_ ? "VFIO_NOIOMMU_IOMMU" :
-                                                   "VFIO_TYPE1v2_IOMMU", container_path,
-                                                   noiommu_ && err == EPERM ? " (no-IOMMU mode needs CAP_SYS_RAWIO: run "
-                                                                              "as root)" : ""),
+            std::string hint;
+            if (err == EPERM && noiommu_) {
+                hint = " (no-IOMMU mode needs CAP_SYS_RAWIO: run as root)";
+            } else if (err == EPERM) {
+                // vfio_iommu_type1 refuses an IOMMU without interrupt remapping, because a device
+                // could then forge MSIs (drivers/vfio/vfio_iommu_type1.c, allow_unsafe_interrupts).
+                hint = " (the IOMMU does no interrupt remapping, so vfio_iommu_type1 refuses it: turn interrupt "
+                       "remapping on in the firmware / kernel command line, or accept the risk with `sudo modprobe "
+                       "vfio_iommu_type1 allow_unsafe_interrupts=1`)";
+            }
+            throw SystemError(device_, fmt::format("VFIO_SET_IOMMU({}) on {}{}",
+                                                   noiommu_ ? "VFIO_NOIOMMU_IOMMU" : "VFIO_TYPE1v2_IOMMU",
+                                                   container_path, hint),
                               err);
         }
         if (!noiommu_) query_iommu();
@@ -132,7 +141,7 @@ public:
         throw SystemError(device_, what, err);
     }
 
-    void unmap_dma(uint64_t iova, uint64_t size) noexcept override {
+    bool unmap_dma(uint64_t iova, uint64_t size) noexcept override {
         vfio_iommu_type1_dma_unmap unmap{};
         unmap.argsz = sizeof unmap;
         unmap.iova = iova;
@@ -141,7 +150,9 @@ public:
             std::fprintf(stderr, "baregpu: %s: VFIO_IOMMU_UNMAP_DMA of 0x%llx bytes at IOVA 0x%llx unmapped 0x%llx: %s\n",
                          device_.c_str(), static_cast<unsigned long long>(size), static_cast<unsigned long long>(iova),
                          static_cast<unsigned long long>(unmap.size), SystemError::errno_text(errno).c_str());
+            return false;
         }
+        return true;
     }
 
 private:

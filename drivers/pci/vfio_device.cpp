@@ -13,7 +13,6 @@
 #include "drivers/pci/vfio_region.hpp"
 #include "drivers/pci/vfio_uapi.hpp"
 
-#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -30,7 +29,7 @@ namespace {
 // The IOMMU context and the IOVA space, shared by the device and every DMA buffer (a buffer may
 // outlive its device; the container or iommufd stays open until the last one goes).
 struct VfioDmaState {
-    VfioDmaState(std::shared_ptr<VfioIommu> i)
+    explicit VfioDmaState(std::shared_ptr<VfioIommu> i)
         : iommu(std::move(i)), iova(usable_iova_ranges(iommu->valid_iova(), iommu->iova_page_size())) {}
     std::shared_ptr<VfioIommu> iommu;
     std::mutex mutex;
@@ -154,8 +153,8 @@ public:
         std::span<std::byte> cpu = memory.release();
         return std::make_unique<DmaBuffer>(name(), cpu, page_size, std::vector<BusAddress>{BusAddress(iova)},
                                            [dma, iova, cpu] {
-                                               dma->iommu->unmap_dma(iova, cpu.size());
-                                               {
+                                               // An IOVA whose unmap failed stays out of circulation.
+                                               if (dma->iommu->unmap_dma(iova, cpu.size())) {
                                                    std::lock_guard guard(dma->mutex);
                                                    dma->iova.free(iova, cpu.size());
                                                }

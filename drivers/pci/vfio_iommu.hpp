@@ -38,8 +38,8 @@ public:
     // pins the pages. Throws SystemError saying what limit was hit (RLIMIT_MEMLOCK, mapping count).
     virtual void map_dma(std::span<std::byte> memory, uint64_t iova) = 0;
     // Removes a mapping made by map_dma. Never throws (it runs from DmaBuffer's destructor); a
-    // failure is reported on stderr.
-    virtual void unmap_dma(uint64_t iova, uint64_t size) noexcept = 0;
+    // failure is reported on stderr and returns false, and the caller must then not reuse the IOVA.
+    virtual bool unmap_dma(uint64_t iova, uint64_t size) noexcept = 0;
 
 protected:
     explicit VfioIommu(std::string device) : device_(std::move(device)) {}
@@ -66,8 +66,8 @@ VfioHandle open_vfio_group(PciAddress address, const IommuGroup& group, const Op
 VfioHandle open_vfio_cdev(PciAddress address, const std::string& cdev, const IommuGroup& group,
                           const OpenOptions& options);
 
-// The device cdev's name ("vfio0") from <sysfs_root>/bus/pci/devices/<address>/vfio-dev; nullopt
-// when the kernel made none (before 6.6, CONFIG_VFIO_DEVICE_CDEV off, or not bound to vfio-pci).
+// The device cdev's name ("vfio0") from <sysfs_root>/bus/pci/devices/<address>/vfio-dev/vfioN/dev;
+// nullopt when the kernel made none (before 6.6, CONFIG_VFIO_DEVICE_CDEV off, or not on vfio-pci).
 std::optional<std::string> vfio_cdev_name(const std::string& sysfs_root, PciAddress address);
 
 // Opens a VFIO or iommufd node, turning the usual failures into messages that say what to do.

@@ -98,7 +98,7 @@ public:
         throw SystemError(device_, what, err);
     }
 
-    void unmap_dma(uint64_t iova, uint64_t size) noexcept override {
+    bool unmap_dma(uint64_t iova, uint64_t size) noexcept override {
         uapi::IommuIoasUnmap unmap{};
         unmap.size = sizeof unmap;
         unmap.ioas_id = ioas_;
@@ -108,7 +108,9 @@ public:
             std::fprintf(stderr, "baregpu: %s: IOMMU_IOAS_UNMAP of 0x%llx bytes at IOVA 0x%llx unmapped 0x%llx: %s\n",
                          device_.c_str(), static_cast<unsigned long long>(size), static_cast<unsigned long long>(iova),
                          static_cast<unsigned long long>(unmap.length), SystemError::errno_text(errno).c_str());
+            return false;
         }
+        return true;
     }
 
 private:

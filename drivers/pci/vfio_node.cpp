@@ -49,9 +49,12 @@ UniqueFd open_vfio_node(const std::string& device, const std::string& path, cons
 }
 
 std::optional<std::string> vfio_cdev_name(const std::string& sysfs_root, PciAddress address) {
-    for (const std::string& name : kfile::list(kfile::pci_device_dir(sysfs_root, address) + "/vfio-dev")) {
+    // Linux 6.1 already lists the vfio device under vfio-dev, but only 6.6+ (with
+    // CONFIG_VFIO_DEVICE_CDEV) gives it a character device, whose numbers are in its `dev` file.
+    std::string dir = kfile::pci_device_dir(sysfs_root, address) + "/vfio-dev";
+    for (const std::string& name : kfile::list(dir)) {
         if (name.starts_with("vfio") && name.size() > 4 &&
-            name.find_first_not_of("0123456789", 4) == std::string::npos) {
+            name.find_first_not_of("0123456789", 4) == std::string::npos && kfile::exists(dir + "/" + name + "/dev")) {
             return name;
         }
     }

@@ -101,11 +101,11 @@ std::unique_ptr<PciDevice> open_vfio(PciAddress address, const OpenOptions& opti
                                             "device cdev")
                               : fmt::format("the VFIO device cdev is not available ({}): it needs Linux 6.6+ with "
                                             "CONFIG_VFIO_DEVICE_CDEV and CONFIG_IOMMUFD (`sudo modprobe iommufd`)",
-                                            !cdev ? "no vfio-dev entry in sysfs"
-                                                  : !kfile::exists(options.dev_root + "/iommu")
-                                                        ? options.dev_root + "/iommu does not exist"
-                                                        : options.dev_root + "/vfio/devices/" + *cdev +
-                                                              " does not exist"));
+                                            !cdev ? "sysfs shows no vfio-dev/vfioN/dev for it"
+                                                  : !kfile::exists(options.dev_root + "/vfio/devices/" + *cdev)
+                                                        ? options.dev_root + "/vfio/devices/" + *cdev +
+                                                              " does not exist"
+                                                        : options.dev_root + "/iommu does not exist"));
             }
             use_cdev = true;
             break;

@@ -127,13 +127,17 @@ TEST_CASE("vfio open: the device cdev is used when the kernel offers it, else th
     VfioRig rig;
     rig.kernel.add_dev_file("vfio/vfio");
 
-    SECTION("no vfio-dev entry (Debian 12's 6.1): Auto takes the group, Cdev says why it cannot") {
+    SECTION("a vfio-dev entry without a char device (Debian 12's 6.1): Auto takes the group, Cdev says why not") {
+        // 6.1 registers the vfio device in sysfs but gives it no dev_t, hence no `dev` file.
+        std::filesystem::create_directories(rig.kernel.device_dir(kGpu) + "/vfio-dev/vfio0");
+        rig.kernel.add_dev_file("iommu");
         CHECK_THAT(rig.open_error(), Catch::Contains("is not a VFIO container"));
         rig.options.vfio_interface = VfioInterface::Cdev;
-        CHECK_THAT(rig.open_error(), Catch::Contains("no vfio-dev entry in sysfs") && Catch::Contains("Linux 6.6+"));
+        CHECK_THAT(rig.open_error(), Catch::Contains("no vfio-dev/vfioN/dev") && Catch::Contains("Linux 6.6+"));
     }
-    SECTION("a vfio-dev entry but no /dev/iommu: still the group") {
+    SECTION("a device cdev but no /dev/iommu: still the group") {
         std::filesystem::create_directories(rig.kernel.device_dir(kGpu) + "/vfio-dev/vfio0");
+        rig.kernel.write_file(rig.kernel.device_dir(kGpu) + "/vfio-dev/vfio0/dev", "511:0\n");
         rig.kernel.add_dev_file("vfio/devices/vfio0");
         CHECK_THAT(rig.open_error(), Catch::Contains("is not a VFIO container"));
         rig.options.vfio_interface = VfioInterface::Cdev;
@@ -141,6 +145,7 @@ TEST_CASE("vfio open: the device cdev is used when the kernel offers it, else th
     }
     SECTION("vfio-dev entry, its node and /dev/iommu: the cdev path, unless the group is forced") {
         std::filesystem::create_directories(rig.kernel.device_dir(kGpu) + "/vfio-dev/vfio0");
+        rig.kernel.write_file(rig.kernel.device_dir(kGpu) + "/vfio-dev/vfio0/dev", "511:0\n");
         rig.kernel.add_dev_file("vfio/devices/vfio0");
         rig.kernel.add_dev_file("iommu");
         CHECK_THAT(rig.open_error(), Catch::Contains("VFIO_DEVICE_BIND_IOMMUFD") &&
@@ -155,6 +160,7 @@ TEST_CASE("vfio open: --bind-vfio binds through sysfs before opening") {
     rig.kernel.bind(kGpu, "amdgpu");
     CHECK_THAT(rig.open_error(), Catch::Contains("bound to amdgpu, not vfio-pci"));
     rig.options.bind_vfio = true;
+    rig.kernel.add_dev_file("vfio/14");  // what udev would create once vfio-pci has the group
     {
         FakePciCore core(rig.kernel);
         // Bound, then on to the container, which this tree lacks.
