@@ -5,6 +5,7 @@
 #include "fake_kernel.hpp"
 
 #include <catch2/catch.hpp>
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -79,6 +80,50 @@ TEST_CASE("pagemap: two mappings of one memfd page share a physical address; dif
     ::munmap(a, 2 * page);
     ::munmap(b, 2 * page);
     ::close(fd);
+}
+
+// An independent witness: /proc/kpagecount (Documentation/admin-guide/mm/pagemap.rst) holds, per
+// physical frame, how many times it is mapped. Map three memfd pages 3, 1 and 2 times; the frames
+// pagemap names must carry exactly those counts, which a wrong translation would not reproduce.
+TEST_CASE("pagemap: the frames it names are mapped as often as we mapped them (kpagecount)") {
+    if (!pfns_readable()) return;
+    int counts = ::open("/proc/kpagecount", O_RDONLY | O_CLOEXEC);
+    if (counts < 0) {
+        WARN("skipped: /proc/kpagecount is not readable (CONFIG_PROC_PAGE_MONITOR off?)");
+        return;
+    }
+    Pagemap pagemap("test", "/proc");
+    size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+    int fd = ::memfd_create("baregpu-kpagecount-test", MFD_CLOEXEC);
+    REQUIRE(fd >= 0);
+    REQUIRE(::ftruncate(fd, static_cast<off_t>(3 * page)) == 0);
+    auto map = [&](size_t pages, off_t first) {
+        void* p = ::mmap(nullptr, pages * page, PROT_READ | PROT_WRITE, MAP_SHARED, fd, first);
+        REQUIRE(p != MAP_FAILED);
+        for (size_t i = 0; i < pages; ++i) static_cast<volatile uint8_t*>(p)[i * page] = 1;  // fault it in
+        return static_cast<std::byte*>(p);
+    };
+    std::byte* a = map(3, 0);  // pages 0, 1, 2
+    std::byte* b = map(1, 0);  // page 0 again
+    std::byte* c = map(1, 0);  // and again
+    std::byte* d = map(1, static_cast<off_t>(2 * page));  // page 2 again
+    auto mapcount = [&](uint64_t phys) {
+        uint64_t n = 0;
+        REQUIRE(::pread(counts, &n, sizeof n, static_cast<off_t>(phys / page * sizeof n)) == sizeof n);
+        return n;
+    };
+    CHECK(mapcount(pagemap.physical_address(a)) == 3);
+    CHECK(mapcount(pagemap.physical_address(a + page)) == 1);
+    CHECK(mapcount(pagemap.physical_address(a + 2 * page)) == 2);
+    CHECK(pagemap.physical_address(c) == pagemap.physical_address(a));
+    CHECK(pagemap.physical_address(d) == pagemap.physical_address(a + 2 * page));
+    ::munmap(d, page);
+    CHECK(mapcount(pagemap.physical_address(a + 2 * page)) == 1);
+    ::munmap(a, 3 * page);
+    ::munmap(b, page);
+    ::munmap(c, page);
+    ::close(fd);
+    ::close(counts);
 }
 
 TEST_CASE("pagemap: a page that is not resident is an error, not address 0") {
