@@ -83,6 +83,13 @@ BackendVerdict judge_backend(const VerdictInput& in) {
             return v;
         }
     }
+    if (in.owner) {
+        std::string who = *in.owner == 0 ? std::string("another baregpu process") : fmt::format("process {}", *in.owner);
+        v.reason = fmt::format("in use by {} (it holds the baregpu device lock); opens as {} once it exits", who,
+                               v.uri) +
+                   untested;
+        return v;
+    }
     v.ready = true;
     v.reason = fmt::format("ready via vfio (IOMMU group {}): open as {}", *in.iommu_group, v.uri) + untested;
     return v;

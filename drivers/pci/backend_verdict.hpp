@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <sys/types.h>
 #include <vector>
 
 namespace baregpu::pci {
@@ -23,13 +24,14 @@ struct VerdictInput {
     std::string driver;  // bound kernel driver ("amdgpu", "vfio-pci"), "" when none
     std::optional<unsigned> iommu_group;  // nullopt: the kernel put it in no IOMMU group
     std::vector<IommuGroupPeer> iommu_group_peers;  // the group's other functions
+    std::optional<pid_t> owner;  // process holding baregpu's device lock (0: pid not known yet)
 };
 
 struct BackendVerdict {
     std::string backend;  // "am", "nv"; empty when no baregpu backend drives this device
     std::string family;  // "Navi31 (RDNA3, GC 11.0.0)"; empty when the ID is not known
     std::string uri;  // "am:0000:03:00.0" when a backend applies
-    bool ready = false;  // bound to vfio-pci with a viable IOMMU group: it opens now
+    bool ready = false;  // it opens now: bound to vfio-pci, viable IOMMU group, not locked by another process
     std::string reason;  // one line: how it opens, or what stops it and what to do
 };
 

@@ -195,7 +195,10 @@ Enumeration enumerate_gpus(const EnumerateOptions& options) {
     access->method = PCI_ACCESS_SYS_BUS_PCI;
     std::string sysfs_path = (root / "bus" / "pci").string();
     std::string param_name = "sysfs.path";
-    pci_set_param(access.get(), param_name.data(), sysfs_path.data());  // libpci copies the value
+    if (pci_set_param(access.get(), param_name.data(), sysfs_path.data()) != 0) {  // libpci copies the value
+        throw UnsupportedError("", "this libpci has no \"sysfs.path\" parameter (pciutils 3.x has it): cannot "
+                                   "point it at " + sysfs_path);
+    }
     std::string ids_path = options.pci_ids;  // outlives `access`'s use of it
     if (!ids_path.empty()) pci_set_name_list_path(access.get(), ids_path.data(), 0);
     if (access->id_file_name != nullptr) {
@@ -251,7 +254,7 @@ Enumeration enumerate_gpus(const EnumerateOptions& options) {
               [](const GpuFunction& a, const GpuFunction& b) { return a.address < b.address; });
     for (GpuFunction& gpu : result.gpus) {
         gpu.verdict = judge_backend({gpu.address.to_string(), gpu.vendor_id, gpu.device_id, gpu.driver,
-                                     gpu.iommu_group, gpu.iommu_group_peers});
+                                     gpu.iommu_group, gpu.iommu_group_peers, gpu.owner});
     }
     return result;
 }

@@ -9,8 +9,20 @@ using namespace baregpu::pci;
 
 namespace {
 
+VerdictInput input(std::string address, uint16_t vendor, uint16_t device, std::string driver = "",
+                   std::optional<unsigned> group = std::nullopt, std::vector<IommuGroupPeer> peers = {}) {
+    VerdictInput in;
+    in.address = std::move(address);
+    in.vendor_id = vendor;
+    in.device_id = device;
+    in.driver = std::move(driver);
+    in.iommu_group = group;
+    in.iommu_group_peers = std::move(peers);
+    return in;
+}
+
 VerdictInput navi31(std::string driver, std::optional<unsigned> group = 14, std::vector<IommuGroupPeer> peers = {}) {
-    return {"0000:03:00.0", kVendorAmd, 0x744c, std::move(driver), group, std::move(peers)};
+    return input("0000:03:00.0", kVendorAmd, 0x744c, std::move(driver), group, std::move(peers));
 }
 
 }  // namespace
@@ -57,6 +69,21 @@ TEST_CASE("bound to vfio-pci with a viable group: ready, with the URI to open") 
     CHECK(v.reason == "ready via vfio (IOMMU group 14): open as am:0000:03:00.0");
 }
 
+TEST_CASE("a GPU another process has locked is not ready, and says who holds it") {
+    VerdictInput in = navi31("vfio-pci", 14);
+    in.owner = 4242;
+    BackendVerdict v = judge_backend(in);
+    CHECK_FALSE(v.ready);
+    CHECK(v.backend == "am");
+    CHECK(v.reason == "in use by process 4242 (it holds the baregpu device lock); opens as am:0000:03:00.0 once it exits");
+    in.owner = 0;
+    CHECK_THAT(judge_backend(in).reason, Catch::StartsWith("in use by another baregpu process"));
+    // The lock matters only once nothing else stands in the way.
+    VerdictInput bound = navi31("amdgpu");
+    bound.owner = 4242;
+    CHECK_THAT(judge_backend(bound).reason, Catch::StartsWith("bound to amdgpu"));
+}
+
 TEST_CASE("unbound peers and pci-stub do not spoil a group; another driver does, and is named") {
     CHECK(judge_backend(navi31("vfio-pci", 14, {{"0000:03:00.1", ""}})).ready);
     CHECK(judge_backend(navi31("vfio-pci", 14, {{"0000:03:00.1", "pci-stub"}})).ready);
@@ -91,7 +118,7 @@ TEST_CASE("vfio-pci without an IOMMU group says how to get one") {
 }
 
 TEST_CASE("a sibling of a target is usable but marked untested") {
-    VerdictInput in{"0000:0a:00.0", kVendorAmd, 0x7480, "vfio-pci", 7, {}};  // Navi33
+    VerdictInput in = input("0000:0a:00.0", kVendorAmd, 0x7480, "vfio-pci", 7);  // Navi33
     BackendVerdict v = judge_backend(in);
     CHECK(v.ready);
     CHECK(v.family == "Navi33 (RDNA3, GC 11.0.2)");
@@ -99,18 +126,18 @@ TEST_CASE("a sibling of a target is usable but marked untested") {
 }
 
 TEST_CASE("unknown AMD and NVIDIA IDs are not a supported generation; other vendors have no backend") {
-    BackendVerdict rdna1 = judge_backend({"0000:28:00.0", kVendorAmd, 0x731f, "vfio-pci", 3, {}});
+    BackendVerdict rdna1 = judge_backend(input("0000:28:00.0", kVendorAmd, 0x731f, "vfio-pci", 3));
     CHECK(rdna1.backend.empty());
     CHECK(rdna1.uri.empty());
     CHECK_FALSE(rdna1.ready);
     CHECK(rdna1.reason == "AMD 1002:731f is not a supported generation: the am backend drives RDNA3 and RDNA4 "
                           "(Navi31 GC 11.0.0, Navi48 GC 12.0.1 and their siblings)");
 
-    BackendVerdict pascal = judge_backend({"0000:02:00.0", kVendorNvidia, 0x1d10, "", std::nullopt, {}});
+    BackendVerdict pascal = judge_backend(input("0000:02:00.0", kVendorNvidia, 0x1d10));
     CHECK(pascal.reason ==
           "NVIDIA 10de:1d10 is not a supported generation: the nv backend drives Ada (AD10x) and Blackwell (GB20x)");
 
-    BackendVerdict intel = judge_backend({"0000:00:02.0", 0x8086, 0x56a0, "i915", 1, {}});
+    BackendVerdict intel = judge_backend(input("0000:00:02.0", 0x8086, 0x56a0, "i915", 1));
     CHECK(intel.backend.empty());
     CHECK(intel.reason == "no baregpu backend for vendor 8086 (8086:56a0): baregpu drives AMD (am) and NVIDIA (nv) GPUs");
 }

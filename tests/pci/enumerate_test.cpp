@@ -203,9 +203,12 @@ TEST_CASE("a GPU held through DeviceLock shows its owner's pid") {
         Enumeration e = enumerate_gpus(m.options);
         REQUIRE(e.gpus.size() == 1);
         CHECK(e.gpus[0].owner == ::getpid());
+        CHECK_FALSE(e.gpus[0].verdict.ready);
+        CHECK_THAT(e.gpus[0].verdict.reason, Catch::StartsWith("in use by process " + std::to_string(::getpid())));
     }
     Enumeration after = enumerate_gpus(m.options);
     CHECK_FALSE(after.gpus[0].owner.has_value());
+    CHECK(after.gpus[0].verdict.ready);
 }
 
 TEST_CASE("an empty bus lists nothing and warns about nothing") {
