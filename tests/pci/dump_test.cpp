@@ -276,6 +276,22 @@ TEST_CASE("NVIDIA GP108M (MX150, 4 KiB dump): extended list out of address order
                                           {cfg::kExtCapVendor, 0x600, 1},
                                           {cfg::kExtCapSecondaryPcie, 0x900, 1}});
     CHECK(read_resizable_bars(c).empty());
+
+    // AER registers (pci_regs.h PCI_ERR_*), against the source's decode:
+    //   UESvrt: DLP+ SDES+ TLP- FCP+ CmpltTO- CmpltAbrt- UnxCmplt- RxOF+ MalfTLP+ ECRC- UnsupReq- ACSViol-
+    //   CEMsk:  RxErr- BadTLP- BadDLLP- Rollover- Timeout- AdvNonFatalErr+
+    constexpr uint16_t kAerUncorrectableSeverity = 0x0c;  // PCI_ERR_UNCOR_SEVER
+    constexpr uint16_t kAerCorrectableMask = 0x14;  // PCI_ERR_COR_MASK
+    auto bit = [](unsigned n) { return uint32_t{1} << n; };
+    uint32_t severity = c.config_read32(0x420 + kAerUncorrectableSeverity);
+    uint32_t fatal = bit(4) | bit(5) | bit(13) | bit(17) | bit(18);  // DLP SDES FCP RxOF MalfTLP
+    uint32_t not_fatal = bit(12) | bit(14) | bit(15) | bit(16) | bit(19) | bit(20) | bit(21);  // TLP..ACSViol
+    CHECK((severity & fatal) == fatal);
+    CHECK((severity & not_fatal) == 0);
+    uint32_t masked = c.config_read32(0x420 + kAerCorrectableMask);
+    CHECK((masked & bit(13)) != 0);  // Advisory Non-Fatal Error masked
+    CHECK((masked & (bit(0) | bit(6) | bit(7) | bit(8) | bit(12))) == 0);  // RxErr BadTLP BadDLLP Rollover Timeout
+
     // DevCap: no function-level reset on this part (lspci: FLReset-).
     CHECK((c.config_read32(0x78 + cfg::kExpDevCap) & cfg::kExpDevCapFlr) == 0);
 
