@@ -1,0 +1,101 @@
+#include "drivers/registry.hpp"
+
+#include "drivers/pci/bar.hpp"
+#include "drivers/pci/sim_bus.hpp"
+#include "drivers/sim/edu.hpp"
+
+#include <fmt/format.h>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <unistd.h>
+
+namespace baregpu::registry {
+
+namespace {
+
+// One simulated device: its URI, what it models, whether it is an HCQ device, and how to build
+// the model. A simulated GPU is one more line here once its model and driver exist, e.g.
+//   {"sim-am:navi31", "AMD Navi31 (RDNA3) model", true, make_navi31},
+// where make_navi31 builds the model and registration hands the bus's PciDevice to drivers/am.
+struct SimulatedModel {
+    std::string_view name;
+    std::string_view models;
+    bool hcq_device;
+    std::unique_ptr<pci::sim::SimDeviceModel> (*build)();
+};
+
+const SimulatedModel kSimulatedModels[] = {
+    {"sim-edu", "QEMU's edu test DMA device (docs/specs/edu.rst)", false,
+     [] { return std::unique_ptr<pci::sim::SimDeviceModel>(std::make_unique<sim::EduDevice>()); }},
+};
+
+// What the model presents on the simulated bus: "1234:11e8, BAR0 1 MiB".
+std::string presented(const SimulatedModel& entry) {
+    pci::sim::SimBus bus;
+    pci::PciAddress address = bus.attach(entry.build());
+    std::unique_ptr<pci::PciDevice> device = bus.open(address);
+    pci::PciIdentity id = device->identity();
+    std::string text = fmt::format("{:04x}:{:04x}", id.vendor_id, id.device_id);
+    for (unsigned i = 0; i < pci::kBarCount; ++i) {
+        const pci::BarInfo& bar = device->bar_info(i);
+        if (bar.type != pci::BarType::None) text += fmt::format(", BAR{} {}", i, pci::format_size(bar.size));
+    }
+    return text;
+}
+
+std::string field(std::string_view cpuinfo, std::string_view key) {
+    size_t pos = 0;
+    while (pos < cpuinfo.size()) {
+        size_t eol = cpuinfo.find('\n', pos);
+        std::string_view line = cpuinfo.substr(pos, eol == std::string_view::npos ? std::string_view::npos : eol - pos);
+        pos = eol == std::string_view::npos ? cpuinfo.size() : eol + 1;
+        size_t colon = line.find(':');
+        if (colon == std::string_view::npos) continue;
+        std::string_view name = line.substr(0, colon);
+        while (!name.empty() && (name.back() == ' ' || name.back() == '\t')) name.remove_suffix(1);
+        if (name != key) continue;
+        std::string_view value = line.substr(colon + 1);
+        while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+        while (!value.empty() && (value.back() == ' ' || value.back() == '\r')) value.remove_suffix(1);
+        if (!value.empty()) return std::string(value);
+    }
+    return "";
+}
+
+}  // namespace
+
+std::string describe_cpu(std::string_view cpuinfo, unsigned online_cpus) {
+    std::string model = field(cpuinfo, "model name");
+    if (model.empty()) model = field(cpuinfo, "Model");
+    if (model.empty()) model = field(cpuinfo, "Hardware");
+    if (model.empty()) {
+        std::string part = field(cpuinfo, "CPU part");
+        if (!part.empty()) model = "Arm CPU part " + part;
+    }
+    if (model.empty()) model = "unknown CPU model";
+    return fmt::format("{}, {} {}", model, online_cpus, online_cpus == 1 ? "core" : "cores");
+}
+
+std::vector<BuiltinDevice> builtin_devices() {
+    std::vector<BuiltinDevice> devices;
+
+    std::ifstream file("/proc/cpuinfo");
+    std::stringstream text;
+    text << file.rdbuf();
+    long online = ::sysconf(_SC_NPROCESSORS_ONLN);
+    devices.push_back({"cpu", "cpu", true,
+                       describe_cpu(text.str(), online > 0 ? static_cast<unsigned>(online) : 1) +
+                           ": the host CPU as an HCQ device (the default when no GPU is found)"});
+
+    for (const SimulatedModel& entry : kSimulatedModels) {
+        std::string role = entry.hcq_device ? "a simulated GPU (HCQ device)"
+                                            : "a PCI test device for drivers/pci, not an HCQ GPU";
+        devices.push_back({std::string(entry.name), "simulated", entry.hcq_device,
+                           fmt::format("model of {} on the simulated PCI bus ({}): {}", entry.models,
+                                       presented(entry), role)});
+    }
+    return devices;
+}
+
+}  // namespace baregpu::registry

@@ -1,0 +1,33 @@
+// The one place that composes (ARCHITECTURE.md, the dependency rule): which devices this build
+// has besides the GPUs found on the PCI bus. Today that is the host CPU and the simulated devices
+// in drivers/sim; registry.cpp keeps them in one table, so a new simulated GPU ("sim-am:navi31",
+// "sim-nv:ad102") is one entry there. When hcq/ has its registry of backends, this is where
+// each backend's scheme is registered with it.
+//
+// This header names no driver and no model: a tool asks for descriptions, never for types.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace baregpu::registry {
+
+struct BuiltinDevice {
+    std::string name;  // the device URI: "cpu", "sim-edu", later "sim-am:navi31"
+    std::string kind;  // "cpu" or "simulated"
+    bool hcq_device = false;  // runs HCQ queues; false for test devices of lower layers
+    std::string summary;  // one line for humans: what it is
+};
+
+// The host CPU first, then every simulated device in table order. Simulated entries are
+// described by building the model on a simulated bus and reading what it presents (IDs, BARs),
+// so a description cannot drift from the model.
+std::vector<BuiltinDevice> builtin_devices();
+
+// "Intel(R) Xeon(R) Gold 6148 CPU @ 2.40GHz, 2 cores" from /proc/cpuinfo's text and the number
+// of online CPUs. Reads "model name" (x86), else "Model"/"Hardware"/"CPU part" (Arm); "unknown
+// CPU model" when none is there. Pure, for tests.
+std::string describe_cpu(std::string_view proc_cpuinfo, unsigned online_cpus);
+
+}  // namespace baregpu::registry

@@ -1,0 +1,143 @@
+// The backend verdict for every combination that matters: vendor, known / unknown device ID,
+// bound driver, IOMMU group viability. And the ID tables' facts.
+#include "drivers/pci/backend_verdict.hpp"
+#include "drivers/pci/gpu_ids.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace baregpu::pci;
+
+namespace {
+
+VerdictInput input(std::string address, uint16_t vendor, uint16_t device, std::string driver = "",
+                   std::optional<unsigned> group = std::nullopt, std::vector<IommuGroupPeer> peers = {}) {
+    VerdictInput in;
+    in.address = std::move(address);
+    in.vendor_id = vendor;
+    in.device_id = device;
+    in.driver = std::move(driver);
+    in.iommu_group = group;
+    in.iommu_group_peers = std::move(peers);
+    return in;
+}
+
+VerdictInput navi31(std::string driver, std::optional<unsigned> group = 14, std::vector<IommuGroupPeer> peers = {}) {
+    return input("0000:03:00.0", kVendorAmd, 0x744c, std::move(driver), group, std::move(peers));
+}
+
+}  // namespace
+
+TEST_CASE("ID tables: the targets, their siblings, and what is not known") {
+    auto navi31_family = find_gpu_family(kVendorAmd, 0x744c);
+    REQUIRE(navi31_family);
+    CHECK(navi31_family->backend == "am");
+    CHECK(navi31_family->chip == "Navi31");
+    CHECK(navi31_family->generation == "RDNA3, GC 11.0.0");
+    CHECK(navi31_family->support == GpuSupport::Target);
+
+    auto navi48_family = find_gpu_family(kVendorAmd, 0x7550);
+    REQUIRE(navi48_family);
+    CHECK(navi48_family->generation == "RDNA4, GC 12.0.1");
+    CHECK(navi48_family->support == GpuSupport::Target);
+    CHECK(find_gpu_family(kVendorAmd, 0x7551)->chip == "Navi48");  // Radeon AI PRO R9700
+
+    CHECK(find_gpu_family(kVendorAmd, 0x7480)->support == GpuSupport::SameGeneration);  // Navi33
+    CHECK(find_gpu_family(kVendorAmd, 0x7590)->chip == "Navi44");
+
+    CHECK(find_gpu_family(kVendorNvidia, 0x2684)->chip == "AD102");  // RTX 4090
+    CHECK(find_gpu_family(kVendorNvidia, 0x2684)->support == GpuSupport::Target);
+    CHECK(find_gpu_family(kVendorNvidia, 0x2b85)->chip == "GB202");  // RTX 5090
+    CHECK(find_gpu_family(kVendorNvidia, 0x2782)->generation == "Ada");  // AD104
+
+    // Older generations and other vendors are not guessed at.
+    CHECK_FALSE(find_gpu_family(kVendorAmd, 0x731f));  // Navi10, RDNA1
+    CHECK_FALSE(find_gpu_family(kVendorAmd, 0x73bf));  // Navi21, RDNA2
+    CHECK_FALSE(find_gpu_family(kVendorNvidia, 0x1d10));  // GP108, Pascal
+    CHECK_FALSE(find_gpu_family(kVendorNvidia, 0x2204));  // GA102, Ampere
+    CHECK_FALSE(find_gpu_family(kVendorNvidia, 0x2941));  // GB100: Blackwell, but not GB20x
+    CHECK_FALSE(find_gpu_family(0x8086, 0x56a0));
+    // Same device ID, other vendor: the tables are per vendor.
+    CHECK_FALSE(find_gpu_family(kVendorNvidia, 0x744c));
+}
+
+TEST_CASE("bound to vfio-pci with a viable group: ready, with the URI to open") {
+    BackendVerdict v = judge_backend(navi31("vfio-pci", 14, {{"0000:03:00.1", "vfio-pci"}, {"0000:00:01.1", "pcieport"}}));
+    CHECK(v.backend == "am");
+    CHECK(v.family == "Navi31 (RDNA3, GC 11.0.0)");
+    CHECK(v.uri == "am:0000:03:00.0");
+    CHECK(v.ready);
+    CHECK(v.reason == "ready via vfio (IOMMU group 14): open as am:0000:03:00.0");
+}
+
+TEST_CASE("a GPU another process has locked is not ready, and says who holds it") {
+    VerdictInput in = navi31("vfio-pci", 14);
+    in.owner = 4242;
+    BackendVerdict v = judge_backend(in);
+    CHECK_FALSE(v.ready);
+    CHECK(v.backend == "am");
+    CHECK(v.reason == "in use by process 4242 (it holds the baregpu device lock); opens as am:0000:03:00.0 once it exits");
+    in.owner = 0;
+    CHECK_THAT(judge_backend(in).reason, Catch::StartsWith("in use by another baregpu process"));
+    // The lock matters only once nothing else stands in the way.
+    VerdictInput bound = navi31("amdgpu");
+    bound.owner = 4242;
+    CHECK_THAT(judge_backend(bound).reason, Catch::StartsWith("bound to amdgpu"));
+}
+
+TEST_CASE("unbound peers and pci-stub do not spoil a group; another driver does, and is named") {
+    CHECK(judge_backend(navi31("vfio-pci", 14, {{"0000:03:00.1", ""}})).ready);
+    CHECK(judge_backend(navi31("vfio-pci", 14, {{"0000:03:00.1", "pci-stub"}})).ready);
+    BackendVerdict v = judge_backend(navi31("vfio-pci", 14, {{"0000:03:00.1", "snd_hda_intel"}}));
+    CHECK_FALSE(v.ready);
+    CHECK(v.backend == "am");
+    CHECK(v.reason ==
+          "IOMMU group 14 is not viable: 0000:03:00.1 is bound to snd_hda_intel; bind it to vfio-pci too (udev/README.md)");
+}
+
+TEST_CASE("not bound: bind to vfio-pci or use sysfs as root") {
+    BackendVerdict v = judge_backend(navi31(""));
+    CHECK(v.backend == "am");
+    CHECK_FALSE(v.ready);
+    CHECK(v.reason == "not bound: bind to vfio-pci (udev/README.md) or use the sysfs backend as root");
+}
+
+TEST_CASE("bound to a kernel GPU driver: unbind or use vfio-pci") {
+    for (const char* driver : {"amdgpu", "radeon", "nouveau", "nvidia"}) {
+        BackendVerdict v = judge_backend(navi31(driver));
+        CHECK_FALSE(v.ready);
+        CHECK(v.reason == std::string("bound to ") + driver + ": unbind or use vfio-pci (udev/README.md)");
+    }
+    BackendVerdict stub = judge_backend(navi31("pci-stub"));
+    CHECK(stub.reason == "bound to pci-stub: bind it to vfio-pci instead (udev/README.md)");
+}
+
+TEST_CASE("vfio-pci without an IOMMU group says how to get one") {
+    BackendVerdict v = judge_backend(navi31("vfio-pci", std::nullopt));
+    CHECK_FALSE(v.ready);
+    CHECK_THAT(v.reason, Catch::Contains("in no IOMMU group") && Catch::Contains("amd_iommu=on"));
+}
+
+TEST_CASE("a sibling of a target is usable but marked untested") {
+    VerdictInput in = input("0000:0a:00.0", kVendorAmd, 0x7480, "vfio-pci", 7);  // Navi33
+    BackendVerdict v = judge_backend(in);
+    CHECK(v.ready);
+    CHECK(v.family == "Navi33 (RDNA3, GC 11.0.2)");
+    CHECK_THAT(v.reason, Catch::EndsWith("(untested on Navi33: the am backend is developed on its siblings)"));
+}
+
+TEST_CASE("unknown AMD and NVIDIA IDs are not a supported generation; other vendors have no backend") {
+    BackendVerdict rdna1 = judge_backend(input("0000:28:00.0", kVendorAmd, 0x731f, "vfio-pci", 3));
+    CHECK(rdna1.backend.empty());
+    CHECK(rdna1.uri.empty());
+    CHECK_FALSE(rdna1.ready);
+    CHECK(rdna1.reason == "AMD 1002:731f is not a supported generation: the am backend drives RDNA3 and RDNA4 "
+                          "(Navi31 GC 11.0.0, Navi48 GC 12.0.1 and their siblings)");
+
+    BackendVerdict pascal = judge_backend(input("0000:02:00.0", kVendorNvidia, 0x1d10));
+    CHECK(pascal.reason ==
+          "NVIDIA 10de:1d10 is not a supported generation: the nv backend drives Ada (AD10x) and Blackwell (GB20x)");
+
+    BackendVerdict intel = judge_backend(input("0000:00:02.0", 0x8086, 0x56a0, "i915", 1));
+    CHECK(intel.backend.empty());
+    CHECK(intel.reason == "no baregpu backend for vendor 8086 (8086:56a0): baregpu drives AMD (am) and NVIDIA (nv) GPUs");
+}

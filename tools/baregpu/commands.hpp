@@ -1,0 +1,14 @@
+// The baregpu subcommands. Each takes the arguments after its name and returns the process exit
+// status; main.cpp's table maps names to these functions. A new command is a function here, a
+// source file, and one table entry.
+#pragma once
+
+#include <span>
+#include <string_view>
+
+namespace baregpu::tools {
+
+// `baregpu devices [--json]`: the GPUs on this machine and the built-in devices.
+int devices_command(std::span<const std::string_view> args);
+
+}  // namespace baregpu::tools
