@@ -1,5 +1,6 @@
 #include "drivers/registry.hpp"
 
+#include "drivers/cpu/cpu_device.hpp"
 #include "drivers/pci/bar.hpp"
 #include "drivers/pci/sim_bus.hpp"
 #include "drivers/sim/edu.hpp"
@@ -64,6 +65,8 @@ std::string field(std::string_view cpuinfo, std::string_view key) {
 }
 
 }  // namespace
+
+void register_backends(hcq::Registry& registry) { cpu::register_cpu_backend(registry); }
 
 std::string describe_cpu(std::string_view cpuinfo, unsigned online_cpus) {
     std::string model = field(cpuinfo, "model name");

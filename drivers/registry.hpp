@@ -1,11 +1,13 @@
 // The one place that composes (ARCHITECTURE.md, the dependency rule): which devices this build
 // has besides the GPUs found on the PCI bus. Today that is the host CPU and the simulated devices
 // in drivers/sim; registry.cpp keeps them in one table, so a new simulated GPU ("sim-am:navi31",
-// "sim-nv:ad102") is one entry there. When hcq/ has its registry of backends, this is where
-// each backend's scheme is registered with it.
+// "sim-nv:ad102") is one entry there. It is also where each HCQ backend's scheme is registered
+// with hcq's registry.
 //
 // This header names no driver and no model: a tool asks for descriptions, never for types.
 #pragma once
+
+#include "hcq/registry.hpp"
 
 #include <string>
 #include <string_view>
@@ -24,6 +26,10 @@ struct BuiltinDevice {
 // described by building the model on a simulated bus and reading what it presents (IDs, BARs),
 // so a description cannot drift from the model.
 std::vector<BuiltinDevice> builtin_devices();
+
+// Registers every HCQ backend this build has with `registry` (today: cpu). Call once, before
+// opening devices; tools and tests that open devices do.
+void register_backends(hcq::Registry& registry);
 
 // "Intel(R) Xeon(R) Gold 6148 CPU @ 2.40GHz, 2 cores" from /proc/cpuinfo's text and the number
 // of online CPUs. Reads "model name" (x86), else "Model"/"Hardware"/"CPU part" (Arm); "unknown

@@ -1,4 +1,7 @@
 // baregpu: the command-line tool. `baregpu <command> [options]`; `baregpu --help` lists commands.
+#include "drivers/registry.hpp"
+#include "hcq/registry.hpp"
+#include "tools/baregpu/bench_command.hpp"
 #include "tools/baregpu/commands.hpp"
 
 #include <cstdio>
@@ -8,6 +11,7 @@
 
 namespace {
 
+using baregpu::tools::bench_command;
 using baregpu::tools::devices_command;
 
 struct Command {
@@ -21,6 +25,8 @@ struct Command {
 constexpr Command kCommands[] = {
     {"devices", "[--json]", "list the GPUs on this machine, what drives them, and the built-in devices",
      devices_command},
+    {"bench", "[--suite hcq] [--device NAME] [--json] [--quick] [--repeats N] [--only NAMES]",
+     "run benchmark suites on a device (default: the first GPU, else cpu)", bench_command},
 };
 
 void print_help(std::FILE* out) {
@@ -36,6 +42,7 @@ void print_help(std::FILE* out) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    baregpu::registry::register_backends(baregpu::hcq::registry());
     std::vector<std::string_view> args(argv + 1, argv + argc);
     if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
         print_help(args.empty() ? stderr : stdout);

@@ -1,0 +1,50 @@
+// The HCQ benchmark suite (`baregpu bench --suite hcq`): what the HCQ layer costs on a device.
+//
+//   hcq_submit          host ns per launch to record (wait, exec, signal) and submit it
+//   hcq_submit_profiled the same with the profiler on (overhead_pct: against hcq_submit)
+//   hcq_graph_replay    ns per kernel of a 256-kernel graph replayed back to back, until done
+//   hcq_signal_latency  us from submit() of a signal command to the host seeing the value
+//   copy_h2d / copy_d2h GB/s of Device::copy_in / copy_out of 64 MiB (baseline: host memcpy)
+//
+// Every figure is the median of repeated runs; min, max and the run count come with it.
+#pragma once
+
+#include "hcq/device.hpp"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace baregpu::bench {
+
+struct Result {
+    std::string name;
+    double value = 0;
+    std::string unit;
+    // Extra fields of the JSON object: min, max, runs, target, baseline, ratio, ...
+    std::map<std::string, double> numbers;
+    std::map<std::string, std::string> strings;
+};
+
+struct Options {
+    int repeats = 15;    // runs per figure (the median is reported)
+    bool quick = false;  // fewer and smaller runs (tests)
+    // Run only results whose name starts with one of these (empty: all).
+    std::vector<std::string> only;
+    bool wants(const std::string& name) const {
+        if (only.empty()) return true;
+        for (const auto& o : only) {
+            if (name.rfind(o, 0) == 0) return true;
+        }
+        return false;
+    }
+};
+
+std::vector<Result> run_hcq_suite(hcq::Device& device, const Options& options);
+
+// {"device": ..., "results": [{"name", "value", "unit", ...}]}
+std::string to_json(const std::string& device, const std::vector<Result>& results);
+// One line per result, for people.
+std::string to_text(const std::string& device, const std::vector<Result>& results);
+
+}  // namespace baregpu::bench

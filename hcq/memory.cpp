@@ -1,0 +1,155 @@
+#include "hcq/memory.hpp"
+
+#include "base/error.hpp"
+#include "hcq/device.hpp"
+
+#include <fmt/format.h>
+#include <stdexcept>
+
+namespace baregpu::hcq {
+
+detail::Allocation::~Allocation() {
+    if (manager) manager->release(*this);
+}
+
+std::span<std::byte> Buffer::bytes() const {
+    if (!alloc_->cpu) {
+        throw UnsupportedError(device().name(), fmt::format("buffer at {} (0x{:x} bytes) is not mapped for the CPU; allocate it "
+                                                            "with host or cpu_access, or use Device::copy_out",
+                                                            address().hex(), size_));
+    }
+    return {alloc_->cpu + offset_, size_};
+}
+
+Buffer Buffer::view(uint64_t offset, uint64_t size) const {
+    if (offset > size_ || size > size_ - offset) {
+        throw std::out_of_range(fmt::format("view 0x{:x}+0x{:x} is outside a buffer of 0x{:x} bytes", offset, size, size_));
+    }
+    return Buffer(alloc_, offset_ + offset, size);
+}
+
+Device& Buffer::device() const { return alloc_->manager->device(); }
+
+MemoryManager::MemoryManager(Device& device, MemoryBackend& backend, GpuVirtualAddress va_base, uint64_t va_size, uint64_t capacity)
+    : device_(device), backend_(backend), capacity_(capacity), va_(va_base, va_size) {}
+
+MemoryManager::~MemoryManager() { collect_all(); }
+
+Buffer MemoryManager::allocate(uint64_t size, const BufferOptions& options, std::shared_ptr<Device> keep_alive) {
+    if (size == 0) throw std::invalid_argument(device_.name() + ": cannot allocate a buffer of 0 bytes");
+    for (int attempt = 0;; ++attempt) {
+        std::optional<VaAllocator::Range> range;
+        {
+            std::lock_guard lock(mutex_);
+            // Free what already retired before looking for space.
+            collect_locked(device_.completed_timeline());
+            if (mapped_ + size <= capacity_) range = va_.allocate(size);
+            if (range) mapped_ += range->size;
+        }
+        if (!range) {
+            bool waiting = false;
+            {
+                std::lock_guard lock(mutex_);
+                waiting = !retired_.empty();
+            }
+            if (waiting && attempt == 0) {
+                // Memory freed by the user is still retiring: wait for the device, then retry.
+                device_.synchronize();
+                continue;
+            }
+            std::lock_guard lock(mutex_);
+            throw Error(device_.name(), fmt::format("out of device memory: asked for 0x{:x} bytes; 0x{:x} of 0x{:x} bytes are "
+                                                    "mapped, largest free address range 0x{:x}; free buffers or synchronize()",
+                                                    size, mapped_, capacity_, va_.largest_free()));
+        }
+        std::byte* cpu = nullptr;
+        try {
+            cpu = backend_.map_memory(range->start, range->size, range->page_size, options);
+        } catch (...) {
+            std::lock_guard lock(mutex_);
+            va_.free(range->start, range->size);
+            mapped_ -= range->size;
+            throw;
+        }
+        auto alloc = std::make_shared<detail::Allocation>();
+        alloc->address = range->start;
+        alloc->size = size;
+        alloc->reserved = range->size;
+        alloc->page_size = range->page_size;
+        alloc->cpu = cpu;
+        alloc->options = options;
+        alloc->keep_alive = std::move(keep_alive);
+        {
+            std::lock_guard lock(mutex_);
+            alloc->id = next_id_++;
+        }
+        alloc->manager = this;  // last: from here on the destructor frees it
+        return Buffer(std::move(alloc), 0, size);
+    }
+}
+
+void MemoryManager::release(detail::Allocation& alloc) noexcept {
+    Retired r{0, alloc.address, alloc.reserved, alloc.cpu};
+    // Whatever was submitted until now may still use the memory: retire it by the last timeline
+    // value reserved. Nothing submitted later can name it (the buffer is gone).
+    uint64_t reserved = device_.timeline_value() - 1;
+    uint64_t completed = device_.completed_timeline();
+    std::lock_guard lock(mutex_);
+    if (completed >= reserved && retired_.empty()) {
+        free_now(r);
+        return;
+    }
+    r.timeline_value = reserved;
+    retiring_ += r.reserved;
+    retired_.push_back(r);
+}
+
+void MemoryManager::collect(uint64_t completed) {
+    std::lock_guard lock(mutex_);
+    collect_locked(completed);
+}
+
+void MemoryManager::collect_locked(uint64_t completed) noexcept {
+    while (!retired_.empty() && retired_.front().timeline_value <= completed) {
+        retiring_ -= retired_.front().reserved;
+        free_now(retired_.front());
+        retired_.pop_front();
+    }
+}
+
+void MemoryManager::collect_all() noexcept {
+    std::lock_guard lock(mutex_);
+    while (!retired_.empty()) {
+        retiring_ -= retired_.front().reserved;
+        free_now(retired_.front());
+        retired_.pop_front();
+    }
+}
+
+void MemoryManager::free_now(const Retired& r) noexcept {
+    backend_.unmap_memory(r.address, r.reserved, r.cpu);
+    va_.free(r.address, r.reserved);
+    mapped_ -= r.reserved;
+}
+
+uint64_t MemoryManager::bytes_mapped() const {
+    std::lock_guard lock(mutex_);
+    return mapped_;
+}
+
+uint64_t MemoryManager::bytes_retiring() const {
+    std::lock_guard lock(mutex_);
+    return retiring_;
+}
+
+size_t MemoryManager::va_fragments() const {
+    std::lock_guard lock(mutex_);
+    return va_.fragments();
+}
+
+uint64_t MemoryManager::va_bytes_free() const {
+    std::lock_guard lock(mutex_);
+    return va_.bytes_free();
+}
+
+}  // namespace baregpu::hcq

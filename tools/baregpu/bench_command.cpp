@@ -1,0 +1,88 @@
+#include "tools/baregpu/bench_command.hpp"
+
+#include "bench/hcq_bench.hpp"
+#include "hcq/registry.hpp"
+
+#include <charconv>
+#include <cstdio>
+#include <exception>
+#include <string>
+
+namespace baregpu::tools {
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: baregpu bench [--suite hcq] [--device NAME] [--json] [--quick] [--repeats N] [--only NAMES]\n"
+    "  --suite    which benchmarks (default: all; suites: hcq)\n"
+    "  --device   device name, e.g. cpu or am:0000:03:00.0 (default: $BAREGPU_DEVICE, else the first GPU, else cpu)\n"
+    "  --json     print {\"device\": ..., \"results\": [{\"name\", \"value\", \"unit\", ...}]}\n"
+    "  --quick    fewer, smaller runs (a smoke test, not a measurement)\n"
+    "  --repeats  runs per figure; the median is reported (default 15)\n"
+    "  --only     only results whose names start with these (comma-separated), e.g. hcq_submit\n";
+
+int usage(const std::string& problem) {
+    std::fprintf(stderr, "baregpu bench: %s\n%s", problem.c_str(), kUsage);
+    return 2;
+}
+
+}  // namespace
+
+int bench_command(std::span<const std::string_view> args) {
+    std::string suite = "hcq", device;
+    bool json = false;
+    bench::Options options;
+    for (size_t i = 0; i < args.size(); ++i) {
+        std::string_view a = args[i];
+        auto value = [&](std::string_view flag) -> std::string_view {
+            if (i + 1 >= args.size()) return {};
+            (void)flag;
+            return args[++i];
+        };
+        if (a == "--suite") {
+            suite = std::string(value(a));
+            if (suite.empty()) return usage("--suite needs a name");
+        } else if (a == "--device") {
+            device = std::string(value(a));
+            if (device.empty()) return usage("--device needs a name");
+        } else if (a == "--json") {
+            json = true;
+        } else if (a == "--only") {
+            std::string list(value(a));
+            if (list.empty()) return usage("--only needs result names");
+            size_t start = 0;
+            for (;;) {
+                size_t comma = list.find(',', start);
+                options.only.push_back(list.substr(start, comma - start));
+                if (comma == std::string::npos) break;
+                start = comma + 1;
+            }
+        } else if (a == "--quick") {
+            options.quick = true;
+        } else if (a == "--repeats") {
+            std::string_view v = value(a);
+            int n = 0;
+            auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+            if (ec != std::errc() || end != v.data() + v.size() || n < 3 || n > 1000) return usage("--repeats needs a number from 3 to 1000");
+            options.repeats = n;
+        } else if (a == "-h" || a == "--help") {
+            std::fputs(kUsage, stdout);
+            return 0;
+        } else {
+            return usage("unknown argument '" + std::string(a) + "'");
+        }
+    }
+    if (suite != "hcq" && suite != "all") return usage("unknown suite '" + suite + "' (suites: hcq)");
+    try {
+        auto dev = hcq::open_device(device);
+        auto results = bench::run_hcq_suite(*dev, options);
+        std::string text = json ? bench::to_json(dev->name(), results) : bench::to_text(dev->name(), results);
+        std::fputs(text.c_str(), stdout);
+        return 0;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "baregpu bench: %s\n", e.what());
+        return 1;
+    }
+}
+
+}  // namespace baregpu::tools
