@@ -2,8 +2,8 @@
 # Set up, build and run baregpu on Debian 12. Installs the Debian packages it needs when they
 # are missing (apt-get, through sudo unless already root), configures with Meson, builds.
 #
-#   ./bootstrap.sh run     build, then run the main job (`baregpu devices`; `baregpu bench` once a
-#                          GPU backend lands)
+#   ./bootstrap.sh run     build, then run the main job: `baregpu devices` (what this machine has),
+#                          then `baregpu bench` on the default device (the first GPU, else cpu)
 #   ./bootstrap.sh test    build, then run every test twice: the normal build and an ASan+UBSan build;
 #                          the long suites (fuzzing, QEMU, soak) run in their brief form
 #       --long             the long suites at full length
@@ -54,7 +54,9 @@ case "$cmd" in
     run)
         install_missing
         configure_and_build build
-        exec build/tools/baregpu/baregpu devices
+        build/tools/baregpu/baregpu devices
+        echo
+        exec build/tools/baregpu/baregpu bench
         ;;
     test)
         install_missing

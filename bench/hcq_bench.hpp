@@ -1,7 +1,8 @@
 // The HCQ benchmark suite (`baregpu bench --suite hcq`): what the HCQ layer costs on a device.
 //
 //   hcq_submit          host ns per launch to record (wait, exec, signal) and submit it
-//   hcq_submit_profiled the same with the profiler on (overhead_pct: against hcq_submit)
+//   hcq_submit_profiled the same with the profiler on (overhead_pct: median over paired runs
+//                       of the overhead against hcq_submit; overhead_pct_of_best: best against best)
 //   hcq_graph_replay    ns per kernel of a 256-kernel graph replayed back to back, until done
 //   hcq_signal_latency  us from submit() of a signal command to the host seeing the value
 //   copy_h2d / copy_d2h GB/s of Device::copy_in / copy_out of 64 MiB (baseline: host memcpy)
@@ -23,7 +24,7 @@ struct Result {
     std::string unit;
     // Extra fields of the JSON object: min, max, runs, target, baseline, ratio, ...
     std::map<std::string, double> numbers;
-    std::map<std::string, std::string> strings;
+    std::map<std::string, bool> flags;  // pass: the figure meets its target
 };
 
 struct Options {
@@ -41,10 +42,5 @@ struct Options {
 };
 
 std::vector<Result> run_hcq_suite(hcq::Device& device, const Options& options);
-
-// {"device": ..., "results": [{"name", "value", "unit", ...}]}
-std::string to_json(const std::string& device, const std::vector<Result>& results);
-// One line per result, for people.
-std::string to_text(const std::string& device, const std::vector<Result>& results);
 
 }  // namespace baregpu::bench

@@ -142,6 +142,7 @@ Signal Device::new_signal(uint64_t initial, std::string signal_name) {
 std::string Device::signal_name(GpuVirtualAddress address) { return Profiler::signal_name(*this, address); }
 
 void Device::collect(uint64_t completed) {
+    collect_retired(completed);  // first: a backend's retired objects may hold memory
     memory_->collect(completed);
     signals_->collect(completed);
 }

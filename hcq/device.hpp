@@ -82,8 +82,10 @@ public:
     std::shared_ptr<Program> load_program(std::span<const std::byte> code_object, std::string_view kernel);
 
     // Host <-> device copies through host-visible staging buffers on the copy queue: the host
-    // copies one slot while the device copies the other. Both wait for earlier work on the
-    // device and return when the data arrived. Any size and alignment.
+    // fills or empties one slot while the device copies another. Any size and alignment. Both
+    // are ordered after earlier work on the device's timeline. copy_in returns once `src` was
+    // read (src may be reused at once); the device copy may still run, and later work that waits
+    // on the timeline sees the data. copy_out returns when the data is in `dst`.
     void copy_in(const Buffer& dst, std::span<const std::byte> src);
     void copy_out(std::span<std::byte> dst, const Buffer& src);
     // Device-to-device copy on src's copy engine into dst mapped into src's device; dst's
@@ -147,6 +149,9 @@ protected:
     void detach() noexcept;
 
     virtual std::shared_ptr<Program> load_program_impl(std::span<const std::byte> code_object, std::string_view kernel) = 0;
+    // Free what the backend itself retires by timeline value (program slots, ...): everything
+    // retired at or below `completed` may go. Called whenever the common part collects.
+    virtual void collect_retired(uint64_t completed) noexcept { (void)completed; }
 
 private:
     friend class Queue;

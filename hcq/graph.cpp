@@ -370,14 +370,15 @@ void Graph::replay(std::span<const Buffer> inputs, std::span<const uint32_t> var
             const Node& n = g.nodes[s.node];
             Queue& q = *inst.queues[s.queue];
             if (&inputs[i].device() != &q.device()) q.device().map_peer(inputs[i]);
+            GpuVirtualAddress at(g.resolve(n.buffers[s.index], inputs));
             if (n.kind == Node::Kind::exec) {
-                q.update_exec_address(s.id, s.index, GpuVirtualAddress(g.resolve(n.buffers[s.index], inputs)));
-                patched += 1;
+                q.update_exec_address(s.id, s.index, at);
+            } else if (s.index == 0) {
+                q.update_copy_dst(s.id, at);
             } else {
-                q.update_copy(s.id, GpuVirtualAddress(g.resolve(n.buffers[0], inputs)), GpuVirtualAddress(g.resolve(n.buffers[1], inputs)),
-                              n.size);
-                patched += 3;
+                q.update_copy_src(s.id, at);
             }
+            patched += 1;
         }
         inst.bound_inputs[i] = address;
     }
@@ -391,17 +392,28 @@ void Graph::replay(std::span<const Buffer> inputs, std::span<const uint32_t> var
     }
     std::vector<uint64_t>& tv = g.tv;
     for (size_t d = 0; d < nd; ++d) tv[d] = g.devices[d]->next_timeline();
-    for (size_t q = 0; q < inst.queues.size(); ++q) {
-        for (size_t d = 0; d < nd; ++d) inst.queues[q]->update_wait_value(inst.timeline_waits[q][d], tv[d] - 1);
-        patched += nd;
+    try {
+        for (size_t q = 0; q < inst.queues.size(); ++q) {
+            for (size_t d = 0; d < nd; ++d) inst.queues[q]->update_wait_value(inst.timeline_waits[q][d], tv[d] - 1);
+            patched += nd;
+        }
+        for (size_t d = 0; d < nd; ++d) {
+            inst.queues[inst.timeline_signals[d].first]->update_signal_value(inst.timeline_signals[d].second, tv[d]);
+            ++patched;
+        }
+        // Nothing of this instance runs now, so its signals restart from zero safely.
+        for (Signal& s : inst.out) s.set(0);
+        for (auto& q : inst.queues) q->submit();
+    } catch (const std::exception& e) {
+        // The timeline values reserved above will not all be signalled (some queues of this
+        // replay never reached their device), so every later wait on these timelines would
+        // hang. Say why now, on every device of the graph.
+        for (size_t d = 0; d < nd; ++d) {
+            g.devices[d]->fail(fmt::format("a graph replay was only partly submitted, so timeline value {} is never signalled: {}",
+                                           tv[d], e.what()));
+        }
+        throw;
     }
-    for (size_t d = 0; d < nd; ++d) {
-        inst.queues[inst.timeline_signals[d].first]->update_signal_value(inst.timeline_signals[d].second, tv[d]);
-        ++patched;
-    }
-    // Nothing of this instance runs now, so its signals restart from zero safely.
-    for (Signal& s : inst.out) s.set(0);
-    for (auto& q : inst.queues) q->submit();
     inst.last_tv = tv;
     g.last_tv = tv;
     stats_.replays += 1;

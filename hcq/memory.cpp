@@ -37,55 +37,63 @@ MemoryManager::~MemoryManager() { collect_all(); }
 
 Buffer MemoryManager::allocate(uint64_t size, const BufferOptions& options, std::shared_ptr<Device> keep_alive) {
     if (size == 0) throw std::invalid_argument(device_.name() + ": cannot allocate a buffer of 0 bytes");
-    for (int attempt = 0;; ++attempt) {
-        std::optional<VaAllocator::Range> range;
+    std::optional<VaAllocator::Range> range;
+    for (bool waited = false;; waited = true) {
+        uint64_t retiring_until = 0;
         {
             std::lock_guard lock(mutex_);
             // Free what already retired before looking for space.
             collect_locked(device_.completed_timeline());
-            if (mapped_ + size <= capacity_) range = va_.allocate(size);
-            if (range) mapped_ += range->size;
+            range = va_.allocate(size);
+            if (range && (range->size > capacity_ || mapped_ > capacity_ - range->size)) {
+                va_.free(range->start, range->size);
+                range.reset();
+            }
+            if (range) {
+                mapped_ += range->size;
+                break;
+            }
+            if (!retired_.empty()) retiring_until = retired_.back().timeline_value;
         }
-        if (!range) {
-            bool waiting = false;
-            {
-                std::lock_guard lock(mutex_);
-                waiting = !retired_.empty();
-            }
-            if (waiting && attempt == 0) {
-                // Memory freed by the user is still retiring: wait for the device, then retry.
-                device_.synchronize();
-                continue;
-            }
+        // Memory freed by the user may still be retiring: wait (bounded) for the device to pass
+        // it, then look again. Not synchronize(): running out of memory is not a hang, and the
+        // callers of allocate may hold locks that synchronize's bookkeeping takes.
+        const Duration timeout = default_timeout();
+        if (waited || retiring_until == 0 || !device_.timeline().try_wait(retiring_until, timeout)) {
             std::lock_guard lock(mutex_);
+            std::string retiring =
+                retiring_ ? fmt::format("; 0x{:x} bytes are freed but still in use by work the device has not finished (timeline "
+                                        "'{}' is at {}, they retire at {})",
+                                        retiring_, device_.timeline().name(), device_.completed_timeline(), retiring_until)
+                          : std::string();
             throw Error(device_.name(), fmt::format("out of device memory: asked for 0x{:x} bytes; 0x{:x} of 0x{:x} bytes are "
-                                                    "mapped, largest free address range 0x{:x}; free buffers or synchronize()",
-                                                    size, mapped_, capacity_, va_.largest_free()));
+                                                    "mapped, largest free address range 0x{:x}{}; free buffers or synchronize()",
+                                                    size, mapped_, capacity_, va_.largest_free(), retiring));
         }
-        std::byte* cpu = nullptr;
-        try {
-            cpu = backend_.map_memory(range->start, range->size, range->page_size, options);
-        } catch (...) {
-            std::lock_guard lock(mutex_);
-            va_.free(range->start, range->size);
-            mapped_ -= range->size;
-            throw;
-        }
-        auto alloc = std::make_shared<detail::Allocation>();
-        alloc->address = range->start;
-        alloc->size = size;
-        alloc->reserved = range->size;
-        alloc->page_size = range->page_size;
-        alloc->cpu = cpu;
-        alloc->options = options;
-        alloc->keep_alive = std::move(keep_alive);
-        {
-            std::lock_guard lock(mutex_);
-            alloc->id = next_id_++;
-        }
-        alloc->manager = this;  // last: from here on the destructor frees it
-        return Buffer(std::move(alloc), 0, size);
     }
+    std::byte* cpu = nullptr;
+    try {
+        cpu = backend_.map_memory(range->start, range->size, range->page_size, options);
+    } catch (...) {
+        std::lock_guard lock(mutex_);
+        va_.free(range->start, range->size);
+        mapped_ -= range->size;
+        throw;
+    }
+    auto alloc = std::make_shared<detail::Allocation>();
+    alloc->address = range->start;
+    alloc->size = size;
+    alloc->reserved = range->size;
+    alloc->page_size = range->page_size;
+    alloc->cpu = cpu;
+    alloc->options = options;
+    alloc->keep_alive = std::move(keep_alive);
+    {
+        std::lock_guard lock(mutex_);
+        alloc->id = next_id_++;
+    }
+    alloc->manager = this;  // last: from here on the destructor frees it
+    return Buffer(std::move(alloc), 0, size);
 }
 
 void MemoryManager::release(detail::Allocation& alloc) noexcept {

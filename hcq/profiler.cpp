@@ -1,6 +1,7 @@
 #include "hcq/profiler.hpp"
 
 #include "base/error.hpp"
+#include "base/json_string.hpp"
 #include "hcq/clock.hpp"
 #include "hcq/device.hpp"
 #include "hcq/engine.hpp"
@@ -14,6 +15,7 @@
 #include <deque>
 #include <fmt/format.h>
 #include <map>
+#include <stdexcept>
 #include <thread>
 #include <unordered_map>
 
@@ -65,25 +67,6 @@ uint32_t host_thread_index() {
     return index;
 }
 
-void json_string(std::string& out, std::string_view s) {
-    out += '"';
-    for (char c : s) {
-        switch (c) {
-            case '"': out += "\\\""; break;
-            case '\\': out += "\\\\"; break;
-            case '\n': out += "\\n"; break;
-            case '\t': out += "\\t"; break;
-            default:
-                if (static_cast<unsigned char>(c) < 0x20) {
-                    out += fmt::format("\\u{:04x}", static_cast<unsigned>(static_cast<unsigned char>(c)));
-                } else {
-                    out += c;
-                }
-        }
-    }
-    out += '"';
-}
-
 const char* kind_name(ProfileKind kind) {
     switch (kind) {
         case ProfileKind::exec: return "exec";
@@ -92,6 +75,17 @@ const char* kind_name(ProfileKind kind) {
         case ProfileKind::host: return "host";
     }
     return "?";
+}
+
+// The open devices, held so that none is destroyed while the profiler talks to it (one being
+// destroyed right now is skipped: its device_closing() hands its events over).
+std::vector<std::shared_ptr<Device>> open_devices(State& s) {
+    std::vector<std::shared_ptr<Device>> out;
+    std::lock_guard lock(s.mutex);
+    for (Device* d : s.devices) {
+        if (auto held = d->weak_from_this().lock()) out.push_back(std::move(held));
+    }
+    return out;
 }
 
 void write_at_exit() {
@@ -139,16 +133,14 @@ void Profiler::init_from_environment() {
 }
 
 void Profiler::start() {
-    std::vector<Device*> devices;
+    State& s = state();
     {
-        State& s = state();
         std::lock_guard lock(s.mutex);
         if (active_.load()) return;
         if (s.origin_ns == 0) s.origin_ns = host_now_ns();
         active_.store(true);
-        devices = s.devices;
     }
-    for (Device* d : devices) {
+    for (auto& d : open_devices(s)) {
         if (!d->failed()) d->ensure_profile();
     }
 }
@@ -157,6 +149,10 @@ void Profiler::stop() { active_.store(false); }
 
 void Profiler::clear() {
     State& s = state();
+    // Take what the devices hold too, or it would come back later, stamped before the new origin.
+    for (auto& d : open_devices(s)) {
+        if (auto* p = d->profile()) p->finish();
+    }
     std::lock_guard lock(s.mutex);
     s.events.clear();
     s.clocks.clear();
@@ -209,13 +205,9 @@ void Profiler::add_host_span(const char* name, uint64_t begin_ns, uint64_t end_n
 
 std::string Profiler::chrome_trace() {
     State& s = state();
-    std::vector<Device*> devices;
-    {
-        std::lock_guard lock(s.mutex);
-        devices = s.devices;
-    }
+    auto devices = open_devices(s);  // destroyed last, after the locks below are released
     // Collect what every device finished (its timestamps are final once it is idle).
-    for (Device* d : devices) {
+    for (auto& d : devices) {
         auto* p = d->profile();
         if (!p) continue;
         if (!d->failed()) {
@@ -250,13 +242,13 @@ std::string Profiler::chrome_trace() {
     for (const auto& [process, pid] : pids) {
         sep();
         out += fmt::format("{{\"ph\":\"M\",\"pid\":{},\"tid\":0,\"name\":\"process_name\",\"args\":{{\"name\":", pid);
-        json_string(out, process);
+        append_json_string(out, process);
         out += "}}";
     }
     for (const auto& [key, tid] : tids) {
         sep();
         out += fmt::format("{{\"ph\":\"M\",\"pid\":{},\"tid\":{},\"name\":\"thread_name\",\"args\":{{\"name\":", pids[key.first], tid);
-        json_string(out, key.second);
+        append_json_string(out, key.second);
         out += "}}";
     }
     std::lock_guard names_lock(s.names_mutex);
@@ -266,7 +258,7 @@ std::string Profiler::chrome_trace() {
         double dur_us = double(e.end_ns - e.begin_ns) / 1000.0;
         out += fmt::format("{{\"ph\":\"X\",\"pid\":{},\"tid\":{},\"cat\":\"{}\",\"ts\":{:.3f},\"dur\":{:.3f},\"name\":",
                            pids[e.process], tids[{e.process, e.track}], kind_name(e.kind), ts_us, dur_us);
-        json_string(out, e.name_id < s.names.size() ? s.names[e.name_id] : "?");
+        append_json_string(out, e.name_id < s.names.size() ? s.names[e.name_id] : "?");
         switch (e.kind) {
             case ProfileKind::copy: {
                 double gbps = e.end_ns > e.begin_ns ? double(e.arg) / double(e.end_ns - e.begin_ns) : 0.0;
@@ -285,9 +277,9 @@ std::string Profiler::chrome_trace() {
         if (!first_clock) out += ",";
         first_clock = false;
         out += "\n{\"device\":";
-        json_string(out, c.device);
+        append_json_string(out, c.device);
         out += ",\"track\":";
-        json_string(out, c.track);
+        append_json_string(out, c.track);
         out += fmt::format(",\"start_host_ns\":{},\"start_ticks\":{},\"end_host_ns\":{},\"end_ticks\":{},\"ns_per_tick\":{:.9f},"
                            "\"dropped_events\":{},\"source\":\"{}\"}}",
                            c.start_host_ns, c.start_ticks, c.end_host_ns, c.end_ticks, c.ns_per_tick, c.dropped,
@@ -331,8 +323,8 @@ uint32_t DeviceProfile::track_of(const Engine& engine) {
     return uint32_t(tracks_.size() - 1);
 }
 
-DeviceProfile::Reservation DeviceProfile::reserve(const Engine& engine, uint32_t count) {
-    std::lock_guard lock(mutex_);
+DeviceProfile::Claim DeviceProfile::claim_locked(const Engine& engine, uint32_t count) {
+    if (count == 0 || count > kPairsPerChunk) throw std::invalid_argument("profiler: timestamp pairs per reservation out of range");
     if (chunks_.empty() || chunks_.back().used + count > kPairsPerChunk) {
         Chunk c;
         c.memory = device_.allocate_internal(kPairsPerChunk * 16, BufferOptions{.host = true, .uncached = true});
@@ -392,7 +384,13 @@ DeviceProfile::Sample DeviceProfile::clock_sample(const Engine& engine) noexcept
             q.update_signal_value(CommandId(1), i);
             uint64_t t0 = host_now_ns();
             q.submit();
-            if (!s.try_wait(i, std::chrono::milliseconds(200))) break;
+            if (!s.try_wait(i, std::chrono::milliseconds(200))) {
+                // The engine is busy with earlier work and will write this slot later, when no
+                // timeline value covers it: keep it out of the signal pool until shutdown.
+                std::lock_guard lock(busy_clock_mutex_);
+                busy_clock_signals_.push_back(std::move(s));
+                break;
+            }
             uint64_t t1 = host_now_ns();
             if (t1 - t0 < best_rtt) {
                 best_rtt = t1 - t0;

@@ -12,6 +12,7 @@
 #include "base/address.hpp"
 #include "hcq/engine.hpp"
 #include "hcq/memory.hpp"
+#include "hcq/signal.hpp"
 
 #include <atomic>
 #include <cstdint>
@@ -86,13 +87,17 @@ public:
         ProfileKind kind;
         uint64_t arg;
     };
-    struct Reservation {
-        GpuVirtualAddress address;  // pair k: begin at address + 16k, end at + 8
-        Slot* slots;                // the caller describes each event here
-    };
-    // `count` (<= kPairsPerChunk) consecutive timestamp pairs for events on `engine`. One lock
-    // per submission; no allocation except a new chunk every kPairsPerChunk events.
-    Reservation reserve(const Engine& engine, uint32_t count);
+    // Reserves `count` (1..kPairsPerChunk) consecutive timestamp pairs for events on `engine`
+    // and describes pair k as describe(k) (a Slot). Returns the first pair's address: pair k's
+    // begin tick goes to address + 16k, its end tick to + 8. One lock per submission; no
+    // allocation except a new chunk every kPairsPerChunk events.
+    template <typename Describe>
+    GpuVirtualAddress reserve(const Engine& engine, uint32_t count, Describe&& describe) {
+        std::lock_guard lock(mutex_);
+        Claim claim = claim_locked(engine, count);
+        for (uint32_t k = 0; k < count; ++k) claim.slots[k] = describe(k);
+        return claim.address;
+    }
     // Take the closing clock samples and convert every event to host time into the profiler's
     // finished list. The device must be idle (synchronized) for the timestamps to be final.
     void finish() noexcept;
@@ -112,6 +117,11 @@ private:
         Sample end;
     };
     void poll_locked();
+    struct Claim {
+        GpuVirtualAddress address;
+        Slot* slots;
+    };
+    Claim claim_locked(const Engine& engine, uint32_t count);
     struct Chunk {
         Buffer memory;                    // kPairsPerChunk pairs of u64 device ticks (0 = not written)
         std::unique_ptr<Slot[]> slots;    // what each pair is
@@ -127,6 +137,9 @@ private:
     std::vector<Chunk> chunks_;
     std::vector<std::vector<EngineEvent>> logged_;  // per track, drained from engine logs
     std::vector<uint64_t> dropped_;                 // per track
+    // Clock-sample signals whose commands had not run when the sample gave up waiting.
+    std::mutex busy_clock_mutex_;
+    std::vector<Signal> busy_clock_signals_;
 };
 
 }  // namespace detail

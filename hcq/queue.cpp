@@ -113,25 +113,29 @@ void Queue::record_memory_barrier() {
     finish_record(r, true);
 }
 
-void Queue::record_exec(const KernelArgs& args, Dim3 grid, Dim3 block) {
-    check_recordable();
-    const Program& program = args.program();
-    const KernelInfo& k = program.info();
+void Queue::check_launch(const KernelInfo& k, Dim3 grid, Dim3 block) const {
     const DeviceLimits& lim = device_->limits();
-    if (&program.device() != device_) {
-        throw std::invalid_argument(fmt::format("{}: kernel '{}' was loaded on {}; load it on this device", device_->name(), k.name,
-                                                program.device().name()));
-    }
-    uint64_t threads = block.count();
     uint64_t max_threads = std::min(k.max_threads_per_group ? k.max_threads_per_group : lim.max_threads_per_group,
                                     lim.max_threads_per_group);
-    if (threads == 0 || threads > max_threads || grid.count() == 0 || grid.x > lim.max_grid.x || grid.y > lim.max_grid.y ||
-        grid.z > lim.max_grid.z) {
+    // Each dimension first: three u32s can multiply past 2^64 and wrap to a small count.
+    bool dims_ok = block.x && block.y && block.z && block.x <= max_threads && block.y <= max_threads && block.z <= max_threads &&
+                   grid.x && grid.y && grid.z && grid.x <= lim.max_grid.x && grid.y <= lim.max_grid.y && grid.z <= lim.max_grid.z;
+    if (!dims_ok || block.count() > max_threads) {
         throw std::invalid_argument(fmt::format("{}: kernel '{}': grid {}x{}x{} block {}x{}x{} is outside the limits (at most {} "
                                                 "threads per group, grid {}x{}x{})",
                                                 device_->name(), k.name, grid.x, grid.y, grid.z, block.x, block.y, block.z,
                                                 max_threads, lim.max_grid.x, lim.max_grid.y, lim.max_grid.z));
     }
+}
+
+void Queue::record_exec(const KernelArgs& args, Dim3 grid, Dim3 block) {
+    check_recordable();
+    const Program& program = args.program();
+    if (&program.device() != device_) {
+        throw std::invalid_argument(fmt::format("{}: kernel '{}' was loaded on {}; load it on this device", device_->name(),
+                                                program.name(), program.device().name()));
+    }
+    check_launch(program.info(), grid, block);
     bool profiled = Profiler::active() && !engine_->logs_profile();
     uint32_t begin = profiled ? record_profile_timestamp() : 0;
     Record& r = start_record(Kind::exec);
@@ -140,7 +144,7 @@ void Queue::record_exec(const KernelArgs& args, Dim3 grid, Dim3 block) {
     finish_record(r, true);
     if (profiled) {
         uint32_t end = record_profile_timestamp();
-        spans_.push_back({begin, end, program.profile_name(), uint8_t(ProfileKind::exec), grid.count() * threads});
+        spans_.push_back({begin, end, program.profile_name(), uint8_t(ProfileKind::exec), grid.count() * block.count()});
     }
 }
 
@@ -181,11 +185,18 @@ void Queue::submit() {
     device_->check_usable();
     if (records_.empty()) return;
     if (!spans_.empty()) patch_profile_slots();
-    if (bound_) {
-        last_ticket_ = engine_->submit_bound(bound_.address(), commands_.size());
-        submitted_bound_ = true;
-    } else {
-        last_ticket_ = engine_->submit(commands_.bytes());
+    try {
+        if (bound_) {
+            last_ticket_ = engine_->submit_bound(bound_.address(), commands_.size());
+            submitted_bound_ = true;
+        } else {
+            last_ticket_ = engine_->submit(commands_.bytes());
+        }
+    } catch (const TimeoutError& e) {
+        // The ring stayed full for the whole timeout: the queue is hung, as synchronize() would
+        // find. Whatever timeline value the caller reserved for this submission will never come.
+        device_->fail(std::string("hang: ") + e.what());
+        throw;
     }
 }
 
@@ -193,11 +204,13 @@ void Queue::patch_profile_slots() {
     detail::DeviceProfile& profile = device_->ensure_profile();
     for (size_t i = 0; i < spans_.size();) {
         auto count = uint32_t(std::min<size_t>(spans_.size() - i, detail::DeviceProfile::kPairsPerChunk));
-        auto r = profile.reserve(*engine_, count);
+        GpuVirtualAddress pairs = profile.reserve(*engine_, count, [&](uint32_t k) {
+            const ProfiledSpan& s = spans_[i + k];
+            return detail::DeviceProfile::Slot{s.name_id, ProfileKind(s.kind), s.arg};
+        });
         for (uint32_t k = 0; k < count; ++k) {
             const ProfiledSpan& s = spans_[i + k];
-            r.slots[k] = {s.name_id, ProfileKind(s.kind), s.arg};
-            uint64_t at = r.address.value() + 16ull * k;
+            uint64_t at = pairs.value() + 16ull * k;
             engine_->patch(writable(records_[s.begin]), Field::timestamp_address, at);
             engine_->patch(writable(records_[s.end]), Field::timestamp_address, at + 8);
         }
@@ -285,6 +298,14 @@ void Queue::update_copy(CommandId id, GpuVirtualAddress dst, GpuVirtualAddress s
     engine_->patch(cmd, Field::copy_size, size);
 }
 
+void Queue::update_copy_dst(CommandId id, GpuVirtualAddress dst) {
+    engine_->patch(writable(record_of(id, Kind::copy)), Field::copy_dst, dst.value());
+}
+
+void Queue::update_copy_src(CommandId id, GpuVirtualAddress src) {
+    engine_->patch(writable(record_of(id, Kind::copy)), Field::copy_src, src.value());
+}
+
 void Queue::update_exec_buffer(CommandId id, uint32_t index, const Buffer& buffer) {
     update_exec_address(id, index, buffer.address());
 }
@@ -310,15 +331,7 @@ void Queue::update_exec_value(CommandId id, uint32_t index, uint32_t value) {
 
 void Queue::update_exec_dims(CommandId id, Dim3 grid, Dim3 block) {
     const Record& r = record_of(id, Kind::exec);
-    const KernelInfo& k = r.program->info();
-    const DeviceLimits& lim = device_->limits();
-    uint64_t max_threads = std::min(k.max_threads_per_group ? k.max_threads_per_group : lim.max_threads_per_group,
-                                    lim.max_threads_per_group);
-    if (block.count() == 0 || block.count() > max_threads || grid.count() == 0 || grid.x > lim.max_grid.x ||
-        grid.y > lim.max_grid.y || grid.z > lim.max_grid.z) {
-        throw std::invalid_argument(fmt::format("{}: kernel '{}': grid {}x{}x{} block {}x{}x{} is outside the limits",
-                                                device_->name(), k.name, grid.x, grid.y, grid.z, block.x, block.y, block.z));
-    }
+    check_launch(r.program->info(), grid, block);
     engine_->patch_exec_dims(writable(r), grid, block);
 }
 

@@ -54,8 +54,9 @@ public:
     uint64_t bytes() const { return commands_.size(); }
 
     // Hand the recorded commands to the device. Throws DeviceLostError when the device is in
-    // its error state, TimeoutError when its ring stays full, UnsupportedError when an unbound
-    // queue is larger than the ring (bind() it).
+    // its error state, TimeoutError when its ring stays full for the default timeout (a hang:
+    // the device enters its error state), UnsupportedError when an unbound queue is larger
+    // than the ring (bind() it).
     void submit();
     // Move the commands into device memory; later submissions pass only their address.
     // Recording more commands afterwards throws std::logic_error until reset().
@@ -71,6 +72,8 @@ public:
     void update_signal_value(CommandId id, uint64_t value);
     void update_timestamp(CommandId id, const Signal& signal);
     void update_copy(CommandId id, GpuVirtualAddress dst, GpuVirtualAddress src, uint64_t size);
+    void update_copy_dst(CommandId id, GpuVirtualAddress dst);
+    void update_copy_src(CommandId id, GpuVirtualAddress src);
     void update_exec_buffer(CommandId id, uint32_t index, const Buffer& buffer);
     void update_exec_address(CommandId id, uint32_t index, GpuVirtualAddress address);
     void update_exec_value(CommandId id, uint32_t index, uint32_t value);
@@ -104,6 +107,8 @@ private:
     };
 
     void check_recordable() const;
+    // Throws std::invalid_argument when grid/block exceed the kernel's or the device's limits.
+    void check_launch(const KernelInfo& kernel, Dim3 grid, Dim3 block) const;
     Record& start_record(Kind kind);
     void finish_record(Record& record, bool user);
     uint32_t record_profile_timestamp();

@@ -21,7 +21,12 @@ uint64_t VaAllocator::page_size_for(uint64_t size) {
     return kPage4K;
 }
 
-std::optional<VaAllocator::Range> VaAllocator::allocate(uint64_t size) { return allocate(size, page_size_for(size)); }
+std::optional<VaAllocator::Range> VaAllocator::allocate(uint64_t size) {
+    // The page size of what is reserved (size rounded up to 4 KiB): 2 MiB - 1 byte reserves 2 MiB.
+    auto rounded = align_up(size, kPage4K);
+    if (!rounded) return std::nullopt;
+    return allocate(size, page_size_for(*rounded));
+}
 
 std::optional<VaAllocator::Range> VaAllocator::allocate(uint64_t size, uint64_t alignment) {
     if (size == 0 || !is_power_of_two(alignment) || alignment < kPage4K) return std::nullopt;

@@ -34,7 +34,7 @@ public:
     // The largest page size (1 GiB, 2 MiB, 64 KiB, 4 KiB) that is <= size; 4 KiB for smaller sizes.
     static uint64_t page_size_for(uint64_t size);
 
-    // A range of at least `size` bytes aligned to page_size_for(size). nullopt when nothing fits
+    // A range of at least `size` bytes aligned to page_size_for(size rounded up to 4 KiB). nullopt when nothing fits
     // (or size is 0 or overflows).
     std::optional<Range> allocate(uint64_t size);
     // Same with an explicit power-of-two alignment (>= 4 KiB).

@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <fmt/format.h>
+#include <iterator>
 #include <mutex>
 #include <sys/mman.h>
 
@@ -20,13 +21,27 @@ void PageTable::map(uint64_t start, uint64_t size) {
     ranges_[start] = start + size;
 }
 
-void PageTable::unmap(uint64_t start, uint64_t) {
+void PageTable::unmap(uint64_t start, uint64_t size) {
     std::unique_lock lock(mutex_);
     ranges_.erase(start);
+    for (auto it = read_only_.lower_bound(start); it != read_only_.end() && it->first < start + size;) it = read_only_.erase(it);
     generation_.fetch_add(1, std::memory_order_acq_rel);
 }
 
-bool PageTable::contains(uint64_t start, uint64_t size, uint64_t* lo, uint64_t* hi) const {
+void PageTable::mark_read_only(uint64_t start, uint64_t size) {
+    if (size == 0) return;
+    std::unique_lock lock(mutex_);
+    read_only_[start] = start + size;
+    generation_.fetch_add(1, std::memory_order_acq_rel);
+}
+
+bool PageTable::read_only_overlap(uint64_t start, uint64_t end) const {
+    auto it = read_only_.upper_bound(start);
+    if (it != read_only_.begin() && std::prev(it)->second > start) return true;
+    return it != read_only_.end() && it->first < end;
+}
+
+bool PageTable::contains(uint64_t start, uint64_t size, bool write, uint64_t* lo, uint64_t* hi, bool* writable) const {
     auto end = checked_add(start, size);
     if (!end) return false;
     std::shared_lock lock(mutex_);
@@ -36,6 +51,7 @@ bool PageTable::contains(uint64_t start, uint64_t size, uint64_t* lo, uint64_t* 
     if (start >= it->second) return false;
     if (lo) *lo = it->first;
     if (hi) *hi = it->second;
+    if (writable) *writable = !read_only_overlap(it->first, it->second);
     // Walk across adjacent ranges (two buffers side by side are both mapped).
     uint64_t covered = it->second;
     while (covered < *end) {
@@ -43,7 +59,7 @@ bool PageTable::contains(uint64_t start, uint64_t size, uint64_t* lo, uint64_t* 
         if (it == ranges_.end() || it->first != covered) return false;
         covered = it->second;
     }
-    return true;
+    return !write || !read_only_overlap(start, *end);
 }
 
 AddressSpace::AddressSpace(std::string device, uint64_t size) : device_(std::move(device)) {
@@ -92,6 +108,7 @@ void AddressSpace::protect(GpuVirtualAddress va, uint64_t size, int prot) {
     if (mprotect(reinterpret_cast<void*>(va.value()), size, prot) != 0) {
         throw SystemError(device_, fmt::format("mprotect {}+0x{:x}", va.hex(), size), errno);
     }
+    if (!(prot & PROT_WRITE)) PageTable::instance().mark_read_only(va.value(), size);
 }
 
 }  // namespace baregpu::cpu

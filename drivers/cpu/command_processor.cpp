@@ -170,6 +170,23 @@ void CommandProcessor::patch_exec_dims(std::span<std::byte> command, hcq::Dim3 g
 
 // ---- submission (host side) ----
 
+template <typename Ready>
+bool CommandProcessor::wait_progress(Ready ready, uint64_t start, uint64_t deadline) {
+    for (;;) {
+        if (ready()) return true;
+        device_.check_usable();
+        uint64_t now = hcq::host_now_ns();
+        if (now >= deadline) return ready();
+        if (now - start < kIdleSpinNs) {
+            hcq::cpu_relax();
+            continue;
+        }
+        uint32_t seen = progress_.prepare();
+        if (!ready()) progress_.sleep(seen, std::min(deadline - now, kSleepSliceNs));
+        progress_.done();
+    }
+}
+
 void CommandProcessor::wait_space(uint64_t need) {
     // The cached read pointer is behind the real one: if it says there is room, there is.
     if (wptr_ + need - read_seen_ <= ring_.size()) return;
@@ -179,24 +196,10 @@ void CommandProcessor::wait_space(uint64_t need) {
     };
     if (has_space()) return;
     uint64_t start = hcq::host_now_ns();
-    uint64_t deadline = start + uint64_t(hcq::default_timeout().count());
-    for (uint32_t i = 0;; ++i) {
-        if (has_space()) return;
-        device_.check_usable();
-        uint64_t now = hcq::host_now_ns();
-        if (now >= deadline) {
-            throw TimeoutError(device_.name(), fmt::format("{} ring stayed full for {:.0f} ms (need 0x{:x} bytes): {}. The queue is "
-                                                          "stalled, probably on a wait that nothing signals",
-                                                          name(), double(now - start) / 1e6, need, describe()));
-        }
-        if (now - start < kIdleSpinNs) {
-            hcq::cpu_relax();
-            continue;
-        }
-        uint32_t seen = progress_.prepare();
-        if (!has_space()) progress_.sleep(seen, std::min(deadline - now, kSleepSliceNs));
-        progress_.done();
-    }
+    if (wait_progress(has_space, start, start + uint64_t(hcq::default_timeout().count()))) return;
+    throw TimeoutError(device_.name(), fmt::format("{} ring stayed full for {:.0f} ms (need 0x{:x} bytes): {}. The queue is stalled, "
+                                                  "probably on a wait that nothing signals",
+                                                  name(), double(hcq::host_now_ns() - start) / 1e6, need, describe()));
 }
 
 void CommandProcessor::write_ring(std::span<const std::byte> bytes) {
@@ -243,21 +246,7 @@ uint64_t CommandProcessor::submit_bound(GpuVirtualAddress commands, uint64_t siz
 void CommandProcessor::wait_ticket(uint64_t ticket, hcq::Duration timeout) {
     if (completed_ticket() >= ticket) return;
     uint64_t start = hcq::host_now_ns();
-    uint64_t deadline = start + uint64_t(timeout.count());
-    for (;;) {
-        if (completed_ticket() >= ticket) return;
-        device_.check_usable();
-        uint64_t now = hcq::host_now_ns();
-        if (now >= deadline) break;
-        if (now - start < kIdleSpinNs) {
-            hcq::cpu_relax();
-            continue;
-        }
-        uint32_t seen = progress_.prepare();
-        if (completed_ticket() < ticket) progress_.sleep(seen, std::min(deadline - now, kSleepSliceNs));
-        progress_.done();
-    }
-    if (completed_ticket() >= ticket) return;
+    if (wait_progress([&] { return completed_ticket() >= ticket; }, start, start + uint64_t(timeout.count()))) return;
     throw TimeoutError(device_.name(), fmt::format("{} queue did not reach 0x{:x} within {:.0f} ms: {}", name(), ticket,
                                                   double(hcq::host_now_ns() - start) / 1e6, describe()));
 }
@@ -301,7 +290,27 @@ bool CommandProcessor::idle_wait(uint64_t rptr) {
     return !stop_.load(std::memory_order_relaxed);
 }
 
-void CommandProcessor::run() {
+void CommandProcessor::run() noexcept {
+    try {
+        consume();
+    } catch (...) {
+        // Out of memory building a fault message, and the like: the queue stops as on a fault.
+        try {
+            std::string what = "command processor failed";
+            try {
+                throw;
+            } catch (const std::exception& e) {
+                what += fmt::format(": {}", e.what());
+            } catch (...) {
+            }
+            fault(executing_.load(std::memory_order_relaxed), what);
+        } catch (...) {
+            device_.fail(std::string());  // no memory left even for the message
+        }
+    }
+}
+
+void CommandProcessor::consume() {
     uint64_t rptr = 0;
     uint64_t packets = 0;
     for (;;) {
@@ -317,6 +326,10 @@ void CommandProcessor::run() {
             result = fault(rptr, fmt::format("packet size {} is invalid at ring offset 0x{:x} (multiple of 8, at least 8, inside the "
                                              "ring and the submitted range expected)",
                                              header.size, pos));
+        } else if (header.opcode == Opcode::wrap && header.size != ring_.size() - pos) {
+            result = fault(rptr, fmt::format("wrap packet of {} bytes at ring offset 0x{:x} does not reach the ring's end (0x{:x} bytes "
+                                             "expected)",
+                                             header.size, pos, ring_.size() - pos));
         } else if (header.opcode != Opcode::wrap) {
             executing_.store(rptr, std::memory_order_relaxed);
             executing_opcode_.store(uint32_t(header.opcode), std::memory_order_relaxed);
@@ -348,9 +361,14 @@ CommandProcessor::Result CommandProcessor::fault(uint64_t where, const std::stri
     return Result::fault;
 }
 
-bool CommandProcessor::check_range(uint64_t address, uint64_t size, uint64_t where, const char* what, Result& result) {
-    if (size == 0 || pages_.contains(address, size)) return true;
-    result = fault(where, fmt::format("page fault: {} touches 0x{:x}+0x{:x}, which is not mapped on any CPU device", what, address, size));
+bool CommandProcessor::check_range(uint64_t address, uint64_t size, Access access, uint64_t where, const char* what, Result& result) {
+    bool write = access == Access::write;
+    if (size == 0 || pages_.contains(address, size, write)) return true;
+    bool mapped = write && pages_.contains(address, size, false);
+    result = fault(where, mapped ? fmt::format("page fault: {} writes 0x{:x}+0x{:x}, which is read-only (program code or constants)",
+                                               what, address, size)
+                                 : fmt::format("page fault: {} touches 0x{:x}+0x{:x}, which is not mapped on any CPU device", what,
+                                               address, size));
     return false;
 }
 
@@ -443,14 +461,14 @@ CommandProcessor::Result CommandProcessor::execute_packet(const std::byte* packe
             if (!expect_size(sizeof(WaitPacket))) break;
             auto p = load_packet<WaitPacket>(packet);
             if (p.signal % 8 != 0) return fault(where, fmt::format("wait: signal address 0x{:x} is not 8-byte aligned", p.signal));
-            if (!check_range(p.signal, 8, where, "wait", result)) return result;
+            if (!check_range(p.signal, 8, Access::read, where, "wait", result)) return result;
             return execute_wait(p.signal, p.value, where);
         }
         case Opcode::signal: {
             if (!expect_size(sizeof(SignalPacket))) break;
             auto p = load_packet<SignalPacket>(packet);
             if (p.signal % 8 != 0) return fault(where, fmt::format("signal: address 0x{:x} is not 8-byte aligned", p.signal));
-            if (!check_range(p.signal, 8, where, "signal", result)) return result;
+            if (!check_range(p.signal, 8, Access::write, where, "signal", result)) return result;
             // Release: everything the queue did before is visible to whoever sees the value.
             std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(p.signal)).store(p.value, std::memory_order_release);
             CpuDevice::signal_event().notify();
@@ -460,7 +478,7 @@ CommandProcessor::Result CommandProcessor::execute_packet(const std::byte* packe
             if (!expect_size(sizeof(TimestampPacket))) break;
             auto p = load_packet<TimestampPacket>(packet);
             if (p.dst % 8 != 0) return fault(where, fmt::format("timestamp: address 0x{:x} is not 8-byte aligned", p.dst));
-            if (!check_range(p.dst, 8, where, "timestamp", result)) return result;
+            if (!check_range(p.dst, 8, Access::write, where, "timestamp", result)) return result;
             std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(p.dst)).store(device_.ticks(), std::memory_order_release);
             return Result::ok;
         }
@@ -478,8 +496,8 @@ CommandProcessor::Result CommandProcessor::execute_packet(const std::byte* packe
             if (kind() != hcq::QueueKind::copy) return fault(where, "copy packet on a compute queue");
             if (!expect_size(sizeof(CopyPacket))) break;
             auto p = load_packet<CopyPacket>(packet);
-            if (!check_range(p.src, p.size, where, "copy source", result)) return result;
-            if (!check_range(p.dst, p.size, where, "copy destination", result)) return result;
+            if (!check_range(p.src, p.size, Access::read, where, "copy source", result)) return result;
+            if (!check_range(p.dst, p.size, Access::write, where, "copy destination", result)) return result;
             if (p.size) std::memmove(reinterpret_cast<void*>(p.dst), reinterpret_cast<const void*>(p.src), p.size);
             return Result::ok;
         }
@@ -528,16 +546,34 @@ CommandProcessor::Result CommandProcessor::execute_exec(const std::byte* packet,
     if (size != sizeof(ExecPacket) + ((uint64_t(p.kernarg_size) + 7) & ~uint64_t{7})) {
         return fault(where, fmt::format("exec packet of {} bytes does not hold its {} bytes of kernel arguments", size, p.kernarg_size));
     }
-    if (!device_.program_valid(p.program_slot, p.entry)) {
+    const CpuDevice::LoadedProgram* program = device_.program(p.program_slot, p.entry);
+    if (!program) {
         return fault(where, fmt::format("exec: no program is loaded at 0x{:x} (slot {}); was it unloaded while still in use?", p.entry,
                                         p.program_slot));
     }
+    // What the program was loaded with: a packet that claims other arguments or more shared
+    // memory would let the kernel read past its packet or its shared area.
+    uint32_t kernarg_size = program->kernarg_size.load(std::memory_order_relaxed);
+    uint32_t shared_bytes = program->shared_bytes.load(std::memory_order_relaxed);
+    uint32_t max_threads = std::min(program->max_threads.load(std::memory_order_relaxed), lim.max_threads_per_group);
+    if (p.kernarg_size != kernarg_size || p.shared_bytes != shared_bytes) {
+        return fault(where, fmt::format("exec: packet has {} bytes of kernel arguments and {} of shared memory; the program was loaded "
+                                        "with {} and {}",
+                                        p.kernarg_size, p.shared_bytes, kernarg_size, shared_bytes));
+    }
+    // Each dimension first, so that the products below cannot wrap.
+    bool inside = true;
+    for (int i = 0; i < 3; ++i) {
+        uint32_t grid_limit = i == 0 ? lim.max_grid.x : i == 1 ? lim.max_grid.y : lim.max_grid.z;
+        inside = inside && p.grid[i] != 0 && p.grid[i] <= grid_limit && p.block[i] != 0 && p.block[i] <= max_threads;
+    }
     uint64_t groups = uint64_t(p.grid[0]) * p.grid[1] * p.grid[2];
     uint64_t threads = uint64_t(p.block[0]) * p.block[1] * p.block[2];
-    if (groups == 0 || threads == 0 || threads > lim.max_threads_per_group || p.shared_bytes > lim.max_shared_bytes ||
-        groups >= (1ull << 40)) {
-        return fault(where, fmt::format("exec: grid {}x{}x{} block {}x{}x{} shared {} is outside the device limits", p.grid[0], p.grid[1],
-                                        p.grid[2], p.block[0], p.block[1], p.block[2], p.shared_bytes));
+    if (!inside || threads > max_threads || groups >= (1ull << 40)) {
+        return fault(where, fmt::format("exec: grid {}x{}x{} block {}x{}x{} is outside the limits (grid {}x{}x{}, at most {} threads "
+                                        "per group, 2^40 groups)",
+                                        p.grid[0], p.grid[1], p.grid[2], p.block[0], p.block[1], p.block[2], lim.max_grid.x,
+                                        lim.max_grid.y, lim.max_grid.z, max_threads));
     }
     ExecContext context{reinterpret_cast<baregpu_kernel_fn>(p.entry), packet + sizeof(ExecPacket), {p.grid[0], p.grid[1], p.grid[2]},
                         {p.block[0], p.block[1], p.block[2]}, &device_};
@@ -548,7 +584,7 @@ CommandProcessor::Result CommandProcessor::execute_exec(const std::byte* packet,
 CommandProcessor::Result CommandProcessor::execute_indirect(uint64_t address, uint64_t size, uint64_t where) {
     Result result = Result::ok;
     if (address % 8 != 0 || size % 8 != 0) return fault(where, fmt::format("indirect buffer 0x{:x}+0x{:x} is not 8-byte aligned", address, size));
-    if (!check_range(address, size, where, "indirect buffer", result)) return result;
+    if (!check_range(address, size, Access::read, where, "indirect buffer", result)) return result;
     const auto* base = reinterpret_cast<const std::byte*>(address);
     struct Flag {
         bool& f;

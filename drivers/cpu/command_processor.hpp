@@ -58,7 +58,13 @@ public:
 private:
     enum class Result { ok, fault, stopped };
 
-    void run();
+    // The worker thread: consume() until stopped; an exception faults the device.
+    void run() noexcept;
+    void consume();
+    // Host side: until ready() or the deadline (host_now_ns), spinning briefly, then sleeping on
+    // progress_. Returns ready(); throws DeviceLostError when the device fails meanwhile.
+    template <typename Ready>
+    bool wait_progress(Ready ready, uint64_t start, uint64_t deadline);
     bool idle_wait(uint64_t rptr);
     void publish_read(uint64_t rptr, bool wake) noexcept;
     void wait_space(uint64_t need);
@@ -69,7 +75,8 @@ private:
     Result execute_exec(const std::byte* packet, uint32_t size, uint64_t where);
     Result execute_indirect(uint64_t address, uint64_t size, uint64_t where);
     Result fault(uint64_t where, const std::string& what) noexcept;
-    bool check_range(uint64_t address, uint64_t size, uint64_t where, const char* what, Result& result);
+    enum class Access : uint8_t { read, write };
+    bool check_range(uint64_t address, uint64_t size, Access access, uint64_t where, const char* what, Result& result);
 
     // The execution log the worker keeps while profiling: begin/end ticks of every exec, copy
     // and wait, written by the worker, drained by the host. Full means dropped, never blocked.
@@ -87,12 +94,13 @@ private:
     std::span<std::byte> ring_;
     uint64_t mask_ = 0;
 
-    // Host side (under submit_mutex_), on its own cache lines: the worker never writes them.
+    // Host side (under submit_mutex_), on its own cache lines: the worker only reads them.
     alignas(64) std::mutex submit_mutex_;
     uint64_t wptr_ = 0;
     uint64_t read_seen_ = 0;  // the last read_ptr_ loaded: space is only re-read when this says full
     alignas(64) std::atomic<uint64_t> write_ptr_{0};
-    WakeWord doorbell_;
+    // Written by both sides (a sleeping worker announces itself here): a line of its own.
+    alignas(64) WakeWord doorbell_;
 
     // Worker side.
     alignas(64) std::atomic<uint64_t> read_ptr_{0};

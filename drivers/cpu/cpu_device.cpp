@@ -68,21 +68,22 @@ std::shared_ptr<CpuDevice> CpuDevice::open(const hcq::DeviceUri& uri) {
     c.clock_offset = uri.option_u64("clock_offset", 0);
     c.profile_log = uri.option_u64("profile_log", 1) != 0;
     uri.reject_unused("threads, ring, va, memory, staging, staging_slots, clock_skew_ppm, clock_offset, profile_log");
-    if (!is_power_of_two(c.ring_bytes) || c.ring_bytes < 4096) {
-        throw Error(uri.name(), fmt::format("ring={} must be a power of two of at least 4096", c.ring_bytes));
-    }
-    if (c.staging_bytes < 4096 || c.staging_bytes % 4096 != 0) {
-        throw Error(uri.name(), fmt::format("staging={} must be a multiple of 4096", c.staging_bytes));
-    }
-    if (c.threads > 1024) throw Error(uri.name(), fmt::format("threads={} is more than 1024", c.threads));
-    if (c.clock_skew_ppm <= -1'000'000 || c.clock_skew_ppm >= 1'000'000) {
-        throw Error(uri.name(), "clock_skew_ppm must be between -999999 and 999999");
-    }
     return create(uri.name(), c);
 }
 
-std::shared_ptr<CpuDevice> CpuDevice::create(std::string name, const Config& config) {
-    return std::make_shared<CpuDevice>(Token{}, std::move(name), config);
+std::shared_ptr<CpuDevice> CpuDevice::create(std::string name, const Config& c) {
+    // Ring sizes: packet sizes are u32 and the ring offset arithmetic masks (a power of two).
+    if (!is_power_of_two(c.ring_bytes) || c.ring_bytes < 4096 || c.ring_bytes > (1ull << 30)) {
+        throw Error(name, fmt::format("ring={} must be a power of two from 4096 to 1G", c.ring_bytes));
+    }
+    if (c.staging_bytes < 4096 || c.staging_bytes % 4096 != 0) {
+        throw Error(name, fmt::format("staging={} must be a multiple of 4096", c.staging_bytes));
+    }
+    if (c.threads > 1024) throw Error(name, fmt::format("threads={} is more than 1024", c.threads));
+    if (c.clock_skew_ppm <= -1'000'000 || c.clock_skew_ppm >= 1'000'000) {
+        throw Error(name, "clock_skew_ppm must be between -999999 and 999999");
+    }
+    return std::make_shared<CpuDevice>(Token{}, std::move(name), c);
 }
 
 CpuDevice::CpuDevice(Token, std::string name, const Config& config)
@@ -169,8 +170,8 @@ void CpuDevice::sleep_for_signal(const hcq::SignalSlot& slot, uint64_t target, u
 }
 
 uint32_t CpuDevice::program_name(uint32_t handle) const noexcept {
-    uint32_t slot = handle & (kProgramSlots - 1);
-    if (generations_[slot].load(std::memory_order_acquire) == (handle >> 12)) return program_names_[slot].load(std::memory_order_relaxed);
+    const LoadedProgram& p = programs_[handle & (kProgramSlots - 1)];
+    if (p.generation.load(std::memory_order_acquire) == (handle >> 12)) return p.name.load(std::memory_order_relaxed);
     static const uint32_t unloaded = hcq::Profiler::intern("kernel (unloaded)");
     return unloaded;
 }
@@ -186,22 +187,32 @@ std::byte* CpuDevice::map_memory(GpuVirtualAddress va, uint64_t size, uint64_t p
 
 void CpuDevice::unmap_memory(GpuVirtualAddress va, uint64_t size, std::byte*) noexcept { space_.unmap(va, size); }
 
-uint32_t CpuDevice::allocate_program_slot() {
-    std::lock_guard lock(programs_mutex_);
-    uint64_t completed = completed_timeline();
+void CpuDevice::reclaim_programs_locked(uint64_t completed) noexcept {
+    // The slot is emptied before the image goes: an exec still naming it faults instead of
+    // jumping into memory that may be reused.
     while (!retired_programs_.empty() && retired_programs_.front().timeline_value <= completed) {
         uint32_t slot = retired_programs_.front().slot & (kProgramSlots - 1);
-        programs_[slot].store(0, std::memory_order_release);
-        free_slots_.push_back(slot);
+        programs_[slot].entry.store(0, std::memory_order_release);
+        free_slots_.push_back(slot);  // capacity reserved for every slot: does not allocate
         retired_programs_.pop_front();  // drops the image: it retires at once (its value passed)
     }
+}
+
+void CpuDevice::collect_retired(uint64_t completed) noexcept {
+    std::lock_guard lock(programs_mutex_);
+    reclaim_programs_locked(completed);
+}
+
+uint32_t CpuDevice::allocate_program_slot() {
+    std::lock_guard lock(programs_mutex_);
+    reclaim_programs_locked(completed_timeline());
     if (free_slots_.empty()) {
         throw Error(name(), fmt::format("all {} program slots are in use; drop programs or synchronize()", kProgramSlots - 1));
     }
     uint32_t slot = free_slots_.back();
     free_slots_.pop_back();
-    uint32_t generation = (generations_[slot].load(std::memory_order_relaxed) + 1) & 0xfffff;
-    generations_[slot].store(generation, std::memory_order_release);
+    uint32_t generation = (programs_[slot].generation.load(std::memory_order_relaxed) + 1) & 0xfffff;
+    programs_[slot].generation.store(generation, std::memory_order_release);
     return slot | generation << 12;
 }
 
@@ -221,6 +232,10 @@ std::shared_ptr<hcq::Program> CpuDevice::load_program_impl(std::span<const std::
     if (k.shared_bytes > lim.max_shared_bytes) {
         throw Error(name(), fmt::format("kernel '{}' needs {} bytes of shared memory; the device has {}", k.name, k.shared_bytes,
                                         lim.max_shared_bytes));
+    }
+    if (k.private_bytes > kMaxPrivateBytes) {
+        throw Error(name(), fmt::format("kernel '{}' asks for {} bytes of extra stack (private_bytes); the device gives at most {}", k.name,
+                                        k.private_bytes, kMaxPrivateBytes));
     }
     if (k.kernarg_size > lim.max_kernarg_bytes) {
         throw Error(name(), fmt::format("kernel '{}' takes {} bytes of arguments; the device takes at most {}", k.name, k.kernarg_size,
@@ -249,8 +264,12 @@ std::shared_ptr<hcq::Program> CpuDevice::load_program_impl(std::span<const std::
     info.max_threads_per_group = std::min(k.max_threads, lim.max_threads_per_group);
     uint32_t handle = allocate_program_slot();
     uint64_t entry = base + k.offset;
-    program_names_[handle & (kProgramSlots - 1)].store(hcq::Profiler::intern(k.name), std::memory_order_relaxed);
-    programs_[handle & (kProgramSlots - 1)].store(entry, std::memory_order_release);
+    LoadedProgram& slot = programs_[handle & (kProgramSlots - 1)];
+    slot.name.store(hcq::Profiler::intern(k.name), std::memory_order_relaxed);
+    slot.kernarg_size.store(info.kernarg_size, std::memory_order_relaxed);
+    slot.shared_bytes.store(info.static_shared_bytes, std::memory_order_relaxed);
+    slot.max_threads.store(info.max_threads_per_group, std::memory_order_relaxed);
+    slot.entry.store(entry, std::memory_order_release);
     return std::make_shared<CpuProgram>(*this, std::move(info), std::move(image), entry, handle);
 }
 

@@ -5,8 +5,8 @@
 // own loader (drivers/cpu/elf_loader.hpp) into the device's address space.
 //
 // Names: "cpu" and "cpu:N" (independent instances; all CPU devices are one peer group).
-// Options (?key=value&...): threads (pool size, default: cores), ring (bytes per queue ring,
-// power of two, default 1M), va (address window, default 64G), memory (bytes that may be
+// Options (?key=value&...): threads (pool size, default: cores, at most 1024), ring (bytes per
+// queue ring, a power of two from 4K to 1G, default 1M), va (address window, default 64G), memory (bytes that may be
 // mapped, default half of RAM), staging / staging_slots (copy_in/copy_out slots, default 2M x 4),
 // clock_skew_ppm / clock_offset (make the tick counter run fast/slow and start elsewhere, to
 // test clock conversion), profile_log (1: the command processors log exec/copy/wait times
@@ -45,9 +45,25 @@ public:
     };
     static constexpr uint32_t kMaxSharedBytes = 64 * 1024;
     static constexpr uint32_t kProgramSlots = 4096;
+    // Stack a kernel may ask for beyond the ABI's 64 KiB (private_bytes). Workgroups run on the
+    // command processor and pool threads, whose stacks are the process default (8 MiB on
+    // Debian); this leaves most of it to the runtime.
+    static constexpr uint32_t kMaxPrivateBytes = 1u << 20;
+
+    // A program-table slot, as the command processors read it. Every field is written before
+    // `entry` is published; a reader that matched entry and generation sees them.
+    struct LoadedProgram {
+        std::atomic<uint64_t> entry{0};       // 0: free
+        std::atomic<uint32_t> generation{0};
+        std::atomic<uint32_t> name{0};        // profiler string id
+        std::atomic<uint32_t> kernarg_size{0};
+        std::atomic<uint32_t> shared_bytes{0};
+        std::atomic<uint32_t> max_threads{0};
+    };
 
     // Throws baregpu::Error for a bad name or option.
     static std::shared_ptr<CpuDevice> open(const hcq::DeviceUri& uri);
+    // Throws baregpu::Error for a configuration outside the limits open() documents.
     static std::shared_ptr<CpuDevice> create(std::string name, const Config& config);
 
     CpuDevice(Token, std::string name, const Config& config);
@@ -60,13 +76,17 @@ public:
     void host_signal_written() noexcept override { signal_event().notify(); }
     void map_peer(const hcq::Buffer& buffer) override;
 
-    // For the command processors. `handle` = slot | generation << 12, as CpuProgram::handle()
-    // gives it: a slot reused by a later program (perhaps at the same address) never matches an
-    // exec recorded for the earlier one.
-    bool program_valid(uint32_t handle, uint64_t entry) const noexcept {
-        uint32_t slot = handle & (kProgramSlots - 1);
-        return entry != 0 && programs_[slot].load(std::memory_order_acquire) == entry &&
-               generations_[slot].load(std::memory_order_acquire) == (handle >> 12);
+    // For the command processors: the program an exec names, or nullptr when none is loaded
+    // there. `handle` = slot | generation << 12, as CpuProgram::slot() gives it: a slot reused
+    // by a later program (perhaps at the same address) never matches an exec recorded for the
+    // earlier one.
+    const LoadedProgram* program(uint32_t handle, uint64_t entry) const noexcept {
+        const LoadedProgram& p = programs_[handle & (kProgramSlots - 1)];
+        if (entry == 0 || p.entry.load(std::memory_order_acquire) != entry ||
+            p.generation.load(std::memory_order_acquire) != (handle >> 12)) {
+            return nullptr;
+        }
+        return &p;
     }
     ThreadPool& pool() { return *pool_; }
     // The profiler's name id of the program behind an exec's handle ("kernel (unloaded)" when
@@ -76,15 +96,18 @@ public:
     // Bumped whenever any CPU device's queue or the host writes a signal.
     static WakeWord& signal_event();
 
-    // A loaded program's image and slot go back here when the program is dropped.
+    // A loaded program's image and slot go back here when the program is dropped; both are
+    // reused once the timeline passed every submission made until then.
     void retire_program(uint32_t slot, hcq::Buffer image) noexcept;
 
 private:
     std::shared_ptr<hcq::Program> load_program_impl(std::span<const std::byte> code_object, std::string_view kernel) override;
     std::byte* map_memory(GpuVirtualAddress va, uint64_t size, uint64_t page_size, const hcq::BufferOptions& options) override;
     void unmap_memory(GpuVirtualAddress va, uint64_t size, std::byte* cpu) noexcept override;
+    void collect_retired(uint64_t completed) noexcept override;
     // Returns the handle (slot | generation << 12).
     uint32_t allocate_program_slot();
+    void reclaim_programs_locked(uint64_t completed) noexcept;
 
     Config config_;
     uint64_t clock_origin_;
@@ -92,9 +115,7 @@ private:
     std::unique_ptr<ThreadPool> pool_;
     std::vector<std::byte> shared_;  // kMaxSharedBytes per pool thread
     std::byte* shared_base_ = nullptr;  // shared_, 64-byte aligned
-    std::array<std::atomic<uint64_t>, kProgramSlots> programs_{};
-    std::array<std::atomic<uint32_t>, kProgramSlots> generations_{};
-    std::array<std::atomic<uint32_t>, kProgramSlots> program_names_{};
+    std::array<LoadedProgram, kProgramSlots> programs_{};
 
     std::mutex programs_mutex_;
     std::vector<uint32_t> free_slots_;

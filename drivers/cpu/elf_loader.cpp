@@ -289,8 +289,12 @@ ElfObject ElfObject::parse(std::span<const std::byte> bytes, std::string device,
                     fn = &sym;
                 }
             }
-            if (!fn || fn->type != STT_FUNC || !is_exec(o.sections_[fn->section])) {
+            if (!fn || fn->type != STT_FUNC || !is_exec(o.sections_[fn->section]) || !o.sections_[fn->section].loaded) {
                 o.fail(fmt::format("kernel '{}' has a descriptor but no global function of that name in code", name));
+            }
+            if (fn->value >= o.sections_[fn->section].size) {
+                o.fail(fmt::format("kernel '{}' starts at 0x{:x}, at or past the end of {} (0x{:x} bytes)", name, fn->value,
+                                   o.where(o.sections_[fn->section]), o.sections_[fn->section].size));
             }
             for (const KernelEntry& k : o.kernels_) {
                 if (k.name == name) o.fail(fmt::format("kernel '{}' is described twice", name));
@@ -320,10 +324,8 @@ void ElfObject::link(std::span<std::byte> image, uint64_t base, std::span<const 
     for (const Section& s : sections_) {
         if (s.loaded && s.type != SHT_NOBITS && s.size) std::memcpy(image.data() + s.image_offset, file_.data() + s.file_offset, s.size);
     }
-    auto symbol_address = [&](const Symbol& sym) -> uint64_t {
-        if (sym.section == SHN_ABS) return sym.value;
-        if (sym.section != SHN_UNDEF) return base + sections_[sym.section].image_offset + sym.value;
-        if (sym.stub != UINT32_MAX) return base + stubs_offset_ + sym.stub * kStubBytes;
+    // An undefined symbol is one of `imports`, or a weak reference that resolves to 0.
+    auto undefined_address = [&](const Symbol& sym) -> uint64_t {
         for (const Import& imp : imports) {
             if (imp.name == sym.name) return imp.address;
         }
@@ -332,19 +334,17 @@ void ElfObject::link(std::span<std::byte> image, uint64_t base, std::span<const 
         for (const Import& imp : imports) names += (names.empty() ? "" : ", ") + std::string(imp.name);
         fail(fmt::format("undefined symbol '{}'; a kernel may call only: {}", sym.name, names));
     };
-    auto import_address = [&](const Symbol& sym) -> uint64_t {
-        for (const Import& imp : imports) {
-            if (imp.name == sym.name) return imp.address;
-        }
-        std::string names;
-        for (const Import& imp : imports) names += (names.empty() ? "" : ", ") + std::string(imp.name);
-        fail(fmt::format("undefined function '{}'; a kernel may call only: {}", sym.name, names));
+    auto symbol_address = [&](const Symbol& sym) -> uint64_t {
+        if (sym.section == SHN_ABS) return sym.value;
+        if (sym.section != SHN_UNDEF) return base + sections_[sym.section].image_offset + sym.value;
+        if (sym.stub != UINT32_MAX) return base + stubs_offset_ + sym.stub * kStubBytes;
+        return undefined_address(sym);
     };
     // Call stubs for imported functions: movabs r11, target; jmp r11 (r11 is the psABI's
     // scratch register for exactly this).
     for (const Symbol& sym : symbols_) {
         if (sym.stub == UINT32_MAX) continue;
-        uint64_t target = import_address(sym);
+        uint64_t target = undefined_address(sym);
         std::byte* p = image.data() + stubs_offset_ + sym.stub * kStubBytes;
         const uint8_t code[16] = {0x49, 0xbb, 0, 0, 0, 0, 0, 0, 0, 0, 0x41, 0xff, 0xe3, 0xcc, 0xcc, 0xcc};
         std::memcpy(p, code, sizeof code);
@@ -353,7 +353,7 @@ void ElfObject::link(std::span<std::byte> image, uint64_t base, std::span<const 
     // GOT entries hold the symbols' absolute addresses.
     for (const Symbol& sym : symbols_) {
         if (sym.got_slot == UINT32_MAX) continue;
-        uint64_t value = sym.section == SHN_UNDEF ? import_address(sym) : symbol_address(sym);
+        uint64_t value = sym.section == SHN_UNDEF ? undefined_address(sym) : symbol_address(sym);
         std::memcpy(image.data() + got_offset_ + sym.got_slot * 8, &value, 8);
     }
     for (const Relocation& r : relocations_) {

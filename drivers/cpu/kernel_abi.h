@@ -38,7 +38,7 @@ struct baregpu_kernel_descriptor {
     uint16_t num_buffers;
     uint16_t num_values;
     uint32_t shared_bytes;  /* workgroup-shared memory per workgroup */
-    uint32_t private_bytes; /* stack per workgroup beyond the default (0) */
+    uint32_t private_bytes; /* stack per workgroup beyond the 64 KiB every kernel has; the loader refuses more than 1 MiB */
     uint32_t max_threads;   /* the largest block.x * y * z the kernel supports */
     uint32_t reserved[3];   /* zero */
 };

@@ -9,10 +9,17 @@ constexpr uint64_t kHelperSpinNs = 50'000;
 }
 
 ThreadPool::ThreadPool(unsigned threads) {
-    for (unsigned i = 1; i < threads; ++i) helpers_.emplace_back([this, i] { helper(i); });
+    try {
+        for (unsigned i = 1; i < threads; ++i) helpers_.emplace_back([this, i] { helper(i); });
+    } catch (...) {
+        stop();  // the helpers made so far: a joinable std::thread must not be destroyed
+        throw;
+    }
 }
 
-ThreadPool::~ThreadPool() {
+ThreadPool::~ThreadPool() { stop(); }
+
+void ThreadPool::stop() noexcept {
     {
         std::lock_guard lock(mutex_);
         stop_ = true;
@@ -20,6 +27,7 @@ ThreadPool::~ThreadPool() {
     }
     wake_.notify_all();
     for (auto& t : helpers_) t.join();
+    helpers_.clear();
 }
 
 void ThreadPool::run(uint64_t count, Fn fn, void* context) {

@@ -34,6 +34,7 @@ private:
     // 16 million jobs between picking one up and claiming an index is the only way to confuse it.
     static constexpr int kIndexBits = 40;
     static constexpr uint64_t kTagMask = (1ull << (64 - kIndexBits)) - 1;
+    void stop() noexcept;
     void helper(unsigned thread);
     void work(uint64_t tag, uint64_t count, Fn fn, void* context, unsigned thread);
 

@@ -1,14 +1,16 @@
-// A futex-backed wakeup: a sequence number that notify() bumps, and waiters that sleep until it
-// changes. notify() makes a system call only when someone sleeps. The waiter's protocol:
+// A futex-backed wakeup: a 32-bit word whose bit 0 says "someone may sleep" and whose upper
+// bits count notifications. The waiter's protocol:
 //
-//   uint32_t seen = w.prepare();        // announces a waiter, then reads the sequence
+//   uint32_t seen = w.prepare();        // sets the sleeper bit, returns the word to sleep on
 //   if (!condition()) w.sleep(seen, ns); // returns on notify, timeout or spuriously
 //   w.done();
 //
-// With sequentially consistent operations on both sides, either the waiter sees the condition
-// or the notifier sees the waiter (and wakes it): no lost wakeups. A wake already sent and not
-// yet answered is not sent again: a notifier that runs while the sleeper is still waking up
-// (on a busy machine, for a while) pays no system call.
+// notify() bumps the count and clears the bit in one step, and makes the system call only when
+// the bit was set. Both sides are sequentially consistent, so either the waiter sees the
+// condition or the notifier sees the bit; and any notify after prepare() changes the word, so
+// the futex wait returns at once instead of sleeping on a stale value: no lost wakeups, with
+// any number of waiters. Notifications that arrive while a woken sleeper is still waking up
+// find the bit clear and cost no system call.
 #pragma once
 
 #include <atomic>
@@ -22,36 +24,32 @@ namespace baregpu::cpu {
 
 class WakeWord {
 public:
-    uint32_t prepare() noexcept {
-        waiters_.fetch_add(1, std::memory_order_seq_cst);
-        woken_.store(false, std::memory_order_seq_cst);
-        return seq_.load(std::memory_order_seq_cst);
-    }
+    uint32_t prepare() noexcept { return word_.fetch_or(kSleeper, std::memory_order_seq_cst) | kSleeper; }
     void sleep(uint32_t seen, uint64_t timeout_ns) noexcept {
         timespec ts{time_t(timeout_ns / 1'000'000'000u), long(timeout_ns % 1'000'000'000u)};
-        syscall(SYS_futex, reinterpret_cast<uint32_t*>(&seq_), FUTEX_WAIT_PRIVATE, seen, &ts, nullptr, 0);
+        syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word_), FUTEX_WAIT_PRIVATE, seen, &ts, nullptr, 0);
     }
-    void done() noexcept { waiters_.fetch_sub(1, std::memory_order_seq_cst); }
+    // Nothing to undo (a sleeper bit left behind costs the next notify one wake); kept so that
+    // every wait reads as one bracket.
+    void done() noexcept {}
 
     void notify() noexcept {
-        seq_.fetch_add(1, std::memory_order_seq_cst);
-        // A waiter that prepared after the last wake cleared woken_; a notifier that finds it
-        // set knows that wake (sent after this waiter's sequence read) covers it too.
-        if (waiters_.load(std::memory_order_seq_cst) != 0 && !woken_.exchange(true, std::memory_order_seq_cst)) {
-            syscall(SYS_futex, reinterpret_cast<uint32_t*>(&seq_), FUTEX_WAKE_PRIVATE, INT32_MAX, nullptr, nullptr, 0);
+        uint32_t old = word_.load(std::memory_order_relaxed);
+        while (!word_.compare_exchange_weak(old, (old + kCount) & ~kSleeper, std::memory_order_seq_cst, std::memory_order_relaxed)) {
         }
+        if (old & kSleeper) syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word_), FUTEX_WAKE_PRIVATE, INT32_MAX, nullptr, nullptr, 0);
     }
-    // notify() only when someone may sleep; the caller's own seq_cst store (or fence) must come
-    // before this call for the no-lost-wakeup argument to hold.
+    // notify() only when someone may sleep; the caller's own seq_cst store (or fence) that makes
+    // the condition true must come before this call for the no-lost-wakeup argument to hold.
     void notify_if_waiting() noexcept {
-        if (waiters_.load(std::memory_order_seq_cst) != 0) notify();
+        if (word_.load(std::memory_order_seq_cst) & kSleeper) notify();
     }
 
 private:
     static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t));
-    std::atomic<uint32_t> seq_{0};
-    std::atomic<uint32_t> waiters_{0};
-    std::atomic<bool> woken_{false};
+    static constexpr uint32_t kSleeper = 1;
+    static constexpr uint32_t kCount = 2;
+    std::atomic<uint32_t> word_{0};
 };
 
 }  // namespace baregpu::cpu

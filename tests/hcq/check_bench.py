@@ -37,6 +37,10 @@ def main():
         if names.get(name) != unit:
             print(f"FAIL: missing {name} in {unit}; have {names}")
             return 1
+    for r in out["results"]:
+        if r["name"] in ("hcq_submit", "hcq_graph_replay") and not isinstance(r.get("pass"), bool):
+            print(f"FAIL: {r['name']} has no boolean 'pass': {r}")
+            return 1
     bad = subprocess.run([sys.argv[1], "bench", "--suite", "nosuch"], capture_output=True, text=True, timeout=60)
     if bad.returncode != 2 or "unknown suite" not in bad.stderr:
         print(f"FAIL: an unknown suite is not refused: {bad.returncode} {bad.stderr}")

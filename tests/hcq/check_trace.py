@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Runs profile_demo under BAREGPU_PROFILE and checks the Chrome trace it writes: valid JSON,
-one track per queue per device, kernel/copy/wait names, copy sizes and bandwidth, monotonic
-non-overlapping device timestamps, and device times converted to host time with offset and
+one track per queue per device, kernel/copy/wait names (escaped), copy sizes and bandwidth,
+device events in submission order without overlap, and device times converted to host time with offset and
 drift corrected (kernels on a skewed device sit inside the host spans that bracket them).
 
 Usage: check_trace.py PROFILE_DEMO WORKDIR
@@ -73,15 +73,31 @@ def check(demo, out, args, source):
     if not waits or waits[0]["dur"] < 4000:
         fail(f"the 5 ms device wait is not there or too short: {waits}")
 
-    # Monotonic timestamps per track; device queues run in order, so their events do not overlap.
+    # Names are escaped: the signal "odd \"q\"\t\\ \xff" reads back with U+FFFD for the bad byte.
+    if ("cpu", 'wait odd "q"\t\\ \ufffd') not in names:
+        fail(f"the escaped wait name is missing; waits: {sorted(n for p, n in names if n.startswith('wait'))}")
+
+    # Device queues run in order: on each compute queue, the commands the demo submitted appear
+    # in submission order by their converted timestamps, and never overlap.
+    def sequence(key, keep):
+        evs = sorted((e for e in by_track[key] if keep(e)), key=lambda e: e["ts"])
+        return [(e["name"], e["args"].get("work_items")) for e in evs]
+    n = 1 << 20
+    want0 = [("add_one", n)] * 3 + [("wait gate", None), ('wait odd "q"\t\\ \ufffd', None)]
+    got0 = sequence(("cpu", "compute"), lambda e: e["name"] == "add_one" or e["name"].startswith(("wait gate", "wait odd")))
+    if got0 != want0:
+        fail(f"cpu compute: events out of submission order: {got0}")
+    want1 = [("add_one", n)] * 3 + [("add_one", 1024)] * 5
+    got1 = sequence(("cpu:1", "compute"), lambda e: e["name"] == "add_one")
+    if got1 != want1:
+        fail(f"cpu:1 compute: events out of submission order: {got1}")
     for key, evs in by_track.items():
-        ts = [e["ts"] for e in evs]
-        if ts != sorted(ts):
-            fail(f"timestamps not monotonic on {key}")
-        if key[0] != "host":
-            for x, y in zip(evs, evs[1:]):
-                if x["ts"] + x["dur"] > y["ts"] + 0.01:
-                    fail(f"overlapping events on in-order queue {key}: {x} {y}")
+        if key[0] == "host":
+            continue
+        evs = sorted(evs, key=lambda e: e["ts"])
+        for x, y in zip(evs, evs[1:]):
+            if x["ts"] + x["dur"] > y["ts"] + 0.01:
+                fail(f"overlapping events on in-order queue {key}: {x} {y}")
 
     # Clock conversion: every kernel on the skewed device lies inside its host bracket.
     brackets = sorted((e for e in xs if e["name"] == "bracket"), key=lambda e: e["ts"])

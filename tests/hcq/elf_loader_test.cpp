@@ -191,12 +191,39 @@ TEST_CASE("elf: bad objects are rejected with a message that says what is wrong"
         put<uint64_t>(b, secs.header[symtab] + offsetof(Elf64_Shdr, sh_entsize), 20);
         expect(b, "Elf64_Sym");
     }
+    int text = find_section(secs, ".text");
+    {
+        // Code that is not loaded (no SHF_ALLOC) cannot hold a kernel: its entry would point
+        // outside the image.
+        auto b = good;
+        put<uint64_t>(b, secs.header[text] + offsetof(Elf64_Shdr, sh_flags), SHF_EXECINSTR);
+        // (and the unwind table that refers to it, which would be refused first)
+        int eh_frame = find_section(secs, ".eh_frame");
+        if (eh_frame > 0) put<uint64_t>(b, secs.header[eh_frame] + offsetof(Elf64_Shdr, sh_flags), 0);
+        expect(b, "no global function of that name in code");
+    }
+    {
+        // A kernel entry at the very end of its section.
+        auto b = good;
+        int symtab = find_section(secs, ".symtab");
+        const Elf64_Shdr& st = secs.sh[symtab];
+        const Elf64_Shdr& names = secs.sh[st.sh_link];
+        bool found = false;
+        for (uint64_t off = st.sh_offset; off + sizeof(Elf64_Sym) <= st.sh_offset + st.sh_size; off += sizeof(Elf64_Sym)) {
+            auto sym = get<Elf64_Sym>(b, off);
+            if (std::string(reinterpret_cast<const char*>(b.data() + names.sh_offset + sym.st_name)) != "add_one") continue;
+            put<uint64_t>(b, off + offsetof(Elf64_Sym, st_value), secs.sh[sym.st_shndx].sh_size);
+            found = true;
+        }
+        REQUIRE(found);
+        expect(b, "at or past the end of section");
+    }
 }
 
 TEST_CASE("elf: undefined symbols and non-PIC code are refused at link time with advice") {
     auto globals = ElfObject::parse(object_bytes("globals.o"), "cpu", "globals.o");
     std::vector<std::byte> image(globals.layout().size);
-    CHECK_THROWS_WITH(globals.link(image, kHighBase, {}), Catch::Contains("undefined function 'mem"));
+    CHECK_THROWS_WITH(globals.link(image, kHighBase, {}), Catch::Contains("undefined symbol 'mem"));
     auto nopic = ElfObject::parse(object_bytes("globals_nopic.o"), "cpu", "globals_nopic.o");
     std::vector<std::byte> image2(nopic.layout().size);
     CHECK_THROWS_WITH(nopic.link(image2, kHighBase, kImports), Catch::Contains("does not fit 32 bits") && Catch::Contains("-fPIC"));

@@ -1,6 +1,7 @@
 // Acceptance: timeouts and the sticky error state.
 #include "base/error.hpp"
 #include "hcq/clock.hpp"
+#include "hcq/graph.hpp"
 #include "tests/hcq/support.hpp"
 
 #include <thread>
@@ -73,6 +74,11 @@ TEST_CASE("error state: a hang found by synchronize is reported by every later c
     Signal gate = dev->new_signal(0, "gate");
     auto q = dev->copy_queue();  // made before the hang: its submit must fail too
     q.signal(gate, 5);
+    auto unbound = dev->compute_queue();  // and binding one
+    unbound.signal(gate, 6);
+    Graph g;  // and replaying a graph made before
+    g.exec(*prg, {b}, {16, 1u}, {1}, {16});
+    g.finalize();
     uint64_t v = dev->next_timeline();
     dev->compute_queue().wait(gate, 1).signal(dev->timeline(), v).submit();
     uint64_t t0 = host_now_ns();
@@ -95,6 +101,8 @@ TEST_CASE("error state: a hang found by synchronize is reported by every later c
     expect_lost([&] { dev->copy_queue(); });
     expect_lost([&] { test::load_kernel(*dev, "fill", "fill"); });
     expect_lost([&] { q.submit(); });
+    expect_lost([&] { unbound.bind(); });
+    expect_lost([&] { g.replay(); });
     expect_lost([&] { gate.wait(1, 10s); });
     std::vector<uint8_t> bytes(64);
     expect_lost([&] { dev->copy_in(b, std::as_bytes(std::span(bytes))); });

@@ -263,18 +263,21 @@ private:
     uint64_t checked_ = 0;
 };
 
+// BAREGPU_SEED=<n> replays seed n alone; otherwise `count` seeds from `first`.
+std::vector<uint64_t> seeds_to_run(uint64_t first, uint64_t count) {
+    if (const char* env = std::getenv("BAREGPU_SEED"); env && *env) return {std::strtoull(env, nullptr, 0)};
+    std::vector<uint64_t> seeds;
+    for (uint64_t i = 0; i < count; ++i) seeds.push_back(first + i);
+    return seeds;
+}
+
 }  // namespace
 
 TEST_CASE("fuzz: random HCQ sequences match a host model") {
     auto name = HCQ_DEVICE_NAME();
     std::string peer = test::peer_of(name);
     const bool full = test::long_run();
-    std::vector<uint64_t> seeds;
-    if (const char* env = std::getenv("BAREGPU_SEED"); env && *env) {
-        seeds.push_back(std::strtoull(env, nullptr, 0));
-    } else {
-        for (uint64_t i = 0; i < (full ? 60u : 10u); ++i) seeds.push_back(0xbae6u + i);
-    }
+    std::vector<uint64_t> seeds = seeds_to_run(0xbae6u, full ? 60u : 10u);
     const int ops = full ? 3000 : 600;
     uint64_t checked = 0;
     for (uint64_t seed : seeds) {
@@ -422,12 +425,7 @@ TEST_CASE("fuzz: random graphs over one or two devices match a host model across
     auto name = HCQ_DEVICE_NAME();
     std::string peer = test::peer_of(name);
     const bool full = test::long_run();
-    std::vector<uint64_t> seeds;
-    if (const char* env = std::getenv("BAREGPU_SEED"); env && *env) {
-        seeds.push_back(std::strtoull(env, nullptr, 0));
-    } else {
-        for (uint64_t i = 0; i < (full ? 300u : 30u); ++i) seeds.push_back(0x6a9u + i);
-    }
+    std::vector<uint64_t> seeds = seeds_to_run(0x6a9u, full ? 300u : 30u);
     auto d0 = test::open_device(name);
     std::shared_ptr<Device> d1 = peer.empty() ? nullptr : test::open_device(peer);
     for (uint64_t seed : seeds) {

@@ -2,11 +2,13 @@
 // host <-> device copies (any size and alignment, larger than the staging slots) and
 // device-to-device transfers.
 #include "base/error.hpp"
+#include "hcq/clock.hpp"
 #include "hcq/va_allocator.hpp"
 #include "tests/hcq/support.hpp"
 
 #include <numeric>
 #include <random>
+#include <thread>
 
 using namespace baregpu;
 using namespace baregpu::hcq;
@@ -18,14 +20,16 @@ TEST_CASE("memory: buffers start on the largest page size that fits them") {
     auto name = HCQ_DEVICE_NAME();
     INFO("device " << name);
     auto dev = test::open_device(name);
-    for (uint64_t size : {uint64_t{1}, uint64_t{4096}, uint64_t{5000}, uint64_t{64} << 10, uint64_t{100} << 10, uint64_t{2} << 20,
-                          uint64_t{3} << 20, uint64_t{1} << 30}) {
+    for (uint64_t size : {uint64_t{1}, uint64_t{4096}, uint64_t{5000}, (uint64_t{64} << 10) - 1, uint64_t{64} << 10,
+                          uint64_t{100} << 10, (uint64_t{2} << 20) - 1, uint64_t{2} << 20, uint64_t{3} << 20, uint64_t{1} << 30}) {
         if (size > dev->limits().memory_bytes / 4) continue;
         Buffer b = dev->allocate(size);
         INFO("size " << size);
         CHECK(b.size() == size);
-        CHECK(b.address().is_aligned(VaAllocator::page_size_for(size)));
-        CHECK(b.page_size() == VaAllocator::page_size_for(size));
+        // The page size of what is reserved (4 KiB multiples): 2 MiB - 1 byte gets a 2 MiB page.
+        uint64_t page = VaAllocator::page_size_for((size + 4095) / 4096 * 4096);
+        CHECK(b.address().is_aligned(page));
+        CHECK(b.page_size() == page);
     }
     Buffer b = dev->allocate(8192);
     Buffer v = b.view(100, 200);
@@ -85,6 +89,99 @@ TEST_CASE("memory: running out says how much is in use") {
     a = Buffer();
     Buffer b = dev->allocate(8 << 20);  // retired memory is reused
     CHECK(b);
+}
+
+TEST_CASE("memory: allocation waits for memory still retiring, and running out is not a hang", "[short_timeout]") {
+    auto name = HCQ_DEVICE_NAME();
+    std::string small = test::with_options(name, "memory=16M");
+    if (small.empty()) return;
+    INFO("device " << small << ", BAREGPU_TIMEOUT_MS=" << default_timeout().count() / 1'000'000);
+    REQUIRE(default_timeout() <= 2s);  // this case runs with a short default timeout (tests/hcq/meson.build)
+    auto dev = test::open_device(small);
+    Signal gate = dev->new_signal(0, "gate");
+    std::vector<Buffer> big, small_ones;
+    auto fill = [&](std::vector<Buffer>& into, uint64_t size) {
+        for (;;) {
+            try {
+                into.push_back(dev->allocate(size));
+            } catch (const DeviceLostError&) {
+                throw;
+            } catch (const Error&) {
+                return;
+            }
+        }
+    };
+    fill(big, 1 << 20);
+    fill(small_ones, 4096);  // to the last page
+    REQUIRE(big.size() >= 8);
+    // Work held back by the gate, then free half the big buffers: they retire, behind the gate.
+    uint64_t v = dev->next_timeline();
+    dev->compute_queue().wait(gate, 1).wait(dev->timeline(), v - 1).signal(dev->timeline(), v).submit();
+    big.resize(big.size() / 2);
+    REQUIRE(dev->memory().bytes_retiring() >= (4 << 20));
+
+    // Nothing opens the gate: the allocation gives up after the timeout with an answer that
+    // says why, and the device is still usable (being out of memory is not a hang).
+    uint64_t t0 = host_now_ns();
+    try {
+        Buffer b = dev->allocate(2 << 20);
+        FAIL("an allocation succeeded while its memory was still retiring");
+    } catch (const DeviceLostError&) {
+        FAIL("running out of memory put the device in its error state");
+    } catch (const Error& e) {
+        CHECK_THAT(std::string(e.what()), Catch::Contains("out of device memory") && Catch::Contains("not finished"));
+    }
+    CHECK(host_now_ns() - t0 < 2 * uint64_t(default_timeout().count()) + 100'000'000);
+    CHECK_FALSE(dev->failed());
+    // The signal pool's pages come from the same memory, under its own lock: a new page while
+    // memory is retiring must give up the same way, never deadlock on that lock.
+    std::vector<Signal> signals;
+    CHECK_THROWS_AS([&] {
+        for (int i = 0; i < 1024; ++i) signals.push_back(dev->new_signal());
+    }(), Error);
+    CHECK_FALSE(dev->failed());
+    signals.clear();
+
+    // The gate opens later: the allocation waits for the retiring memory and succeeds.
+    std::jthread opener([&] {
+        std::this_thread::sleep_for(100ms);
+        gate.set(1);
+    });
+    Buffer b = dev->allocate(2 << 20);
+    opener.join();
+    CHECK(b);
+    CHECK(dev->timeline().value() >= v);
+}
+
+TEST_CASE("signals: a freed signal's slot is not reused while a submitted queue may still write it") {
+    auto name = HCQ_DEVICE_NAME();
+    INFO("device " << name);
+    auto dev = test::open_device(name);
+    Signal gate = dev->new_signal(0, "gate");
+    GpuVirtualAddress old_address;
+    {
+        Signal victim = dev->new_signal(0, "victim");
+        old_address = victim.address();
+        uint64_t v = dev->next_timeline();
+        dev->compute_queue().wait(gate, 1).signal(victim, 77).wait(dev->timeline(), v - 1).signal(dev->timeline(), v).submit();
+    }
+    // More signals than one page of slots: none may land on the victim's slot yet.
+    std::vector<Signal> fresh;
+    for (int i = 0; i < 600; ++i) {
+        fresh.push_back(dev->new_signal(uint64_t(i)));
+        REQUIRE(fresh.back().address() != old_address);
+    }
+    gate.set(1);
+    dev->synchronize(5s);
+    for (int i = 0; i < 600; ++i) REQUIRE(fresh[size_t(i)].value() == uint64_t(i));  // the late write went to the old slot only
+    fresh.clear();
+    dev->synchronize(5s);
+    bool reused = false;  // and once the timeline passed, the slot is used again
+    for (int i = 0; i < 2000 && !reused; ++i) {
+        fresh.push_back(dev->new_signal());
+        reused = fresh.back().address() == old_address;
+    }
+    CHECK(reused);
 }
 
 TEST_CASE("copy_in / copy_out: every size and alignment, through staging slots smaller than the data") {

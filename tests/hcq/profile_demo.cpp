@@ -1,5 +1,5 @@
-// A small program run under BAREGPU_PROFILE by check_trace.py: kernels, copies, a wait, a
-// transfer, graph replays, on two devices, one of them with a tick counter that runs 2000 ppm
+// A small program run under BAREGPU_PROFILE by check_trace.py: kernels, copies, waits (one on a
+// signal whose name needs escaping), a transfer, graph replays, on two devices, one of them with a tick counter that runs 2000 ppm
 // fast and starts 5 s ahead (so the trace is right only if offset and drift are corrected).
 #include "hcq/graph.hpp"
 #include "hcq/profiler.hpp"
@@ -37,6 +37,9 @@ int main(int argc, char** argv) {
         d0->compute_queue().wait(gate, 1).submit();
         std::this_thread::sleep_for(5ms);
         gate.set(1);
+        // A name the trace must escape: quotes, a backslash, a tab and a byte that is not UTF-8.
+        Signal odd = d0->new_signal(1, "odd \"q\"\t\\ \xff");
+        d0->compute_queue().wait(odd, 1).submit();
         Graph g;
         g.exec(*add1, {e, c}, {n}, {n / 256}, {256});
         g.finalize();

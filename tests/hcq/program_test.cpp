@@ -44,6 +44,9 @@ TEST_CASE("program: launches outside the kernel's or the device's limits are ref
     CHECK_THROWS_AS(q.exec(*copy, KernelArgs(*copy, {a, b}, {1}), {1}, {2}), std::invalid_argument);  // max_threads 1
     CHECK_THROWS_AS(q.exec(*add, KernelArgs(*add, {a, b}, {1}), {1}, {0, 1, 1}), std::invalid_argument);
     CHECK_THROWS_AS(q.exec(*add, KernelArgs(*add, {a, b}, {1}), {0}, {1}), std::invalid_argument);
+    // Dimensions whose product wraps around 2^64 to 76 threads: every dimension is checked.
+    CHECK_THROWS_AS(q.exec(*add, KernelArgs(*add, {a, b}, {1}), {1}, {1050829, 130244, 4178223247u}), std::invalid_argument);
+    CHECK_THROWS_AS(q.exec(*add, KernelArgs(*add, {a, b}, {1}), {0xffffffffu, 0xffffffffu, 0xffffffffu}, {1}), std::invalid_argument);
     CHECK_THROWS_AS(q.exec(*add, KernelArgs(*copy, {a, b}, {1}), {1}, {1}), std::invalid_argument);  // args for another kernel
     CHECK_THROWS_AS(KernelArgs(*add, {a}, {1}), std::invalid_argument);                           // wrong count
     CHECK(q.size() == 0);

@@ -482,18 +482,27 @@ TEST_CASE("submission: empty queues, many submits in flight, and 1000 execs in o
         auto got = download<uint32_t>(*dev, b, 1000);
         for (uint32_t i = 0; i < 1000; ++i) REQUIRE(got[i] == i + 1);
     }
-    SECTION("the same copy queue resubmitted 1000 times never runs ahead of its signal") {
-        Signal s = dev->new_signal(0, "copy count");
+    SECTION("the same copy queue resubmitted 1000 times: each submission keeps the values it was submitted with") {
+        // Submission i waits for gate >= i, then sets s = i. All 1000 are queued before the
+        // gate moves, with the recorded commands patched in between: if a later patch reached
+        // an earlier submission, s would run ahead of the gate or never get there.
+        Signal gate = dev->new_signal(0, "gate"), s = dev->new_signal(0, "copy count");
         auto q = dev->copy_queue();
+        q.wait(gate, 0);
+        CommandId w = q.last();
         q.signal(s, 0);
         CommandId id = q.last();
         for (uint64_t i = 1; i <= 1000; ++i) {
+            q.update_wait_value(w, i);
             q.update_signal_value(id, i);
             q.submit();
-            CHECK(s.value() <= i);
         }
-        s.wait(1000, 10s);
-        CHECK(s.value() == 1000);
+        CHECK_FALSE(s.try_wait(1, 20ms));
+        for (uint64_t i = 1; i <= 1000; ++i) {
+            gate.set(i);
+            s.wait(i, 5s);
+            REQUIRE(s.value() == i);  // submission i + 1 still waits for the gate
+        }
     }
 }
 
@@ -551,18 +560,29 @@ TEST_CASE("multi-device: a queue on one device waits on a signal another device'
     auto d1 = test::open_device(peer);
     REQUIRE(d0.get() != d1.get());
     Signal s0 = d0->new_signal(0, "d0 signal"), s1 = d1->new_signal(0, "d1 signal");
-    for (uint64_t i = 1; i <= 100; ++i) {
+    // d1's queue really waits: d0's signal is held back by a gate, and nothing reaches s1.
+    Signal gate = d0->new_signal(0, "gate");
+    d1->copy_queue().wait(s0, 1).signal(s1, 1).submit();
+    d0->copy_queue().wait(gate, 1).signal(s0, 1).submit();
+    CHECK_FALSE(s1.try_wait(1, 30ms));
+    gate.set(1);
+    s1.wait(1, 5s);
+    for (uint64_t i = 2; i <= 100; ++i) {
         d1->copy_queue().wait(s0, i).signal(s1, i).submit();
         d0->copy_queue().signal(s0, i).submit();
         s1.wait(i, 5s);
     }
-    // Compute queues waiting on each other's timelines.
+    // Compute queues waiting on each other's timelines; d1 cannot finish before d0 does.
+    Signal gate0 = d0->new_signal(0, "gate 0");
     uint64_t v0 = d0->next_timeline();
-    d0->compute_queue().wait(d1->timeline(), d1->timeline_value() - 1).signal(d0->timeline(), v0).submit();
+    d0->compute_queue().wait(gate0, 1).wait(d1->timeline(), d1->timeline_value() - 1).signal(d0->timeline(), v0).submit();
     uint64_t v1 = d1->next_timeline();
     d1->compute_queue().wait(d0->timeline(), v0).signal(d1->timeline(), v1).submit();
+    CHECK_FALSE(d1->timeline().try_wait(v1, 30ms));
+    gate0.set(1);
     d1->synchronize();
     d0->synchronize();
+    CHECK(d1->timeline().value() == v1);
 }
 
 TEST_CASE("signals are 64-bit end to end: waits and signals across 2^32 and up to 2^64-1") {

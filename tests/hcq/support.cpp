@@ -1,6 +1,6 @@
 #include "tests/hcq/support.hpp"
 
-#include "drivers/cpu/cpu_device.hpp"
+#include "drivers/registry.hpp"
 
 #include <cstdlib>
 #include <mutex>
@@ -15,8 +15,7 @@ namespace baregpu::test {
 namespace {
 void register_backends() {
     static std::once_flag once;
-    // drivers/registry.cpp will own this list; until then the suite registers what it tests.
-    std::call_once(once, [] { cpu::register_cpu_backend(hcq::registry()); });
+    std::call_once(once, [] { registry::register_backends(hcq::registry()); });
 }
 }  // namespace
 

@@ -30,6 +30,17 @@ TEST_CASE("va: allocations are aligned to their page size and rounded to 4 KiB")
     auto big = va.allocate(3 << 20);
     REQUIRE(big);
     CHECK(big->start.is_aligned(2 << 20));
+    // The page size follows what is reserved: one byte short of a page still reserves the page.
+    auto odd64k = va.allocate((64 << 10) - 1);
+    REQUIRE(odd64k);
+    CHECK(odd64k->size == (64 << 10));
+    CHECK(odd64k->start.is_aligned(64 << 10));
+    CHECK(odd64k->page_size == (64 << 10));
+    auto odd2m = va.allocate((2 << 20) - 1);
+    REQUIRE(odd2m);
+    CHECK(odd2m->size == (2 << 20));
+    CHECK(odd2m->start.is_aligned(2 << 20));
+    CHECK(odd2m->page_size == (2 << 20));
     auto huge = va.allocate(1ull << 30);
     REQUIRE(huge);
     CHECK(huge->start.is_aligned(1ull << 30));
@@ -59,11 +70,14 @@ TEST_CASE("va: random alloc/free never overlaps, keeps fragments <= live + 1, an
     size_t max_fragments = 0;
     for (int i = 0; i < 20000; ++i) {
         if (live.empty() || rng() % 5 < 3) {
-            static const uint64_t sizes[] = {100, 4096, 5000, 64 << 10, 70 << 10, 1 << 20, 2 << 20, 3 << 20, 9 << 20};
-            uint64_t size = sizes[rng() % 9] + (rng() % 4) * 4096;
+            static const uint64_t sizes[] = {100,     4096,    5000,    (64 << 10) - 1, 64 << 10, 70 << 10,
+                                             1 << 20, 2 << 20, 3 << 20, (2 << 20) - 1,  9 << 20};
+            uint64_t size = sizes[rng() % std::size(sizes)] + (rng() % 4) * 4096;
             auto r = va.allocate(size);
             if (!r) continue;
-            REQUIRE(r->start.is_aligned(VaAllocator::page_size_for(size)));
+            REQUIRE(r->size == (size + 4095) / 4096 * 4096);
+            REQUIRE(r->start.is_aligned(VaAllocator::page_size_for(r->size)));
+            REQUIRE(r->page_size == VaAllocator::page_size_for(r->size));
             auto next = live.lower_bound(r->start.value());
             if (next != live.end()) REQUIRE(r->start.value() + r->size <= next->first);
             if (next != live.begin()) REQUIRE(std::prev(next)->first + std::prev(next)->second <= r->start.value());

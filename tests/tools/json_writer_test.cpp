@@ -2,6 +2,7 @@
 #include "tools/baregpu/json_writer.hpp"
 
 #include <catch2/catch.hpp>
+#include <cmath>
 
 using baregpu::tools::JsonWriter;
 
@@ -52,4 +53,17 @@ TEST_CASE("valid UTF-8 passes through; invalid bytes become U+FFFD") {
     CHECK(JsonWriter::quote("\xc0\xaf") == "\"" + fffd + fffd + "\"");  // overlong '/'
     CHECK(JsonWriter::quote("\xed\xa0\x80") == "\"" + fffd + fffd + fffd + "\"");  // UTF-16 surrogate
     CHECK(JsonWriter::quote("\xf4\x90\x80\x80") == "\"" + fffd + fffd + fffd + fffd + "\"");  // above U+10FFFF
+}
+
+TEST_CASE("doubles read back exactly; NaN and infinities become null") {
+    JsonWriter w;
+    w.begin_array();
+    w.value(0.1);
+    w.value(-2.5e-300);
+    w.value(1e21);
+    w.value(3.0);
+    w.value(std::nan(""));
+    w.value(-HUGE_VAL);
+    w.end_array();
+    CHECK(w.text() == "[\n  0.1,\n  -2.5e-300,\n  1e+21,\n  3,\n  null,\n  null\n]\n");
 }

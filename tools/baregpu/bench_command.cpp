@@ -2,10 +2,12 @@
 
 #include "bench/hcq_bench.hpp"
 #include "hcq/registry.hpp"
+#include "tools/baregpu/json_writer.hpp"
 
 #include <charconv>
 #include <cstdio>
 #include <exception>
+#include <fmt/format.h>
 #include <string>
 
 namespace baregpu::tools {
@@ -26,6 +28,50 @@ int usage(const std::string& problem) {
     return 2;
 }
 
+// {"device": ..., "results": [{"name", "value", "unit", <extra numbers and flags>}]}: the same
+// shape for every suite; names, once published, stay.
+std::string to_json(const std::string& device, const std::vector<bench::Result>& results) {
+    JsonWriter w;
+    w.begin_object();
+    w.key("device");
+    w.value(device);
+    w.key("results");
+    w.begin_array();
+    for (const bench::Result& r : results) {
+        w.begin_object();
+        w.key("name");
+        w.value(r.name);
+        w.key("value");
+        w.value(r.value);
+        w.key("unit");
+        w.value(r.unit);
+        for (const auto& [k, v] : r.numbers) {
+            w.key(k);
+            w.value(v);
+        }
+        for (const auto& [k, v] : r.flags) {
+            w.key(k);
+            w.value(v);
+        }
+        w.end_object();
+    }
+    w.end_array();
+    w.end_object();
+    return w.text();
+}
+
+// One line per result, for people.
+std::string to_text(const std::string& device, const std::vector<bench::Result>& results) {
+    std::string out = fmt::format("device {}\n", device);
+    for (const bench::Result& r : results) {
+        out += fmt::format("  {:<22} {:>12.3f} {:<5}", r.name, r.value, r.unit);
+        for (const auto& [k, v] : r.numbers) out += fmt::format(" {}={:.4g}", k, v);
+        for (const auto& [k, v] : r.flags) out += fmt::format(" {}={}", k, v);
+        out += "\n";
+    }
+    return out;
+}
+
 }  // namespace
 
 int bench_command(std::span<const std::string_view> args) {
@@ -34,21 +80,18 @@ int bench_command(std::span<const std::string_view> args) {
     bench::Options options;
     for (size_t i = 0; i < args.size(); ++i) {
         std::string_view a = args[i];
-        auto value = [&](std::string_view flag) -> std::string_view {
-            if (i + 1 >= args.size()) return {};
-            (void)flag;
-            return args[++i];
-        };
+        // The option's argument ("" when it is missing).
+        auto value = [&]() -> std::string_view { return i + 1 < args.size() ? args[++i] : std::string_view(); };
         if (a == "--suite") {
-            suite = std::string(value(a));
+            suite = std::string(value());
             if (suite.empty()) return usage("--suite needs a name");
         } else if (a == "--device") {
-            device = std::string(value(a));
+            device = std::string(value());
             if (device.empty()) return usage("--device needs a name");
         } else if (a == "--json") {
             json = true;
         } else if (a == "--only") {
-            std::string list(value(a));
+            std::string list(value());
             if (list.empty()) return usage("--only needs result names");
             size_t start = 0;
             for (;;) {
@@ -60,7 +103,7 @@ int bench_command(std::span<const std::string_view> args) {
         } else if (a == "--quick") {
             options.quick = true;
         } else if (a == "--repeats") {
-            std::string_view v = value(a);
+            std::string_view v = value();
             int n = 0;
             auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
             if (ec != std::errc() || end != v.data() + v.size() || n < 3 || n > 1000) return usage("--repeats needs a number from 3 to 1000");
@@ -76,7 +119,7 @@ int bench_command(std::span<const std::string_view> args) {
     try {
         auto dev = hcq::open_device(device);
         auto results = bench::run_hcq_suite(*dev, options);
-        std::string text = json ? bench::to_json(dev->name(), results) : bench::to_text(dev->name(), results);
+        std::string text = json ? to_json(dev->name(), results) : to_text(dev->name(), results);
         std::fputs(text.c_str(), stdout);
         return 0;
     } catch (const std::exception& e) {

@@ -1,6 +1,6 @@
 // A small streaming JSON writer for the tools' --json output: objects, arrays, strings, integers,
-// booleans and null, indented two spaces. Strings are escaped as RFC 8259 requires and invalid
-// UTF-8 is replaced by U+FFFD, so the output always parses.
+// floating-point numbers, booleans and null, indented two spaces. Strings are quoted by
+// base/json_string.hpp, so the output always parses.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +22,9 @@ public:
     void value(const char* text) { value(std::string_view(text)); }
     void value(const std::string& text) { value(std::string_view(text)); }
     void value(int64_t number);
+    // Shortest form that reads back to the same double; NaN and infinities (which JSON cannot
+    // spell) become null.
+    void value(double number);
     void value(bool flag);
     void null();
 
