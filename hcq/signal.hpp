@@ -46,7 +46,8 @@ public:
     explicit operator bool() const { return slot_ != nullptr; }
 
     uint64_t value() const noexcept { return load_acquire(slot_->value); }
-    // Host write. Wakes device queues waiting on this signal.
+    // Host write. Wakes device queues waiting on this signal. Works in the device's error state
+    // too (it is a write to memory): setting a gate lets a stuck queue drain before teardown.
     void set(uint64_t value);
     // Raw device ticks of the last timestamp() written here; Device::timestamp_frequency()
     // gives ticks per second.
