@@ -66,6 +66,31 @@ public:
     using Error::Error;
 };
 
+// A firmware file is not what it claims to be. Names the file, the field, the byte offset of
+// the field in the file, what was expected and what was found, so a bad or truncated blob is
+// reported before any byte of it reaches a device.
+class FirmwareError : public Error {
+public:
+    FirmwareError(std::string file, std::string field, uint64_t offset, std::string expected, std::string found)
+        : Error("", file + ": " + field + " at offset " + std::to_string(offset) + ": expected " + expected +
+                        ", found " + found),
+          file_(std::move(file)), field_(std::move(field)), offset_(offset), expected_(std::move(expected)),
+          found_(std::move(found)) {}
+
+    const std::string& file() const noexcept { return file_; }
+    const std::string& field() const noexcept { return field_; }
+    uint64_t offset() const noexcept { return offset_; }
+    const std::string& expected() const noexcept { return expected_; }
+    const std::string& found() const noexcept { return found_; }
+
+private:
+    std::string file_;
+    std::string field_;
+    uint64_t offset_;
+    std::string expected_;
+    std::string found_;
+};
+
 // A system call failed. The message names the call, the object and errno's text.
 class SystemError : public Error {
 public:
