@@ -1,0 +1,72 @@
+// The scheduler's fusion is observable: count the kernels a realize launches.
+#include "compiler/scheduler.hpp"
+#include "tests/tensor/support.hpp"
+
+#include <cmath>
+
+using namespace baregpu;
+using namespace baregpu::test;
+using tensor::Tensor;
+
+namespace {
+
+// Kernels launched while `f` runs.
+template <typename F>
+uint64_t launches(F&& f) {
+    uint64_t before = cpu_runtime()->kernels_launched();
+    f();
+    return cpu_runtime()->kernels_launched() - before;
+}
+
+}  // namespace
+
+TEST_CASE("fusion: nothing runs until realized") {
+    std::mt19937 gen(11);
+    Ref x = Ref::random({8, 8}, gen, -1, 1);
+    Tensor t = Tensor::from_vector(x.floats(), x.shape, cpu_runtime());
+    Tensor y;
+    CHECK(launches([&] { y = ((t * 2.0).exp() + t.flip({0})).sum({1}).reshape({2, 4}); }) == 0);
+    CHECK_FALSE(y.realized());
+    CHECK(launches([&] { y.realize(); }) == 1);
+    CHECK(y.realized());
+    CHECK(launches([&] { y.realize(); }) == 0);
+}
+
+TEST_CASE("fusion: an elementwise chain and a reduction are one kernel") {
+    std::mt19937 gen(12);
+    Ref a = Ref::random({16, 40}, gen, -1, 1), b = Ref::random({40}, gen, -1, 1);
+    Tensor ta = Tensor::from_vector(a.floats(), a.shape, cpu_runtime());
+    Tensor tb = Tensor::from_vector(b.floats(), b.shape, cpu_runtime());
+    Tensor out = ((ta * tb + 1.0).exp().flip({1}) * 0.5).sum({1}) * 3.0 - 1.0;
+    CHECK(launches([&] { out.realize(); }) == 1);
+    Ref want = Ref::zip(a, b, [](double x, double y) { return std::exp(x * y + 1) * 0.5; })
+                   .flip({1})
+                   .reduce({1}, 0, [](double x, double y) { return x + y; })
+                   .reshape({16})
+                   .map([](double v) { return v * 3 - 1; });
+    check_close(out, want, 1e-5, 1e-4);
+}
+
+TEST_CASE("fusion: matmul is one kernel; softmax splits at its two reductions") {
+    std::mt19937 gen(13);
+    Ref a = Ref::random({8, 12}, gen, -1, 1), b = Ref::random({12, 6}, gen, -1, 1);
+    Tensor ta = Tensor::from_vector(a.floats(), a.shape, cpu_runtime());
+    Tensor tb = Tensor::from_vector(b.floats(), b.shape, cpu_runtime());
+    Tensor mm = ta.matmul(tb).relu();
+    CHECK(launches([&] { mm.realize(); }) == 1);
+    Tensor sm = ta.softmax();
+    CHECK(compiler::schedule(sm.node()).size() == 3);
+    CHECK(launches([&] { sm.realize(); }) == 3);
+}
+
+TEST_CASE("fusion: a shared reduction is computed once") {
+    std::mt19937 gen(14);
+    Ref a = Ref::random({5, 9}, gen, -1, 1);
+    Tensor t = Tensor::from_vector(a.floats(), a.shape, cpu_runtime());
+    Tensor m = t.max({1}, true);
+    Tensor out = (t - m) * (t + m);  // m broadcast twice: one kernel for m, one for out
+    CHECK(launches([&] { out.realize(); }) == 2);
+    Ref mr = a.reduce({1}, -INFINITY, [](double x, double y) { return std::max(x, y); });
+    check_close(out, Ref::zip(Ref::zip(a, mr, [](double x, double y) { return x - y; }), Ref::zip(a, mr, [](double x, double y) { return x + y; }),
+                              [](double x, double y) { return x * y; }));
+}
