@@ -136,8 +136,12 @@ private:
     llvm::Value* umin(llvm::Value* a, llvm::Value* b) { return b_.CreateSelect(b_.CreateICmpULT(a, b), a, b); }
     llvm::Value* umax(llvm::Value* a, llvm::Value* b) { return b_.CreateSelect(b_.CreateICmpUGT(a, b), a, b); }
 
-    llvm::Type* storage_type(DType t) { return t == DType::float32 ? static_cast<llvm::Type*>(f32_) : t == DType::int32 ? i32_ : i8_; }
-    llvm::Type* value_type(DType t) { return t == DType::float32 ? static_cast<llvm::Type*>(f32_) : t == DType::int32 ? i32_ : i1_; }
+    llvm::Type* storage_type(DType t) {
+        if (is_half(t)) return b_.getInt16Ty();
+        return t == DType::float32 ? static_cast<llvm::Type*>(f32_) : t == DType::int32 ? i32_ : i8_;
+    }
+    // Every float type computes in float32.
+    llvm::Type* value_type(DType t) { return is_float(t) ? static_cast<llvm::Type*>(f32_) : t == DType::int32 ? i32_ : i1_; }
     llvm::Value* zero(DType t) { return llvm::Constant::getNullValue(value_type(t)); }
 
     llvm::AllocaInst* entry_alloca(llvm::Type* type, const char* name) {
@@ -197,11 +201,71 @@ private:
         return {addr, valid};
     }
 
-    llvm::Value* to_value(llvm::Value* stored, DType t) { return t == DType::boolean ? b_.CreateICmpNE(stored, llvm::ConstantInt::get(i8_, 0)) : stored; }
+    llvm::Value* to_value(llvm::Value* stored, DType t) {
+        if (t == DType::float16) return half_to_float(stored);
+        if (t == DType::bfloat16) return bfloat_to_float(stored);
+        return t == DType::boolean ? b_.CreateICmpNE(stored, llvm::ConstantInt::get(i8_, 0)) : stored;
+    }
+
+    llvm::Value* to_storage(llvm::Value* v, DType t) {
+        if (t == DType::float16) return float_to_half(v);
+        if (t == DType::bfloat16) return float_to_bfloat(v);
+        return t == DType::boolean ? b_.CreateZExt(v, i8_) : v;
+    }
+
+    // x (float32) rounded to the nearest value of the 16-bit float type t.
+    llvm::Value* round_to(llvm::Value* x, DType t) {
+        return t == DType::float16 ? half_to_float(float_to_half(x)) : bfloat_to_float(float_to_bfloat(x));
+    }
+
+    // The conversions are integer code (no F16C/AVX512-BF16, no libgcc helpers: the CPU loader
+    // resolves none), branch-free so that they vectorize.
+    llvm::Value* bfloat_to_float(llvm::Value* bits16) { return b_.CreateBitCast(b_.CreateShl(b_.CreateZExt(bits16, i32_), c32(16)), f32_); }
+
+    llvm::Value* float_to_bfloat(llvm::Value* f) {
+        llvm::Value* bits = b_.CreateBitCast(f, i32_);
+        // Round to nearest even on the 16 bits dropped; NaN stays NaN (quiet bit set).
+        llvm::Value* lsb = b_.CreateAnd(b_.CreateLShr(bits, c32(16)), c32(1));
+        llvm::Value* rounded = b_.CreateLShr(b_.CreateAdd(bits, b_.CreateAdd(c32(0x7fff), lsb)), c32(16));
+        llvm::Value* nan = b_.CreateOr(b_.CreateLShr(bits, c32(16)), c32(0x40));
+        return b_.CreateTrunc(b_.CreateSelect(b_.CreateFCmpUNO(f, f), nan, rounded), b_.getInt16Ty());
+    }
+
+    // binary16 -> binary32: move exponent and mantissa into place and rebias; infinities/NaNs
+    // get the all-ones exponent, subnormals are normalized by one float subtraction.
+    llvm::Value* half_to_float(llvm::Value* bits16) {
+        llvm::Value* h = b_.CreateZExt(bits16, i32_);
+        llvm::Value* sign = b_.CreateShl(b_.CreateAnd(h, c32(0x8000)), c32(16));
+        llvm::Value* o = b_.CreateShl(b_.CreateAnd(h, c32(0x7fff)), c32(13));
+        llvm::Value* exp = b_.CreateAnd(o, c32(0x0f800000));
+        o = b_.CreateAdd(o, c32((127 - 15) << 23));
+        llvm::Value* special = b_.CreateAdd(o, c32((128 - 16) << 23));
+        llvm::Value* sub_f = b_.CreateFSub(b_.CreateBitCast(b_.CreateAdd(o, c32(1 << 23)), f32_), b_.CreateBitCast(c32(113 << 23), f32_));
+        llvm::Value* subnormal = b_.CreateBitCast(sub_f, i32_);
+        o = b_.CreateSelect(b_.CreateICmpEQ(exp, c32(0x0f800000)), special, b_.CreateSelect(b_.CreateICmpEQ(exp, c32(0)), subnormal, o));
+        return b_.CreateBitCast(b_.CreateOr(o, sign), f32_);
+    }
+
+    // binary32 -> binary16, round to nearest even: overflow to infinity, NaN to a quiet NaN,
+    // results below 2^-14 through one float addition that rounds them into the subnormal grid.
+    llvm::Value* float_to_half(llvm::Value* f) {
+        llvm::Value* bits = b_.CreateBitCast(f, i32_);
+        llvm::Value* sign = b_.CreateAnd(bits, c32(int32_t(0x80000000u)));
+        llvm::Value* a = b_.CreateXor(bits, sign);
+        llvm::Value* inf_nan = b_.CreateSelect(b_.CreateICmpUGT(a, c32(0x7f800000)), c32(0x7e00), c32(0x7c00));
+        const int32_t denorm_magic = ((127 - 15) + (23 - 10) + 1) << 23;
+        llvm::Value* sub = b_.CreateSub(
+            b_.CreateBitCast(b_.CreateFAdd(b_.CreateBitCast(a, f32_), b_.CreateBitCast(c32(denorm_magic), f32_)), i32_), c32(denorm_magic));
+        llvm::Value* odd = b_.CreateAnd(b_.CreateLShr(a, c32(13)), c32(1));
+        llvm::Value* normal = b_.CreateLShr(b_.CreateAdd(b_.CreateAdd(a, c32(int32_t(((15u - 127u) << 23) + 0xfffu))), odd), c32(13));
+        llvm::Value* o = b_.CreateSelect(b_.CreateICmpUGE(a, c32((127 + 16) << 23)), inf_nan,
+                                         b_.CreateSelect(b_.CreateICmpULT(a, c32(113 << 23)), sub, normal));
+        return b_.CreateTrunc(b_.CreateOr(o, b_.CreateLShr(sign, c32(16))), b_.getInt16Ty());
+    }
 
     void store(llvm::Value* v, llvm::Value* at) {
         DType t = k_.output_dtype;
-        if (t == DType::boolean) v = b_.CreateZExt(v, i8_);
+        v = to_storage(v, t);
         auto* st = b_.CreateStore(v, b_.CreateGEP(storage_type(t), out_, at));
         st->setAlignment(llvm::Align(dtype_bytes(t)));
     }
@@ -211,6 +275,9 @@ private:
     llvm::Value* value(const Expr& e, const std::vector<llvm::Value*>& idx, Memo& memo) {
         if (auto it = memo.find(&e); it != memo.end()) return it->second;
         llvm::Value* v = compute(e, idx, memo);
+        // A 16-bit float result is rounded to its type at once, whether stored or fused into
+        // the next op (loads are exact already; casts round themselves).
+        if (is_half(e.dtype) && e.kind != ExprKind::load && !(e.kind == ExprKind::alu && e.op == Op::cast)) v = round_to(v, e.dtype);
         memo.emplace(&e, v);
         return v;
     }
@@ -218,7 +285,7 @@ private:
     llvm::Value* compute(const Expr& e, const std::vector<llvm::Value*>& idx, Memo& memo) {
         switch (e.kind) {
             case ExprKind::constant:
-                if (e.dtype == DType::float32) return cf(e.value);
+                if (is_float(e.dtype)) return cf(e.value);
                 if (e.dtype == DType::int32) return c32(int32_t(e.value));
                 return e.value != 0 ? b_.getTrue() : b_.getFalse();
             case ExprKind::load: {
@@ -253,7 +320,7 @@ private:
         llvm::Value* init;
         if (e.op == Op::reduce_sum) {
             init = zero(t);
-        } else if (t == DType::float32) {
+        } else if (is_float(t)) {
             init = llvm::ConstantFP::getInfinity(f32_, true);
         } else if (t == DType::int32) {
             init = c32(INT32_MIN);
@@ -269,7 +336,7 @@ private:
                 llvm::Value* a = b_.CreateLoad(vt, acc);
                 llvm::Value* r;
                 if (e.op == Op::reduce_sum) {
-                    if (t == DType::float32) {
+                    if (is_float(t)) {
                         // Reassociation lets the vectorizer keep one partial sum per lane.
                         auto* add = llvm::cast<llvm::Instruction>(b_.CreateFAdd(a, x));
                         llvm::FastMathFlags fmf;
@@ -298,14 +365,14 @@ private:
     }
 
     llvm::Value* maximum(DType t, llvm::Value* a, llvm::Value* b) {
-        if (t == DType::float32) return b_.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, a, b);
+        if (is_float(t)) return b_.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, a, b);
         if (t == DType::int32) return b_.CreateSelect(b_.CreateICmpSGT(a, b), a, b);
         return b_.CreateOr(a, b);
     }
 
     llvm::Value* alu(const Expr& e, const std::vector<llvm::Value*>& s) {
         DType st = e.src.empty() ? e.dtype : e.src[0]->dtype;
-        bool f = st == DType::float32;
+        bool f = is_float(st);
         switch (e.op) {
             case Op::neg: return f ? b_.CreateFNeg(s[0]) : b_.CreateSub(zero(st), s[0]);
             case Op::exp2: return exp2(s[0]);
@@ -340,10 +407,13 @@ private:
 
     llvm::Value* cast(llvm::Value* v, DType from, DType to) {
         if (from == to) return v;
-        if (to == DType::boolean) return from == DType::float32 ? b_.CreateFCmpUNE(v, cf(0)) : b_.CreateICmpNE(v, zero(from));
-        if (to == DType::float32) return from == DType::int32 ? b_.CreateSIToFP(v, f32_) : b_.CreateUIToFP(v, f32_);
+        if (to == DType::boolean) return is_float(from) ? b_.CreateFCmpUNE(v, cf(0)) : b_.CreateICmpNE(v, zero(from));
+        if (is_float(to)) {
+            llvm::Value* x = is_float(from) ? v : from == DType::int32 ? b_.CreateSIToFP(v, f32_) : b_.CreateUIToFP(v, f32_);
+            return is_half(to) ? round_to(x, to) : x;
+        }
         // to int32; fptosi.sat saturates (NaN -> 0) instead of being undefined out of range.
-        if (from == DType::float32) return b_.CreateIntrinsic(llvm::Intrinsic::fptosi_sat, {i32_, f32_}, {v});
+        if (is_float(from)) return b_.CreateIntrinsic(llvm::Intrinsic::fptosi_sat, {i32_, f32_}, {v});
         return b_.CreateZExt(v, i32_);
     }
 

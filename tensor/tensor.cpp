@@ -20,8 +20,13 @@ namespace {
 
 std::shared_ptr<Runtime> or_default(std::shared_ptr<Runtime> rt) { return rt ? std::move(rt) : Runtime::default_runtime(); }
 
+// float32 > float16/bfloat16 > int32 > bool; float16 with bfloat16 meets in float32.
 DType promote(DType a, DType b) {
+    if (a == b) return a;
     if (a == DType::float32 || b == DType::float32) return DType::float32;
+    if (compiler::is_half(a) && compiler::is_half(b)) return DType::float32;
+    if (compiler::is_half(a)) return a;
+    if (compiler::is_half(b)) return b;
     if (a == DType::int32 || b == DType::int32) return DType::int32;
     return DType::boolean;
 }
@@ -81,6 +86,14 @@ Tensor Tensor::from_vector(const std::vector<int32_t>& values, const Shape& shap
 
 Tensor Tensor::scalar(double value) const { return with(Node::make_constant(value, dtype() == DType::boolean ? DType::float32 : dtype(), {})); }
 
+Tensor Tensor::from_bits(const std::vector<uint16_t>& bits, const Shape& shape, DType dtype, std::shared_ptr<Runtime> rt) {
+    if (!compiler::is_half(dtype)) {
+        throw std::invalid_argument(fmt::format("from_bits: {} is not a 16-bit float type", compiler::dtype_name(dtype)));
+    }
+    rt = or_default(std::move(rt));
+    return Tensor(rt->upload(std::as_bytes(std::span(bits)), dtype, shape), rt);
+}
+
 Tensor Tensor::view(const ShapeTracker& st) const { return with(Node::make_view(node_, st)); }
 
 Tensor Tensor::unary(Op op) const { return with(Node::make_alu(op, dtype(), {node_})); }
@@ -100,12 +113,21 @@ Tensor Tensor::binary(Op op, const Tensor& o, bool to_bool) const {
 }
 
 Tensor Tensor::neg() const { return dtype() == DType::boolean ? logical_not() : unary(Op::neg); }
-Tensor Tensor::exp2() const { return cast(DType::float32).unary(Op::exp2); }
-Tensor Tensor::log2() const { return cast(DType::float32).unary(Op::log2); }
-Tensor Tensor::exp() const { return (cast(DType::float32) * (1.0 / std::log(2.0))).exp2(); }
-Tensor Tensor::log() const { return log2() * std::log(2.0); }
-Tensor Tensor::sqrt() const { return cast(DType::float32).unary(Op::sqrt); }
-Tensor Tensor::recip() const { return cast(DType::float32).unary(Op::recip); }
+Tensor Tensor::as_float() const { return compiler::is_float(dtype()) ? *this : cast(DType::float32); }
+Tensor Tensor::exp2() const { return as_float().unary(Op::exp2); }
+Tensor Tensor::log2() const { return as_float().unary(Op::log2); }
+// exp and log are one op to the user: a 16-bit input is computed in float32 and rounded once,
+// not after the scaling inside.
+Tensor Tensor::exp() const {
+    if (compiler::is_half(dtype())) return cast(DType::float32).exp().cast(dtype());
+    return (as_float() * (1.0 / std::log(2.0))).exp2();
+}
+Tensor Tensor::log() const {
+    if (compiler::is_half(dtype())) return cast(DType::float32).log().cast(dtype());
+    return log2() * std::log(2.0);
+}
+Tensor Tensor::sqrt() const { return as_float().unary(Op::sqrt); }
+Tensor Tensor::recip() const { return as_float().unary(Op::recip); }
 Tensor Tensor::relu() const { return maximum(scalar(0)); }
 Tensor Tensor::sigmoid() const { return (1.0 + neg().exp()).recip(); }
 Tensor Tensor::abs() const { return maximum(neg()); }
@@ -158,7 +180,7 @@ Tensor Tensor::sum(std::vector<int> axes, bool keepdim) const { return reduce(Op
 Tensor Tensor::max(std::vector<int> axes, bool keepdim) const { return reduce(Op::reduce_max, std::move(axes), keepdim); }
 
 Tensor Tensor::mean(std::vector<int> axes, bool keepdim) const {
-    Tensor s = cast(DType::float32).sum(axes, keepdim);
+    Tensor s = as_float().sum(axes, keepdim);
     return s * (double(s.numel()) / double(numel()));
 }
 
@@ -224,6 +246,9 @@ Tensor Tensor::matmul(const Tensor& o) const {
         throw std::invalid_argument(fmt::format("matmul: {} @ {}: inner dimensions {} and {} differ", compiler::shape_string(shape()),
                                                 compiler::shape_string(o.shape()), k, o.shape()[o.ndim() - 2]));
     }
+    // 16-bit operands multiply and accumulate in float32 and round once (still one kernel).
+    DType t = promote(dtype(), o.dtype());
+    if (compiler::is_half(t)) return cast(DType::float32).matmul(o.cast(DType::float32)).cast(t);
     // a (..., M, 1, K) * b^T (..., 1, N, K), summed over K.
     Shape as = shape();
     as.insert(as.end() - 1, 1);
@@ -235,7 +260,7 @@ Tensor Tensor::matmul(const Tensor& o) const {
 
 Tensor Tensor::softmax(int ax) const {
     int a = axis(ax);
-    Tensor x = cast(DType::float32);
+    Tensor x = as_float();
     Tensor e = (x - x.max({a}, true)).exp();
     return e / e.sum({a}, true);
 }
@@ -247,7 +272,11 @@ const Tensor& Tensor::realize() const {
 
 template <typename T>
 std::vector<T> Tensor::to_vector() const {
+    if constexpr (std::is_same_v<T, float>) {
+        if (compiler::is_half(dtype())) return cast(DType::float32).to_vector<float>();
+    }
     DType want = std::is_same_v<T, float> ? DType::float32 : std::is_same_v<T, int32_t> ? DType::int32 : DType::boolean;
+    if constexpr (std::is_same_v<T, uint16_t>) want = compiler::is_half(dtype()) ? dtype() : DType::float16;
     if (want != dtype()) {
         throw std::invalid_argument(fmt::format("to_vector: the tensor holds {}, not {}", compiler::dtype_name(dtype()), compiler::dtype_name(want)));
     }
@@ -265,5 +294,6 @@ std::vector<T> Tensor::to_vector() const {
 template std::vector<float> Tensor::to_vector<float>() const;
 template std::vector<int32_t> Tensor::to_vector<int32_t>() const;
 template std::vector<bool> Tensor::to_vector<bool>() const;
+template std::vector<uint16_t> Tensor::to_vector<uint16_t>() const;
 
 }  // namespace baregpu::tensor

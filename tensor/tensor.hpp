@@ -3,8 +3,10 @@
 // flip) are views: they never copy. Elementwise ops broadcast like numpy. A Tensor is a cheap
 // handle (shared ownership of its graph node); copies alias the same value.
 //
-// dtypes: float32 and int32; comparisons yield bool. Mixed float32/int32 operands compute in
-// float32; bool operands of arithmetic count as 0/1 of the other operand's type.
+// dtypes: float32, float16, bfloat16 and int32; comparisons yield bool. Mixed operands take the
+// wider kind (float32 > float16/bfloat16 > int32 > bool; float16 with bfloat16 gives float32);
+// bool operands of arithmetic count as 0/1. float16/bfloat16 ops compute in float32 and round
+// each result to their type (as numpy does); a sum accumulates in float32 and rounds once.
 #pragma once
 
 #include "compiler/dtype.hpp"
@@ -37,6 +39,8 @@ public:
     static Tensor rand(const Shape& shape, uint64_t seed, std::shared_ptr<Runtime> rt = {});
     static Tensor from_vector(const std::vector<float>& values, const Shape& shape, std::shared_ptr<Runtime> rt = {});
     static Tensor from_vector(const std::vector<int32_t>& values, const Shape& shape, std::shared_ptr<Runtime> rt = {});
+    // float16/bfloat16 from their raw 16-bit patterns (or: from_vector(floats).cast(dtype)).
+    static Tensor from_bits(const std::vector<uint16_t>& bits, const Shape& shape, DType dtype, std::shared_ptr<Runtime> rt = {});
 
     const Shape& shape() const { return node_->shape; }
     DType dtype() const { return node_->dtype; }
@@ -99,7 +103,8 @@ public:
     const Tensor& realize() const;
     bool realized() const { return static_cast<bool>(node_->realized); }
 
-    // Realize and copy back, row-major. T: float for float32, int32_t for int32, bool for bool.
+    // Realize and copy back, row-major. T: float for float32 (and, widened exactly, for float16
+    // and bfloat16), int32_t for int32, bool for bool, uint16_t for the bits of float16/bfloat16.
     template <typename T>
     std::vector<T> to_vector() const;
 
@@ -109,6 +114,8 @@ private:
     // Broadcast to `shape` (numpy: missing leading dims are 1).
     Tensor expand_to(const Shape& shape) const;
     Tensor unary(compiler::Op op) const;
+    // This tensor if it holds a float type, else cast to float32.
+    Tensor as_float() const;
     Tensor binary(compiler::Op op, const Tensor& o, bool to_bool = false) const;
     Tensor reduce(compiler::Op op, std::vector<int> axes, bool keepdim) const;
     int axis(int a) const;

@@ -17,6 +17,8 @@ void check_close(const tensor::Tensor& got, const Ref& want, double rtol, double
     std::vector<double> values;
     switch (got.dtype()) {
         case compiler::DType::float32:
+        case compiler::DType::float16:
+        case compiler::DType::bfloat16:
             for (float x : got.to_vector<float>()) values.push_back(x);
             break;
         case compiler::DType::int32:
