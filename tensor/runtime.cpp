@@ -68,9 +68,13 @@ void Runtime::realize(const NodeRef& node) {
             continue;
         }
         const compiler::Kernel& k = *item.kernel;
-        auto program = program_for(k);
         uint64_t bytes = std::max<uint64_t>(uint64_t(k.output_elements()) * compiler::dtype_bytes(k.output_dtype), 4);
         hcq::Buffer out = device_->allocate(bytes);
+        if (k.output_elements() == 0) {  // nothing to compute
+            item.output->realized = std::move(out);
+            continue;
+        }
+        auto program = program_for(k);
         hcq::KernelArgs args(*program);
         args.buffer(0, out);
         for (size_t i = 0; i < item.inputs.size(); ++i) args.buffer(uint32_t(i + 1), item.inputs[i]->realized);

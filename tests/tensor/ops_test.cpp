@@ -143,6 +143,15 @@ TEST_CASE("tensor: reductions over axes, keepdim, mean") {
     check_close(upload(big).sum({0}), big.reduce({0}, 0, sum).reshape({400}), 1e-4, 1e-4);
 }
 
+TEST_CASE("tensor: empty tensors and reductions over empty axes") {
+    auto rt = cpu_runtime();
+    Tensor empty = Tensor::zeros({3, 0}, DType::float32, rt);
+    CHECK((empty + 1.0).to_vector<float>().empty());
+    check_close(empty.sum({1}), Ref::filled({3}, 0));
+    check_close(empty.max({1}), Ref::filled({3}, -INFINITY));
+    CHECK(empty.sum({0}).to_vector<float>().empty());
+}
+
 TEST_CASE("tensor: movement ops are views, folded into the consumer's indexing") {
     std::mt19937 gen(6);
     Ref x = Ref::random({4, 5, 6}, gen, -1, 1);
