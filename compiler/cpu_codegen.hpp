@@ -4,7 +4,8 @@
 // the g-th of G equal chunks of the output's row-major elements, so any grid size is correct
 // and a larger grid spreads the work over more pool threads. Within a chunk the loops run over
 // the output's rows and, innermost, its last non-reduced dimension (vectorized by LLVM's loop
-// vectorizer at O3 with the target's features); a reduction is a nest of loops inside that.
+// vectorizer at O3 with the target's features); a reduction is a nest of loops inside that, or
+// outside it when its loads are contiguous along the inner axis (llvm_kernel_ir.cpp).
 // Kernel arguments: buffer 0 is the output, buffers 1.. the kernel's inputs; no values.
 #pragma once
 

@@ -5,6 +5,7 @@
 #include "compiler/cpu_kernel_abi.hpp"
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <fmt/format.h>
 #include <functional>
@@ -59,6 +60,8 @@ public:
         }
         const int64_t total = k_.output_elements();
         const int64_t row_len = inner ? full[*inner] : 1;
+        const Expr* red = find_reduce(*k_.root);
+        const bool interchange = red && inner && row_len <= kMaxPartials && prefers_inner_axis(*red, *inner);
 
         // This workgroup's chunk [begin, end) of the output's row-major elements.
         llvm::Value* n = c64(total);
@@ -79,10 +82,39 @@ public:
             llvm::Value* row_start = b_.CreateMul(row, c64(row_len));
             llvm::Value* lo = b_.CreateSub(umax(begin, row_start), row_start);
             llvm::Value* hi = b_.CreateSub(umin(end, b_.CreateAdd(row_start, c64(row_len))), row_start);
+            llvm::AllocaInst* partial = nullptr;
+            if (interchange) {
+                // Reduction loops outside, the output's inner axis inside: one accumulator per
+                // element of the row, unit-stride loads in the vectorized loop.
+                DType t = red->dtype;
+                llvm::Type* vt = value_type(t);
+                partial = entry_alloca(llvm::ArrayType::get(vt, uint64_t(row_len)), "partial");
+                auto slot = [&](llvm::Value* i) { return b_.CreateGEP(vt, partial, i); };
+                loop(lo, hi, "init", [&](llvm::Value* i) { b_.CreateStore(reduce_init(*red), slot(i)); });
+                std::function<void(size_t)> nest = [&](size_t level) {
+                    if (level == k_.reduce_axes.size()) {
+                        loop(lo, hi, "acc", [&](llvm::Value* i) {
+                            idx[*inner] = i;
+                            Memo below;
+                            llvm::Value* x = value(*red->src[0], idx, below);
+                            b_.CreateStore(reduce_combine(*red, b_.CreateLoad(vt, slot(i)), x), slot(i));
+                        });
+                        return;
+                    }
+                    size_t d = size_t(k_.reduce_axes[level]);
+                    loop(c64(0), c64(full[d]), "r", [&](llvm::Value* j) {
+                        idx[d] = j;
+                        nest(level + 1);
+                    });
+                };
+                nest(0);
+                for (int a : k_.reduce_axes) idx[size_t(a)] = c64(0);
+            }
             loop(lo, hi, "i", [&](llvm::Value* i) {
                 if (inner) idx[*inner] = i;
                 out_index_ = idx;
                 above_.clear();
+                reduced_ = partial ? b_.CreateLoad(value_type(red->dtype), b_.CreateGEP(value_type(red->dtype), partial, i)) : nullptr;
                 llvm::Value* v = value(*k_.root, idx, above_);
                 store(v, b_.CreateAdd(row_start, i));
             });
@@ -130,6 +162,36 @@ public:
     }
 
 private:
+    // Accumulators an interchanged reduction keeps per row (on the kernel's stack).
+    static constexpr int64_t kMaxPartials = 4096;
+
+    static const Expr* find_reduce(const Expr& e) {
+        if (e.kind == ExprKind::reduce) return &e;
+        for (const ExprRef& s : e.src) {
+            if (const Expr* r = find_reduce(*s)) return r;
+        }
+        return nullptr;
+    }
+
+    // Whether the loads under the reduction walk memory more contiguously along the output's
+    // inner axis than along the last reduce axis: then the inner-axis loop goes innermost
+    // (matmul: B's rows and A's broadcast; column sums). Strides 0 and +-1 count as contiguous.
+    bool prefers_inner_axis(const Expr& red, size_t inner) const {
+        int along_inner = 0, along_reduce = 0;
+        size_t last_reduce = size_t(k_.reduce_axes.back());
+        std::function<void(const Expr&)> visit = [&](const Expr& e) {
+            if (e.kind == ExprKind::load) {
+                const View& v = e.view.views().back();
+                auto good = [&](size_t d) { return e.view.views().size() == 1 && std::abs(v.strides[d]) <= 1; };
+                along_inner += good(inner);
+                along_reduce += good(last_reduce);
+            }
+            for (const ExprRef& s : e.src) visit(*s);
+        };
+        visit(*red.src[0]);
+        return along_inner > along_reduce;
+    }
+
     llvm::Constant* c64(int64_t v) { return llvm::ConstantInt::get(i64_, uint64_t(v), true); }
     llvm::Constant* c32(int32_t v) { return llvm::ConstantInt::get(i32_, uint64_t(int64_t(v)), true); }
     llvm::Constant* cf(double v) { return llvm::ConstantFP::get(f32_, v); }
@@ -313,45 +375,39 @@ private:
     }
 
     // The reduction's loops at the current output index: acc = init; for each reduce index: acc op= src.
+    llvm::Value* reduce_init(const Expr& e) {
+        DType t = e.dtype;
+        if (e.op == Op::reduce_sum) return zero(t);
+        if (is_float(t)) return llvm::ConstantFP::getInfinity(f32_, true);
+        if (t == DType::int32) return c32(INT32_MIN);
+        return b_.getFalse();
+    }
+
+    llvm::Value* reduce_combine(const Expr& e, llvm::Value* a, llvm::Value* x) {
+        DType t = e.dtype;
+        if (e.op != Op::reduce_sum) return maximum(t, a, x);
+        if (t == DType::int32) return b_.CreateAdd(a, x);
+        if (t == DType::boolean) return b_.CreateOr(a, x);
+        // Reassociation lets the vectorizer keep one partial sum per lane.
+        auto* add = llvm::cast<llvm::Instruction>(b_.CreateFAdd(a, x));
+        llvm::FastMathFlags fmf;
+        fmf.setAllowReassoc();
+        add->setFastMathFlags(fmf);
+        return add;
+    }
+
     llvm::Value* reduce(const Expr& e) {
+        if (reduced_) return reduced_;  // computed by the interchanged loops
         DType t = e.dtype;
         llvm::Type* vt = value_type(t);
         llvm::AllocaInst* acc = entry_alloca(vt, "acc");
-        llvm::Value* init;
-        if (e.op == Op::reduce_sum) {
-            init = zero(t);
-        } else if (is_float(t)) {
-            init = llvm::ConstantFP::getInfinity(f32_, true);
-        } else if (t == DType::int32) {
-            init = c32(INT32_MIN);
-        } else {
-            init = b_.getFalse();
-        }
-        b_.CreateStore(init, acc);
+        b_.CreateStore(reduce_init(e), acc);
         std::vector<llvm::Value*> idx = out_index_;
         std::function<void(size_t)> nest = [&](size_t level) {
             if (level == k_.reduce_axes.size()) {
                 Memo below;
                 llvm::Value* x = value(*e.src[0], idx, below);
-                llvm::Value* a = b_.CreateLoad(vt, acc);
-                llvm::Value* r;
-                if (e.op == Op::reduce_sum) {
-                    if (is_float(t)) {
-                        // Reassociation lets the vectorizer keep one partial sum per lane.
-                        auto* add = llvm::cast<llvm::Instruction>(b_.CreateFAdd(a, x));
-                        llvm::FastMathFlags fmf;
-                        fmf.setAllowReassoc();
-                        add->setFastMathFlags(fmf);
-                        r = add;
-                    } else if (t == DType::int32) {
-                        r = b_.CreateAdd(a, x);
-                    } else {
-                        r = b_.CreateOr(a, x);
-                    }
-                } else {
-                    r = maximum(t, a, x);
-                }
-                b_.CreateStore(r, acc);
+                b_.CreateStore(reduce_combine(e, b_.CreateLoad(vt, acc), x), acc);
                 return;
             }
             size_t d = size_t(k_.reduce_axes[level]);
@@ -474,6 +530,7 @@ private:
     llvm::Value* out_ = nullptr;
     std::vector<llvm::Value*> in_;
     std::vector<llvm::Value*> out_index_;
+    llvm::Value* reduced_ = nullptr;  // the reduction's value at the current output element, when precomputed
     Memo above_;
 };
 

@@ -94,7 +94,12 @@ Tensor Tensor::from_bits(const std::vector<uint16_t>& bits, const Shape& shape, 
     return Tensor(rt->upload(std::as_bytes(std::span(bits)), dtype, shape), rt);
 }
 
-Tensor Tensor::view(const ShapeTracker& st) const { return with(Node::make_view(node_, st)); }
+Tensor Tensor::movement(const std::function<ShapeTracker(const ShapeTracker&)>& op) const {
+    // Applied to the tracker of an unrealized view directly, so that strides compose (an expand
+    // of a transpose stays one strided view instead of a stack of two).
+    if (node_->kind == compiler::NodeKind::view && !node_->realized) return with(Node::make_view(node_->src[0], op(node_->view)));
+    return with(Node::make_view(node_, op(ShapeTracker::contiguous(shape()))));
+}
 
 Tensor Tensor::unary(Op op) const { return with(Node::make_alu(op, dtype(), {node_})); }
 
@@ -197,12 +202,12 @@ Tensor Tensor::reshape(Shape shape) const {
     }
     if (infer >= 0 && known != 0) shape[size_t(infer)] = numel() / known;
     if (shape == this->shape()) return *this;
-    return view(ShapeTracker::contiguous(this->shape()).reshape(shape));
+    return movement([&](const ShapeTracker& st) { return st.reshape(shape); });
 }
 
 Tensor Tensor::permute(std::vector<int> order) const {
     for (int& o : order) o = axis(o);
-    return view(ShapeTracker::contiguous(shape()).permute(order));
+    return movement([&](const ShapeTracker& st) { return st.permute(order); });
 }
 
 Tensor Tensor::transpose(int a, int b) const {
@@ -214,7 +219,7 @@ Tensor Tensor::transpose(int a, int b) const {
 
 Tensor Tensor::expand(const Shape& shape) const {
     if (shape == this->shape()) return *this;
-    return view(ShapeTracker::contiguous(this->shape()).expand(shape));
+    return movement([&](const ShapeTracker& st) { return st.expand(shape); });
 }
 
 Tensor Tensor::expand_to(const Shape& shape) const {
@@ -225,16 +230,16 @@ Tensor Tensor::expand_to(const Shape& shape) const {
 }
 
 Tensor Tensor::pad(const std::vector<std::pair<int64_t, int64_t>>& before_after) const {
-    return view(ShapeTracker::contiguous(shape()).pad(before_after));
+    return movement([&](const ShapeTracker& st) { return st.pad(before_after); });
 }
 
 Tensor Tensor::shrink(const std::vector<std::pair<int64_t, int64_t>>& begin_end) const {
-    return view(ShapeTracker::contiguous(shape()).shrink(begin_end));
+    return movement([&](const ShapeTracker& st) { return st.shrink(begin_end); });
 }
 
 Tensor Tensor::flip(std::vector<int> axes) const {
     for (int& a : axes) a = axis(a);
-    return view(ShapeTracker::contiguous(shape()).flip(axes));
+    return movement([&](const ShapeTracker& st) { return st.flip(axes); });
 }
 
 Tensor Tensor::matmul(const Tensor& o) const {

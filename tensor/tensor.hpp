@@ -14,6 +14,7 @@
 #include "tensor/runtime.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <type_traits>
 #include <utility>
@@ -110,7 +111,8 @@ public:
 
 private:
     Tensor with(compiler::NodeRef node) const { return Tensor(std::move(node), rt_); }
-    Tensor view(const compiler::ShapeTracker& st) const;
+    // This tensor seen through op(tracker): a new view node, no copy.
+    Tensor movement(const std::function<compiler::ShapeTracker(const compiler::ShapeTracker&)>& op) const;
     // Broadcast to `shape` (numpy: missing leading dims are 1).
     Tensor expand_to(const Shape& shape) const;
     Tensor unary(compiler::Op op) const;

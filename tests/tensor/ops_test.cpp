@@ -141,6 +141,13 @@ TEST_CASE("tensor: reductions over axes, keepdim, mean") {
     Ref big = Ref::random({300, 400}, gen, -1, 1);
     check_close(upload(big).sum({1}), big.reduce({1}, 0, sum).reshape({300}), 1e-4, 1e-4);
     check_close(upload(big).sum({0}), big.reduce({0}, 0, sum).reshape({400}), 1e-4, 1e-4);
+    // Rows longer than the interchanged loops keep accumulators for: the plain loop order.
+    Ref wide = Ref::random({3, 5000}, gen, -1, 1);
+    check_close(upload(wide).sum({0}), wide.reduce({0}, 0, sum).reshape({5000}), 1e-5, 1e-5);
+    check_close(upload(wide).max({0}), wide.reduce({0}, -INFINITY, mx).reshape({5000}));
+    // Interchanged with an op above the reduction and a reduction over two axes.
+    Ref cube = Ref::random({6, 7, 40}, gen, -1, 1);
+    check_close(upload(cube).sum({0, 1}) * 2.0 + 1.0, cube.reduce({0, 1}, 0, sum).reshape({40}).map([](double v) { return v * 2 + 1; }), 1e-5, 1e-5);
 }
 
 TEST_CASE("tensor: empty tensors and reductions over empty axes") {
