@@ -172,7 +172,20 @@ Tensor Tensor::reduce(Op op, std::vector<int> axes, bool keepdim) const {
     }
     for (int& a : axes) a = axis(a);
     Tensor src = dtype() == DType::boolean ? cast(DType::int32) : *this;
-    Tensor r = with(Node::make_reduce(op, src.node_, axes));
+    int64_t out = numel();
+    for (int a : axes) out = shape()[size_t(a)] ? out / shape()[size_t(a)] : 0;
+    Tensor r;
+    // A large reduction to one element in two kernels: 256 partial results first, so that the
+    // work spreads over the device's workgroups (one output element is one workgroup's work).
+    // Not for 16-bit floats, whose partials would be rounded to 16 bits.
+    constexpr int64_t kParts = 256;
+    if (out == 1 && numel() >= 65536 && numel() % kParts == 0 && !compiler::is_half(src.dtype())) {
+        Tensor parts = src.reshape({kParts, numel() / kParts});
+        parts = parts.with(Node::make_reduce(op, parts.node_, {1}));
+        r = parts.with(Node::make_reduce(op, parts.node_, {0})).reshape(Shape(ndim(), 1));
+    } else {
+        r = with(Node::make_reduce(op, src.node_, axes));
+    }
     if (keepdim) return r;
     Shape kept;
     for (size_t d = 0; d < ndim(); ++d) {

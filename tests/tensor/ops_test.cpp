@@ -141,6 +141,13 @@ TEST_CASE("tensor: reductions over axes, keepdim, mean") {
     Ref big = Ref::random({300, 400}, gen, -1, 1);
     check_close(upload(big).sum({1}), big.reduce({1}, 0, sum).reshape({300}), 1e-4, 1e-4);
     check_close(upload(big).sum({0}), big.reduce({0}, 0, sum).reshape({400}), 1e-4, 1e-4);
+    // Whole reductions of large tensors go through 256 partial results (two kernels).
+    Ref many = Ref::random({512, 300}, gen, -1, 1);
+    uint64_t before = cpu_runtime()->kernels_launched();
+    check_close(upload(many).sum(), many.reduce({0, 1}, 0, sum).reshape({}), 1e-5, 1e-3);
+    CHECK(cpu_runtime()->kernels_launched() - before == 2);
+    check_close(upload(many).max({}, true), many.reduce({0, 1}, -INFINITY, mx));
+    check_close(upload(many).flip({0}).mean(), many.reduce({0, 1}, 0, sum).reshape({}).map([](double v) { return v / (512 * 300); }), 1e-5, 1e-6);
     // Rows longer than the interchanged loops keep accumulators for: the plain loop order.
     Ref wide = Ref::random({3, 5000}, gen, -1, 1);
     check_close(upload(wide).sum({0}), wide.reduce({0}, 0, sum).reshape({5000}), 1e-5, 1e-5);
