@@ -15,11 +15,11 @@ std::string Compiler::cache_key(const Kernel& kernel) const {
     return fmt::format("{} ({})\n{}\n{}", kCompilerVersion, codegen_build_stamp(), target_.key(), kernel.key());
 }
 
-CompiledKernel Compiler::compile(const Kernel& kernel) {
+CompiledKernel Compiler::compile(const Kernel& kernel, bool refresh) {
     CompiledKernel out;
     out.name = kernel.name();
     std::string key = cache_key(kernel);
-    if (auto hit = cache_.load(key)) {
+    if (auto hit = refresh ? std::nullopt : cache_.load(key)) {
         out.object = std::move(*hit);
         out.from_cache = true;
         cache_hits_.fetch_add(1);

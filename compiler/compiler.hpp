@@ -32,7 +32,8 @@ public:
     const Target& target() const { return target_; }
     const KernelCache& cache() const { return cache_; }
 
-    CompiledKernel compile(const Kernel& kernel);
+    // refresh: ignore what the cache holds (a cached object the device refused) and replace it.
+    CompiledKernel compile(const Kernel& kernel, bool refresh = false);
 
     // The disk cache's key for `kernel` on this compiler's target.
     std::string cache_key(const Kernel& kernel) const;

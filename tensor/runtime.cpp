@@ -54,7 +54,15 @@ std::shared_ptr<hcq::Program> Runtime::program_for(const compiler::Kernel& kerne
     std::string key = compiler_.cache_key(kernel);
     if (auto it = programs_.find(key); it != programs_.end()) return it->second;
     compiler::CompiledKernel compiled = compiler_.compile(kernel);
-    auto program = device_->load_program(compiled.object, compiled.name);
+    std::shared_ptr<hcq::Program> program;
+    try {
+        program = device_->load_program(compiled.object, compiled.name);
+    } catch (const Error&) {
+        if (!compiled.from_cache) throw;
+        // A damaged cache file (a disk that filled up, another version's object): generate anew.
+        compiled = compiler_.compile(kernel, true);
+        program = device_->load_program(compiled.object, compiled.name);
+    }
     programs_.emplace(std::move(key), program);
     loaded_.fetch_add(1);
     return program;

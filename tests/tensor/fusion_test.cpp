@@ -3,6 +3,8 @@
 #include "tests/tensor/support.hpp"
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 
 using namespace baregpu;
 using namespace baregpu::test;
@@ -69,4 +71,27 @@ TEST_CASE("fusion: a shared reduction is computed once") {
     Ref mr = a.reduce({1}, -INFINITY, [](double x, double y) { return std::max(x, y); });
     check_close(out, Ref::zip(Ref::zip(a, mr, [](double x, double y) { return x - y; }), Ref::zip(a, mr, [](double x, double y) { return x + y; }),
                               [](double x, double y) { return x * y; }));
+}
+
+TEST_CASE("cache: a damaged cache file is regenerated, not fatal") {
+    auto rt = cpu_runtime();
+    // A kernel no other test makes: its shape is unique to this case.
+    Tensor t = Tensor::from_vector(std::vector<float>(13 * 17, 1.5f), {13, 17}, rt);
+    Tensor y = (t * 4.0 - 2.0).sum({0}, true);
+    auto items = compiler::schedule(y.node());
+    REQUIRE(items.size() == 1);
+    std::string key = rt->compiler().cache_key(*items[0].kernel);
+    auto path = rt->compiler().cache().path_of(key);
+    if (rt->compiler().cache().directory().empty()) return;  // no cache directory: nothing to damage
+    std::filesystem::create_directories(path.parent_path());
+    {
+        std::ofstream f(path, std::ios::binary | std::ios::trunc);
+        f << "not an ELF object";
+    }
+    check_close(y, Ref::filled({1, 17}, 13 * (1.5 * 4 - 2)));
+    // The file now holds the regenerated object.
+    std::ifstream f(path, std::ios::binary);
+    char magic[4] = {};
+    f.read(magic, 4);
+    CHECK(std::string(magic, 4) == "\x7f" "ELF");
 }
