@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
+#include <numbers>
 #include <numeric>
 #include <random>
 #include <stdexcept>
@@ -281,6 +282,22 @@ Tensor Tensor::softmax(int ax) const {
     Tensor x = as_float();
     Tensor e = (x - x.max({a}, true)).exp();
     return e / e.sum({a}, true);
+}
+
+Tensor Tensor::layernorm(int ax, double eps) const {
+    int a = axis(ax);
+    Tensor x = as_float();
+    Tensor centered = x - x.mean({a}, true);
+    return centered / ((centered * centered).mean({a}, true) + eps).sqrt();
+}
+
+// tanh(x) = 2 sigmoid(2x) - 1: exact at the ends (+-1), no cancellation problem in float32
+// beyond that of sigmoid itself near 0.
+Tensor Tensor::tanh() const { return (as_float() * 2.0).sigmoid() * 2.0 - 1.0; }
+
+Tensor Tensor::gelu() const {
+    Tensor x = as_float();
+    return x * 0.5 * (1.0 + ((x + x * x * x * 0.044715) * std::sqrt(2.0 / std::numbers::pi)).tanh());
 }
 
 const Tensor& Tensor::realize() const {

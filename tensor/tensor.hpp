@@ -99,6 +99,11 @@ public:
     // (..., M, K) @ (..., K, N) -> (..., M, N), batch dims broadcast; one fused kernel.
     Tensor matmul(const Tensor& o) const;
     Tensor softmax(int axis = -1) const;
+    // (x - mean) / sqrt(var + eps) over `axis` (population variance), no scale or bias.
+    Tensor layernorm(int axis = -1, double eps = 1e-5) const;
+    Tensor tanh() const;
+    // The tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+    Tensor gelu() const;
 
     // Compute now (asynchronously on the device); returns *this.
     const Tensor& realize() const;

@@ -3,6 +3,7 @@
 #include "tests/tensor/support.hpp"
 
 #include <cmath>
+#include <numbers>
 
 using namespace baregpu;
 using namespace baregpu::test;
@@ -229,4 +230,16 @@ TEST_CASE("tensor: softmax") {
     Ref e0 = Ref::zip(x, x.reduce({0}, -INFINITY, [](double a, double b) { return std::max(a, b); }), [](double a, double m) { return std::exp(a - m); });
     Ref s0 = e0.reduce({0}, 0, [](double a, double b) { return a + b; });
     check_close(upload(x).softmax(0), Ref::zip(e0, s0, [](double a, double b) { return a / b; }), 1e-5, 1e-6);
+}
+
+TEST_CASE("tensor: layernorm, tanh, gelu") {
+    std::mt19937 gen(9);
+    Ref x = Ref::random({7, 64}, gen, -3, 5);
+    Ref mean = x.reduce({1}, 0, [](double a, double b) { return a + b; }).map([](double v) { return v / 64; });
+    Ref c = Ref::zip(x, mean, [](double a, double m) { return a - m; });
+    Ref var = c.map([](double v) { return v * v; }).reduce({1}, 0, [](double a, double b) { return a + b; }).map([](double v) { return v / 64; });
+    check_close(upload(x).layernorm(), Ref::zip(c, var, [](double a, double v) { return a / std::sqrt(v + 1e-5); }), 1e-4, 1e-4);
+    Ref y = Ref::random({300}, gen, -6, 6);
+    check_close(upload(y).tanh(), y.map([](double v) { return std::tanh(v); }), 1e-5, 1e-6);
+    check_close(upload(y).gelu(), y.map([](double v) { return 0.5 * v * (1 + std::tanh(std::sqrt(2 / std::numbers::pi) * (v + 0.044715 * v * v * v))); }), 1e-5, 1e-6);
 }
