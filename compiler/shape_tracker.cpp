@@ -212,6 +212,30 @@ ShapeTracker ShapeTracker::flip(const std::vector<int>& axes) const {
     return ShapeTracker(std::move(views));
 }
 
+ShapeTracker ShapeTracker::windows(int64_t kh, int64_t kw) const {
+    const Shape& in = shape();
+    if (in.size() < 2 || kh < 1 || kw < 1 || kh > in[in.size() - 2] || kw > in.back()) {
+        throw std::invalid_argument(fmt::format("windows: {}x{} windows do not fit the last two dims of {}", kh, kw, shape_string(in)));
+    }
+    const int64_t h = in[in.size() - 2], w = in.back();
+    View v = View::contiguous(in);  // strides of the row-major flattening below
+    Shape shape(in.begin(), in.end() - 2);
+    std::vector<int64_t> strides(v.strides.begin(), v.strides.end() - 2);
+    shape.insert(shape.end(), {h - kh + 1, w - kw + 1, kh, kw});
+    strides.insert(strides.end(), {w, 1, w, 1});
+    for (size_t d = 0; d < shape.size(); ++d) {
+        if (shape[d] == 1) strides[d] = 0;
+    }
+    View win{shape, strides, 0, {}};
+    std::vector<View> views = views_;
+    if (views.back().is_contiguous()) {
+        views.back() = win;
+    } else {
+        views.push_back(win);
+    }
+    return ShapeTracker(std::move(views));
+}
+
 ShapeTracker ShapeTracker::on_top_of(const ShapeTracker& below) const {
     // Our first view indexes the row-major flattening of below's shape: a contiguous one is just
     // a reshape of below, which may fold into its last view.

@@ -50,6 +50,10 @@ public:
     ShapeTracker pad(const std::vector<std::pair<int64_t, int64_t>>& before_after) const;
     ShapeTracker shrink(const std::vector<std::pair<int64_t, int64_t>>& begin_end) const;
     ShapeTracker flip(const std::vector<int>& axes) const;
+    // Sliding windows over the last two dims: (..., H, W) -> (..., H-KH+1, W-KW+1, KH, KW),
+    // element [..., i, j, a, b] = [..., i + a, j + b] (stride 1). Overlapping strides over the
+    // row-major flattening of the current view: masks below stay exact.
+    ShapeTracker windows(int64_t kh, int64_t kw) const;
 
     // This tracker applied on top of `below` (which maps this tracker's storage to the real one).
     ShapeTracker on_top_of(const ShapeTracker& below) const;

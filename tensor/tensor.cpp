@@ -277,6 +277,21 @@ Tensor Tensor::matmul(const Tensor& o) const {
     return reshape(as).mul(bt.reshape(bs)).sum({-1});
 }
 
+Tensor Tensor::conv2d(const Tensor& weight, int64_t padding) const {
+    if (ndim() != 4 || weight.ndim() != 4 || weight.shape()[1] != shape()[1]) {
+        throw std::invalid_argument(fmt::format("conv2d: input {} (N, C, H, W) and weight {} (O, C, KH, KW) do not match",
+                                                compiler::shape_string(shape()), compiler::shape_string(weight.shape())));
+    }
+    const int64_t n = shape()[0], c = shape()[1], o = weight.shape()[0], kh = weight.shape()[2], kw = weight.shape()[3];
+    Tensor x = padding ? pad({{0, 0}, {0, 0}, {padding, padding}, {padding, padding}}) : *this;
+    x = x.movement([&](const ShapeTracker& st) { return st.windows(kh, kw); });  // (N, C, OH, OW, KH, KW)
+    const int64_t oh = x.shape()[2], ow = x.shape()[3];
+    const Shape full{n, o, c, oh, ow, kh, kw};
+    Tensor xs = x.reshape({n, 1, c, oh, ow, kh, kw}).expand(full);
+    Tensor ws = weight.reshape({1, o, c, 1, 1, kh, kw}).expand(full);
+    return xs.mul(ws).sum({2, 5, 6});
+}
+
 Tensor Tensor::softmax(int ax) const {
     int a = axis(ax);
     Tensor x = as_float();

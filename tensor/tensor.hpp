@@ -98,6 +98,10 @@ public:
 
     // (..., M, K) @ (..., K, N) -> (..., M, N), batch dims broadcast; one fused kernel.
     Tensor matmul(const Tensor& o) const;
+    // 2-D convolution (cross-correlation, stride 1): this (N, C, H, W) with weight (O, C, KH, KW),
+    // `padding` zeros on each side of H and W -> (N, O, H+2p-KH+1, W+2p-KW+1). One fused kernel:
+    // the input's sliding windows are a view.
+    Tensor conv2d(const Tensor& weight, int64_t padding = 0) const;
     Tensor softmax(int axis = -1) const;
     // (x - mean) / sqrt(var + eps) over `axis` (population variance), no scale or bias.
     Tensor layernorm(int axis = -1, double eps = 1e-5) const;

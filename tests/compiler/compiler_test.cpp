@@ -107,6 +107,15 @@ TEST_CASE("shape tracker: movement ops map indices like the definitions say") {
     CHECK(evaluate(s, {0, 1, 2}) == 12 + 0 * 4 + 2);
     auto e = ShapeTracker::contiguous({3, 1}).expand({3, 5});
     CHECK(evaluate(e, {2, 4}) == 2);
+    auto win = st.windows(2, 3);
+    CHECK(win.shape() == Shape{2, 2, 2, 2, 3});
+    CHECK(evaluate(win, {1, 1, 1, 1, 2}) == 1 * 12 + (1 + 1) * 4 + (1 + 2));
+    auto pwin = padded.windows(3, 2);  // windows over a padded view stack on it
+    CHECK(pwin.views().size() == 2);
+    CHECK(evaluate(pwin, {0, 0, 0, 0, 0}) == -1);  // padded[0, 0, 0]: the pad before dim 0
+    CHECK(evaluate(pwin, {1, 2, 0, 1, 1}) == -1);  // padded[1, 3, 1]: the pad after dim 1
+    CHECK(evaluate(pwin, {1, 0, 0, 2, 1}) == evaluate(padded, {1, 2, 1}));
+    CHECK_THROWS_AS(st.windows(4, 1), std::invalid_argument);
     CHECK_THROWS_AS(st.reshape({5, 5}), std::invalid_argument);
     CHECK_THROWS_AS(st.permute({0, 0, 1}), std::invalid_argument);
     CHECK_THROWS_AS(st.expand({2, 3, 5}), std::invalid_argument);

@@ -243,3 +243,42 @@ TEST_CASE("tensor: layernorm, tanh, gelu") {
     check_close(upload(y).tanh(), y.map([](double v) { return std::tanh(v); }), 1e-5, 1e-6);
     check_close(upload(y).gelu(), y.map([](double v) { return 0.5 * v * (1 + std::tanh(std::sqrt(2 / std::numbers::pi) * (v + 0.044715 * v * v * v))); }), 1e-5, 1e-6);
 }
+
+TEST_CASE("tensor: conv2d with and without padding is one kernel") {
+    std::mt19937 gen(10);
+    for (auto [n, c, h, w, o, k, pad] : {std::tuple{1, 1, 5, 5, 1, 3, 0}, {2, 3, 8, 7, 4, 3, 1}, {1, 4, 6, 9, 2, 1, 0}, {2, 2, 5, 6, 3, 5, 2}}) {
+        INFO("N" << n << " C" << c << " " << h << "x" << w << " O" << o << " K" << k << " pad " << pad);
+        Ref x = Ref::random({n, c, h, w}, gen, -1, 1), wt = Ref::random({o, c, k, k}, gen, -1, 1);
+        Ref xp = x.pad({{0, 0}, {0, 0}, {pad, pad}, {pad, pad}});
+        int64_t oh = h + 2 * pad - k + 1, ow = w + 2 * pad - k + 1;
+        Ref want = Ref::filled({n, o, oh, ow}, 0);
+        for (int64_t b = 0; b < n; ++b)
+            for (int64_t q = 0; q < o; ++q)
+                for (int64_t i = 0; i < oh; ++i)
+                    for (int64_t j = 0; j < ow; ++j) {
+                        double acc = 0;
+                        for (int64_t ch = 0; ch < c; ++ch)
+                            for (int64_t a = 0; a < k; ++a)
+                                for (int64_t e = 0; e < k; ++e) acc += xp.at({b, ch, i + a, j + e}) * wt.at({q, ch, a, e});
+                        want.v[size_t(want.ravel({b, q, i, j}))] = acc;
+                    }
+        Tensor y = upload(x).conv2d(upload(wt), pad);
+        uint64_t before = cpu_runtime()->kernels_launched();
+        check_close(y, want, 1e-4, 1e-4);
+        CHECK(cpu_runtime()->kernels_launched() - before == 1);
+    }
+    // Windows of a non-contiguous input (flipped): the window view stacks on it.
+    Ref x = Ref::random({1, 2, 6, 6}, gen, -1, 1), wt = Ref::random({1, 2, 3, 3}, gen, -1, 1);
+    Ref xf = x.flip({3});
+    Ref want = Ref::filled({1, 1, 4, 4}, 0);
+    for (int64_t i = 0; i < 4; ++i)
+        for (int64_t j = 0; j < 4; ++j) {
+            double acc = 0;
+            for (int64_t ch = 0; ch < 2; ++ch)
+                for (int64_t a = 0; a < 3; ++a)
+                    for (int64_t e = 0; e < 3; ++e) acc += xf.at({0, ch, i + a, j + e}) * wt.at({0, ch, a, e});
+            want.v[size_t(i * 4 + j)] = acc;
+        }
+    check_close(upload(x).flip({3}).conv2d(upload(wt)), want, 1e-4, 1e-4);
+    CHECK_THROWS_AS(upload(x).conv2d(upload(Ref::random({1, 3, 3, 3}, gen, -1, 1))), std::invalid_argument);
+}
