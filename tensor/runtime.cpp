@@ -63,9 +63,15 @@ std::shared_ptr<hcq::Program> Runtime::program_for(const compiler::Kernel& kerne
         compiled = compiler_.compile(kernel, true);
         program = device_->load_program(compiled.object, compiled.name);
     }
+    compile_ms_ += compiled.compile_ms;
     programs_.emplace(std::move(key), program);
     loaded_.fetch_add(1);
     return program;
+}
+
+double Runtime::compile_ms() const {
+    std::lock_guard lock(mutex_);
+    return compile_ms_;
 }
 
 void Runtime::realize(const NodeRef& node) {

@@ -46,17 +46,20 @@ public:
     uint64_t kernels_launched() const { return launched_.load(); }
     // Distinct kernels this runtime compiled or took from the disk cache.
     uint64_t kernels_loaded() const { return loaded_.load(); }
+    // Milliseconds spent generating code (first calls that missed the disk cache), in total.
+    double compile_ms() const;
 
 private:
     std::shared_ptr<hcq::Program> program_for(const compiler::Kernel& kernel);
 
     std::shared_ptr<hcq::Device> device_;
     compiler::Compiler compiler_;
-    std::mutex mutex_;
+    mutable std::mutex mutex_;
     std::map<std::string, std::shared_ptr<hcq::Program>> programs_;  // by the kernel's cache key
     std::optional<hcq::ComputeQueue> queue_;
     std::atomic<uint64_t> launched_{0};
     std::atomic<uint64_t> loaded_{0};
+    double compile_ms_ = 0;  // under mutex_
 };
 
 }  // namespace baregpu::tensor

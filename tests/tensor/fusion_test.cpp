@@ -1,10 +1,12 @@
 // The scheduler's fusion is observable: count the kernels a realize launches.
 #include "compiler/scheduler.hpp"
+#include "tests/hcq/support.hpp"
 #include "tests/tensor/support.hpp"
 
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <unistd.h>
 
 using namespace baregpu;
 using namespace baregpu::test;
@@ -94,4 +96,27 @@ TEST_CASE("cache: a damaged cache file is regenerated, not fatal") {
     char magic[4] = {};
     f.read(magic, 4);
     CHECK(std::string(magic, 4) == "\x7f" "ELF");
+}
+
+TEST_CASE("runtime: compile time is counted on a cache miss only") {
+    // A runtime of its own whose compiler sees an empty cache directory.
+    auto dir = std::filesystem::temp_directory_path() / ("baregpu-runtime-cache-" + std::to_string(getpid()));
+    std::filesystem::remove_all(dir);
+    const char* saved = std::getenv("BAREGPU_CACHE_DIR");
+    std::string keep = saved ? saved : "";
+    setenv("BAREGPU_CACHE_DIR", dir.c_str(), 1);
+    auto fresh = std::make_shared<tensor::Runtime>(open_device("cpu"));
+    auto again = std::make_shared<tensor::Runtime>(open_device("cpu"));
+    if (saved) setenv("BAREGPU_CACHE_DIR", keep.c_str(), 1); else unsetenv("BAREGPU_CACHE_DIR");
+    auto run = [](const std::shared_ptr<tensor::Runtime>& rt) {
+        Tensor t = Tensor::from_vector(std::vector<float>(100, 2.0f), {10, 10}, rt);
+        return (t * t).sum({1}).to_vector<float>();
+    };
+    CHECK(run(fresh) == std::vector<float>(10, 40.0f));
+    CHECK(fresh->kernels_loaded() == 1);
+    CHECK(fresh->compile_ms() > 0);
+    CHECK(run(again) == std::vector<float>(10, 40.0f));  // same kernel: read from the disk cache
+    CHECK(again->kernels_loaded() == 1);
+    CHECK(again->compile_ms() == 0);
+    std::filesystem::remove_all(dir);
 }
