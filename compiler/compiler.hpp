@@ -1,0 +1,51 @@
+// The compiler's entry point: a Kernel in, a code object for a target out, through the disk
+// cache. Thread-safe.
+#pragma once
+
+#include "compiler/kernel.hpp"
+#include "compiler/kernel_cache.hpp"
+#include "compiler/target.hpp"
+
+#include <atomic>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace baregpu::compiler {
+
+// Bump when generated code changes for the same kernel IR: old cache entries then miss.
+inline constexpr const char* kCompilerVersion = "baregpu-compiler 1";
+
+struct CompiledKernel {
+    std::string name;               // the kernel's symbol in `object`
+    std::vector<std::byte> object;  // an ELF code object for the target
+    bool from_cache = false;        // read from the disk cache rather than generated
+    double compile_ms = 0;          // time spent generating (0 on a cache hit)
+};
+
+class Compiler {
+public:
+    // Code for the CPU device (the host), cached in KernelCache::default_directory().
+    Compiler();
+    Compiler(Target target, KernelCache cache);
+
+    const Target& target() const { return target_; }
+    const KernelCache& cache() const { return cache_; }
+
+    // refresh: ignore what the cache holds (a cached object the device refused) and replace it.
+    CompiledKernel compile(const Kernel& kernel, bool refresh = false);
+
+    // The disk cache's key for `kernel` on this compiler's target.
+    std::string cache_key(const Kernel& kernel) const;
+
+    uint64_t generated() const { return generated_.load(); }
+    uint64_t cache_hits() const { return cache_hits_.load(); }
+
+private:
+    Target target_;
+    KernelCache cache_;
+    std::atomic<uint64_t> generated_{0};
+    std::atomic<uint64_t> cache_hits_{0};
+};
+
+}  // namespace baregpu::compiler

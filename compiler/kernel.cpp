@@ -1,0 +1,61 @@
+#include "compiler/kernel.hpp"
+
+#include <fmt/format.h>
+#include <unordered_map>
+
+namespace baregpu::compiler {
+
+Shape Kernel::output_shape() const {
+    Shape s = full_shape;
+    for (int a : reduce_axes) s[size_t(a)] = 1;
+    return s;
+}
+
+int64_t Kernel::reduce_elements() const {
+    int64_t n = 1;
+    for (int a : reduce_axes) n *= full_shape[size_t(a)];
+    return n;
+}
+
+std::string Kernel::key() const {
+    // Each distinct expression once, in post-order, referring to its sources by number: shared
+    // subexpressions stay shared and the text stays linear in the tree's size.
+    std::unordered_map<const Expr*, size_t> ids;
+    std::string text = fmt::format("full{} reduce({}) out {} in(", shape_string(full_shape), fmt::join(reduce_axes, ","),
+                                   dtype_name(output_dtype));
+    for (DType t : inputs) text += fmt::format("{},", dtype_name(t));
+    text += ")\n";
+    auto visit = [&](auto& self, const Expr& e) -> size_t {
+        if (auto it = ids.find(&e); it != ids.end()) return it->second;
+        std::vector<size_t> srcs;
+        for (const ExprRef& s : e.src) srcs.push_back(self(self, *s));
+        size_t id = ids.size();
+        ids.emplace(&e, id);
+        text += fmt::format("%{} = ", id);
+        switch (e.kind) {
+            case ExprKind::load: text += fmt::format("load {} in{} {}", dtype_name(e.dtype), e.input, e.view.key()); break;
+            case ExprKind::constant: text += fmt::format("const {} {:a}", dtype_name(e.dtype), e.value); break;
+            case ExprKind::alu: text += fmt::format("{} {}", op_name(e.op), dtype_name(e.dtype)); break;
+            case ExprKind::reduce: text += fmt::format("reduce {} {}", op_name(e.op), dtype_name(e.dtype)); break;
+            case ExprKind::masked: text += fmt::format("masked {} {}", dtype_name(e.dtype), e.view.key()); break;
+        }
+        for (size_t s : srcs) text += fmt::format(" %{}", s);
+        text += "\n";
+        return id;
+    };
+    visit(visit, *root);
+    return text;
+}
+
+std::string hash_hex(const std::string& text) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (unsigned char c : text) {
+        h ^= c;
+        h *= 0x100000001b3ull;
+    }
+    return fmt::format("{:016x}", h);
+}
+
+std::string Kernel::name() const { return "k_" + hash_hex(key()); }
+
+}  // namespace baregpu::compiler

@@ -1,0 +1,61 @@
+// One kernel as the code generator sees it: an expression tree over its input buffers, at
+// most one reduction, and one contiguous output. Views are already folded into each load.
+//
+// Index spaces. `full_shape` is the loop space. Without a reduction the output has full_shape.
+// With one, the output has full_shape with the reduce axes set to 1; expressions under the
+// reduction are evaluated at full-shape indices, expressions above it at output indices (the
+// reduce axes at 0). A load's tracker has the shape of the space it is evaluated in.
+#pragma once
+
+#include "compiler/dtype.hpp"
+#include "compiler/ops.hpp"
+#include "compiler/shape_tracker.hpp"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace baregpu::compiler {
+
+struct Expr;
+using ExprRef = std::shared_ptr<const Expr>;
+
+enum class ExprKind : uint8_t {
+    load,      // element view(index) of input `input`, 0 where the view is masked
+    constant,  // value
+    alu,       // op of src
+    reduce,    // op of src[0] over the kernel's reduce axes
+    masked,    // src[0] where every mask of `view` holds at the index, else 0 (a pad above an op)
+};
+
+struct Expr {
+    ExprKind kind = ExprKind::constant;
+    Op op = Op::add;
+    DType dtype = DType::float32;
+    std::vector<ExprRef> src;
+    uint32_t input = 0;
+    ShapeTracker view;
+    double value = 0;
+};
+
+struct Kernel {
+    Shape full_shape;
+    std::vector<int> reduce_axes;  // ascending; empty without a reduction
+    DType output_dtype = DType::float32;
+    std::vector<DType> inputs;     // buffer i + 1 of the kernel arguments (buffer 0 is the output)
+    ExprRef root;
+
+    Shape output_shape() const;
+    int64_t output_elements() const { return numel(output_shape()); }
+    // Elements of work per output element (the reduction's size, else 1).
+    int64_t reduce_elements() const;
+    // A canonical text of everything the generated code depends on: equal texts, equal code.
+    std::string key() const;
+    // "k_" + a hash of key(): the function's symbol name.
+    std::string name() const;
+};
+
+// 64-bit FNV-1a of `text`, printed as 16 hex digits.
+std::string hash_hex(const std::string& text);
+
+}  // namespace baregpu::compiler

@@ -1,0 +1,609 @@
+#include "compiler/llvm_kernel_ir.hpp"
+
+#include "base/error.hpp"
+#include "compiler/cpu_codegen.hpp"
+#include "compiler/cpu_kernel_abi.hpp"
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <fmt/format.h>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <unordered_map>
+
+namespace baregpu::compiler {
+
+namespace {
+
+// Builds the kernel function. Every loop counter and accumulator lives in an alloca of the
+// entry block; the O3 pipeline promotes them to SSA values before the loop passes run.
+class Emitter {
+public:
+    Emitter(llvm::Module& module, const Kernel& kernel)
+        : ctx_(module.getContext()), module_(module), k_(kernel), b_(ctx_), i1_(b_.getInt1Ty()), i8_(b_.getInt8Ty()),
+          i32_(b_.getInt32Ty()), i64_(b_.getInt64Ty()), f32_(b_.getFloatTy()), ptr_(b_.getPtrTy()) {}
+
+    llvm::Function* emit_cpu(const Target& target) {
+        auto* fn_type = llvm::FunctionType::get(b_.getVoidTy(), {ptr_, ptr_}, false);
+        fn_ = llvm::Function::Create(fn_type, llvm::Function::ExternalLinkage, k_.name(), module_);
+        fn_->addFnAttr(llvm::Attribute::NoUnwind);
+        fn_->addFnAttr("target-cpu", target.cpu);
+        fn_->addFnAttr("target-features", target.features);
+        llvm::Argument* kernargs = fn_->getArg(0);
+        llvm::Argument* dispatch = fn_->getArg(1);
+        kernargs->addAttr(llvm::Attribute::NoAlias);
+        kernargs->addAttr(llvm::Attribute::ReadOnly);
+        dispatch->addAttr(llvm::Attribute::NoAlias);
+        dispatch->addAttr(llvm::Attribute::ReadOnly);
+
+        entry_ = llvm::BasicBlock::Create(ctx_, "entry", fn_);
+        b_.SetInsertPoint(entry_);
+        out_ = b_.CreateLoad(ptr_, kernargs, "out");
+        for (size_t i = 0; i < k_.inputs.size(); ++i) {
+            in_.push_back(b_.CreateLoad(ptr_, b_.CreateConstGEP1_64(i8_, kernargs, 8 * (i + 1)), fmt::format("in{}", i)));
+        }
+        llvm::Value* group = b_.CreateZExt(b_.CreateLoad(i32_, b_.CreateConstGEP1_64(i8_, dispatch, cpu_abi::kDispatchGroupIdOffset)), i64_);
+        llvm::Value* groups = b_.CreateZExt(b_.CreateLoad(i32_, b_.CreateConstGEP1_64(i8_, dispatch, cpu_abi::kDispatchGridOffset)), i64_);
+
+        // Which axes the output loops run over: every non-reduced one, the last innermost.
+        Shape full = k_.full_shape;
+        std::vector<bool> reduced(full.size(), false);
+        for (int a : k_.reduce_axes) reduced[size_t(a)] = true;
+        std::vector<size_t> outer;
+        std::optional<size_t> inner;
+        for (size_t d = 0; d < full.size(); ++d) {
+            if (reduced[d]) continue;
+            if (inner) outer.push_back(*inner);
+            inner = d;
+        }
+        const int64_t total = k_.output_elements();
+        const int64_t row_len = inner ? full[*inner] : 1;
+        const Expr* red = find_reduce(*k_.root);
+        const bool interchange = red && inner && row_len <= kMaxPartials && prefers_inner_axis(*red, *inner);
+
+        // This workgroup's chunk [begin, end) of the output's row-major elements.
+        llvm::Value* n = c64(total);
+        llvm::Value* per = b_.CreateUDiv(b_.CreateAdd(n, b_.CreateSub(groups, c64(1))), groups);
+        llvm::Value* begin = umin(b_.CreateMul(group, per), n);
+        llvm::Value* end = umin(b_.CreateAdd(begin, per), n);
+        llvm::Value* row_begin = b_.CreateUDiv(begin, c64(row_len));
+        llvm::Value* row_end = b_.CreateUDiv(b_.CreateAdd(end, c64(row_len - 1)), c64(row_len));
+
+        loop(row_begin, row_end, "row", [&](llvm::Value* row) {
+            std::vector<llvm::Value*> idx(full.size(), c64(0));
+            llvm::Value* rest = row;
+            for (size_t j = outer.size(); j-- > 0;) {
+                size_t d = outer[j];
+                idx[d] = b_.CreateURem(rest, c64(full[d]));
+                rest = b_.CreateUDiv(rest, c64(full[d]));
+            }
+            llvm::Value* row_start = b_.CreateMul(row, c64(row_len));
+            llvm::Value* lo = b_.CreateSub(umax(begin, row_start), row_start);
+            llvm::Value* hi = b_.CreateSub(umin(end, b_.CreateAdd(row_start, c64(row_len))), row_start);
+            llvm::AllocaInst* partial = nullptr;
+            if (interchange) {
+                // Reduction loops outside, the output's inner axis inside: one accumulator per
+                // element of the row, unit-stride loads in the vectorized loop.
+                DType t = red->dtype;
+                llvm::Type* vt = value_type(t);
+                partial = entry_alloca(llvm::ArrayType::get(vt, uint64_t(row_len)), "partial");
+                auto slot = [&](llvm::Value* i) { return b_.CreateGEP(vt, partial, i); };
+                loop(lo, hi, "init", [&](llvm::Value* i) { b_.CreateStore(reduce_init(*red), slot(i)); });
+                std::function<void(size_t)> nest = [&](size_t level) {
+                    if (level == k_.reduce_axes.size()) {
+                        loop(lo, hi, "acc", [&](llvm::Value* i) {
+                            idx[*inner] = i;
+                            Memo below;
+                            llvm::Value* x = value(*red->src[0], idx, below);
+                            b_.CreateStore(reduce_combine(*red, b_.CreateLoad(vt, slot(i)), x), slot(i));
+                        });
+                        return;
+                    }
+                    size_t d = size_t(k_.reduce_axes[level]);
+                    loop(c64(0), c64(full[d]), "r", [&](llvm::Value* j) {
+                        idx[d] = j;
+                        nest(level + 1);
+                    });
+                };
+                nest(0);
+                for (int a : k_.reduce_axes) idx[size_t(a)] = c64(0);
+            }
+            loop(lo, hi, "i", [&](llvm::Value* i) {
+                if (inner) idx[*inner] = i;
+                out_index_ = idx;
+                above_.clear();
+                reduced_ = partial ? b_.CreateLoad(value_type(red->dtype), b_.CreateGEP(value_type(red->dtype), partial, i)) : nullptr;
+                llvm::Value* v = value(*k_.root, idx, above_);
+                store(v, b_.CreateAdd(row_start, i));
+            });
+        });
+        b_.CreateRetVoid();
+        return fn_;
+    }
+
+
+    // One work-item per output element: item = workgroup.id.x * kAmdgpuBlock + workitem.id.x.
+    llvm::Function* emit_amdgpu(const Target& target) {
+        std::vector<llvm::Type*> params(1 + k_.inputs.size(), ptr_);
+        fn_ = llvm::Function::Create(llvm::FunctionType::get(b_.getVoidTy(), params, false), llvm::Function::ExternalLinkage, k_.name(), module_);
+        fn_->setCallingConv(llvm::CallingConv::AMDGPU_KERNEL);
+        fn_->addFnAttr(llvm::Attribute::NoUnwind);
+        fn_->addFnAttr("target-cpu", target.cpu);
+        fn_->addFnAttr("amdgpu-flat-work-group-size", fmt::format("1,{}", kAmdgpuBlock));
+        entry_ = llvm::BasicBlock::Create(ctx_, "entry", fn_);
+        b_.SetInsertPoint(entry_);
+        out_ = fn_->getArg(0);
+        for (size_t i = 0; i < k_.inputs.size(); ++i) in_.push_back(fn_->getArg(unsigned(i + 1)));
+        llvm::Value* group = b_.CreateZExt(b_.CreateIntrinsic(llvm::Intrinsic::amdgcn_workgroup_id_x, {}, {}), i64_);
+        llvm::Value* item = b_.CreateZExt(b_.CreateIntrinsic(llvm::Intrinsic::amdgcn_workitem_id_x, {}, {}), i64_);
+        llvm::Value* gid = b_.CreateAdd(b_.CreateMul(group, c64(kAmdgpuBlock)), item);
+        auto* body = llvm::BasicBlock::Create(ctx_, "body", fn_);
+        auto* done = llvm::BasicBlock::Create(ctx_, "done", fn_);
+        b_.CreateCondBr(b_.CreateICmpULT(gid, c64(k_.output_elements())), body, done);
+        b_.SetInsertPoint(body);
+        const Shape& full = k_.full_shape;
+        std::vector<bool> reduced(full.size(), false);
+        for (int a : k_.reduce_axes) reduced[size_t(a)] = true;
+        std::vector<llvm::Value*> idx(full.size(), c64(0));
+        llvm::Value* rest = gid;
+        for (size_t d = full.size(); d-- > 0;) {
+            if (reduced[d]) continue;
+            idx[d] = b_.CreateURem(rest, c64(full[d]));
+            rest = b_.CreateUDiv(rest, c64(full[d]));
+        }
+        out_index_ = idx;
+        store(value(*k_.root, idx, above_), gid);
+        b_.CreateBr(done);
+        b_.SetInsertPoint(done);
+        b_.CreateRetVoid();
+        return fn_;
+    }
+
+private:
+    // Accumulators an interchanged reduction keeps per row (on the kernel's stack).
+    static constexpr int64_t kMaxPartials = 4096;
+
+    static const Expr* find_reduce(const Expr& e) {
+        if (e.kind == ExprKind::reduce) return &e;
+        for (const ExprRef& s : e.src) {
+            if (const Expr* r = find_reduce(*s)) return r;
+        }
+        return nullptr;
+    }
+
+    // Whether the loads under the reduction walk memory more contiguously along the output's
+    // inner axis than along the last reduce axis: then the inner-axis loop goes innermost
+    // (matmul: B's rows and A's broadcast; column sums). Strides 0 and +-1 count as contiguous.
+    bool prefers_inner_axis(const Expr& red, size_t inner) const {
+        int along_inner = 0, along_reduce = 0;
+        size_t last_reduce = size_t(k_.reduce_axes.back());
+        std::function<void(const Expr&)> visit = [&](const Expr& e) {
+            if (e.kind == ExprKind::load) {
+                const View& v = e.view.views().back();
+                auto good = [&](size_t d) { return e.view.views().size() == 1 && std::abs(v.strides[d]) <= 1; };
+                along_inner += good(inner);
+                along_reduce += good(last_reduce);
+            }
+            for (const ExprRef& s : e.src) visit(*s);
+        };
+        visit(*red.src[0]);
+        return along_inner > along_reduce;
+    }
+
+    llvm::Constant* c64(int64_t v) { return llvm::ConstantInt::get(i64_, uint64_t(v), true); }
+    llvm::Constant* c32(int32_t v) { return llvm::ConstantInt::get(i32_, uint64_t(int64_t(v)), true); }
+    llvm::Constant* cf(double v) { return llvm::ConstantFP::get(f32_, v); }
+    llvm::Value* umin(llvm::Value* a, llvm::Value* b) { return b_.CreateSelect(b_.CreateICmpULT(a, b), a, b); }
+    llvm::Value* umax(llvm::Value* a, llvm::Value* b) { return b_.CreateSelect(b_.CreateICmpUGT(a, b), a, b); }
+
+    llvm::Type* storage_type(DType t) {
+        if (is_half(t)) return b_.getInt16Ty();
+        return t == DType::float32 ? static_cast<llvm::Type*>(f32_) : t == DType::int32 ? i32_ : i8_;
+    }
+    // Every float type computes in float32.
+    llvm::Type* value_type(DType t) { return is_float(t) ? static_cast<llvm::Type*>(f32_) : t == DType::int32 ? i32_ : i1_; }
+    llvm::Value* zero(DType t) { return llvm::Constant::getNullValue(value_type(t)); }
+
+    llvm::AllocaInst* entry_alloca(llvm::Type* type, const char* name) {
+        llvm::IRBuilder<> at(entry_, entry_->begin());
+        return at.CreateAlloca(type, nullptr, name);
+    }
+
+    // for (i = lo; i < hi; ++i) body(i), signed 64-bit.
+    void loop(llvm::Value* lo, llvm::Value* hi, const char* name, const std::function<void(llvm::Value*)>& body) {
+        llvm::AllocaInst* counter = entry_alloca(i64_, name);
+        b_.CreateStore(lo, counter);
+        auto* cond = llvm::BasicBlock::Create(ctx_, std::string(name) + ".cond", fn_);
+        auto* blk = llvm::BasicBlock::Create(ctx_, std::string(name) + ".body", fn_);
+        auto* done = llvm::BasicBlock::Create(ctx_, std::string(name) + ".end", fn_);
+        b_.CreateBr(cond);
+        b_.SetInsertPoint(cond);
+        llvm::Value* i = b_.CreateLoad(i64_, counter);
+        b_.CreateCondBr(b_.CreateICmpSLT(i, hi), blk, done);
+        b_.SetInsertPoint(blk);
+        body(i);
+        b_.CreateStore(b_.CreateAdd(i, c64(1), "", true, true), counter);
+        b_.CreateBr(cond);
+        b_.SetInsertPoint(done);
+    }
+
+    // The element index `st` maps idx to, and whether it is valid (nullptr: always).
+    std::pair<llvm::Value*, llvm::Value*> index(const ShapeTracker& st, std::vector<llvm::Value*> idx) {
+        llvm::Value* valid = nullptr;
+        auto both = [&](llvm::Value* c) { valid = valid ? b_.CreateAnd(valid, c) : c; };
+        llvm::Value* addr = nullptr;
+        const auto& views = st.views();
+        for (size_t vi = views.size(); vi-- > 0;) {
+            const View& v = views[vi];
+            for (size_t d = 0; d < v.shape.size(); ++d) {
+                auto [lo, hi] = v.mask_of(d);
+                if (lo >= hi) {
+                    both(b_.getFalse());
+                    continue;
+                }
+                if (lo > 0) both(b_.CreateICmpSGE(idx[d], c64(lo)));
+                if (hi < v.shape[d]) both(b_.CreateICmpSLT(idx[d], c64(hi)));
+            }
+            addr = c64(v.offset);
+            for (size_t d = 0; d < v.shape.size(); ++d) {
+                if (v.strides[d] != 0) addr = b_.CreateAdd(addr, b_.CreateMul(idx[d], c64(v.strides[d])));
+            }
+            if (vi == 0) break;
+            // Unravel into the row-major index of the view below.
+            const Shape& below = views[vi - 1].shape;
+            idx.assign(below.size(), c64(0));
+            llvm::Value* rest = addr;
+            for (size_t d = below.size(); d-- > 0;) {
+                if (below[d] != 1) idx[d] = b_.CreateSRem(rest, c64(below[d]));
+                rest = b_.CreateSDiv(rest, c64(below[d]));
+            }
+        }
+        return {addr, valid};
+    }
+
+    llvm::Value* to_value(llvm::Value* stored, DType t) {
+        if (t == DType::float16) return half_to_float(stored);
+        if (t == DType::bfloat16) return bfloat_to_float(stored);
+        return t == DType::boolean ? b_.CreateICmpNE(stored, llvm::ConstantInt::get(i8_, 0)) : stored;
+    }
+
+    llvm::Value* to_storage(llvm::Value* v, DType t) {
+        if (t == DType::float16) return float_to_half(v);
+        if (t == DType::bfloat16) return float_to_bfloat(v);
+        return t == DType::boolean ? b_.CreateZExt(v, i8_) : v;
+    }
+
+    // x (float32) rounded to the nearest value of the 16-bit float type t.
+    llvm::Value* round_to(llvm::Value* x, DType t) {
+        return t == DType::float16 ? half_to_float(float_to_half(x)) : bfloat_to_float(float_to_bfloat(x));
+    }
+
+    // The conversions are integer code (no F16C/AVX512-BF16, no libgcc helpers: the CPU loader
+    // resolves none), branch-free so that they vectorize.
+    llvm::Value* bfloat_to_float(llvm::Value* bits16) { return b_.CreateBitCast(b_.CreateShl(b_.CreateZExt(bits16, i32_), c32(16)), f32_); }
+
+    llvm::Value* float_to_bfloat(llvm::Value* f) {
+        llvm::Value* bits = b_.CreateBitCast(f, i32_);
+        // Round to nearest even on the 16 bits dropped; NaN stays NaN (quiet bit set).
+        llvm::Value* lsb = b_.CreateAnd(b_.CreateLShr(bits, c32(16)), c32(1));
+        llvm::Value* rounded = b_.CreateLShr(b_.CreateAdd(bits, b_.CreateAdd(c32(0x7fff), lsb)), c32(16));
+        llvm::Value* nan = b_.CreateOr(b_.CreateLShr(bits, c32(16)), c32(0x40));
+        return b_.CreateTrunc(b_.CreateSelect(b_.CreateFCmpUNO(f, f), nan, rounded), b_.getInt16Ty());
+    }
+
+    // binary16 -> binary32: move exponent and mantissa into place and rebias; infinities/NaNs
+    // get the all-ones exponent, subnormals are normalized by one float subtraction.
+    llvm::Value* half_to_float(llvm::Value* bits16) {
+        llvm::Value* h = b_.CreateZExt(bits16, i32_);
+        llvm::Value* sign = b_.CreateShl(b_.CreateAnd(h, c32(0x8000)), c32(16));
+        llvm::Value* o = b_.CreateShl(b_.CreateAnd(h, c32(0x7fff)), c32(13));
+        llvm::Value* exp = b_.CreateAnd(o, c32(0x0f800000));
+        o = b_.CreateAdd(o, c32((127 - 15) << 23));
+        llvm::Value* special = b_.CreateAdd(o, c32((128 - 16) << 23));
+        llvm::Value* sub_f = b_.CreateFSub(b_.CreateBitCast(b_.CreateAdd(o, c32(1 << 23)), f32_), b_.CreateBitCast(c32(113 << 23), f32_));
+        llvm::Value* subnormal = b_.CreateBitCast(sub_f, i32_);
+        o = b_.CreateSelect(b_.CreateICmpEQ(exp, c32(0x0f800000)), special, b_.CreateSelect(b_.CreateICmpEQ(exp, c32(0)), subnormal, o));
+        return b_.CreateBitCast(b_.CreateOr(o, sign), f32_);
+    }
+
+    // binary32 -> binary16, round to nearest even: overflow to infinity, NaN to a quiet NaN,
+    // results below 2^-14 through one float addition that rounds them into the subnormal grid.
+    llvm::Value* float_to_half(llvm::Value* f) {
+        llvm::Value* bits = b_.CreateBitCast(f, i32_);
+        llvm::Value* sign = b_.CreateAnd(bits, c32(int32_t(0x80000000u)));
+        llvm::Value* a = b_.CreateXor(bits, sign);
+        llvm::Value* inf_nan = b_.CreateSelect(b_.CreateICmpUGT(a, c32(0x7f800000)), c32(0x7e00), c32(0x7c00));
+        const int32_t denorm_magic = ((127 - 15) + (23 - 10) + 1) << 23;
+        llvm::Value* sub = b_.CreateSub(
+            b_.CreateBitCast(b_.CreateFAdd(b_.CreateBitCast(a, f32_), b_.CreateBitCast(c32(denorm_magic), f32_)), i32_), c32(denorm_magic));
+        llvm::Value* odd = b_.CreateAnd(b_.CreateLShr(a, c32(13)), c32(1));
+        llvm::Value* normal = b_.CreateLShr(b_.CreateAdd(b_.CreateAdd(a, c32(int32_t(((15u - 127u) << 23) + 0xfffu))), odd), c32(13));
+        llvm::Value* o = b_.CreateSelect(b_.CreateICmpUGE(a, c32((127 + 16) << 23)), inf_nan,
+                                         b_.CreateSelect(b_.CreateICmpULT(a, c32(113 << 23)), sub, normal));
+        return b_.CreateTrunc(b_.CreateOr(o, b_.CreateLShr(sign, c32(16))), b_.getInt16Ty());
+    }
+
+    void store(llvm::Value* v, llvm::Value* at) {
+        DType t = k_.output_dtype;
+        v = to_storage(v, t);
+        auto* st = b_.CreateStore(v, b_.CreateGEP(storage_type(t), out_, at));
+        st->setAlignment(llvm::Align(dtype_bytes(t)));
+    }
+
+    using Memo = std::unordered_map<const Expr*, llvm::Value*>;
+
+    llvm::Value* value(const Expr& e, const std::vector<llvm::Value*>& idx, Memo& memo) {
+        if (auto it = memo.find(&e); it != memo.end()) return it->second;
+        llvm::Value* v = compute(e, idx, memo);
+        // A 16-bit float result is rounded to its type at once, whether stored or fused into
+        // the next op (loads are exact already; casts round themselves).
+        if (is_half(e.dtype) && e.kind != ExprKind::load && !(e.kind == ExprKind::alu && e.op == Op::cast)) v = round_to(v, e.dtype);
+        memo.emplace(&e, v);
+        return v;
+    }
+
+    llvm::Value* compute(const Expr& e, const std::vector<llvm::Value*>& idx, Memo& memo) {
+        switch (e.kind) {
+            case ExprKind::constant:
+                if (is_float(e.dtype)) return cf(e.value);
+                if (e.dtype == DType::int32) return c32(int32_t(e.value));
+                return e.value != 0 ? b_.getTrue() : b_.getFalse();
+            case ExprKind::load: {
+                auto [addr, valid] = index(e.view, idx);
+                if (valid) addr = b_.CreateSelect(valid, addr, c64(0));
+                auto* ld = b_.CreateLoad(storage_type(e.dtype), b_.CreateGEP(storage_type(e.dtype), in_[e.input], addr));
+                ld->setAlignment(llvm::Align(dtype_bytes(e.dtype)));
+                llvm::Value* v = to_value(ld, e.dtype);
+                return valid ? b_.CreateSelect(valid, v, zero(e.dtype)) : v;
+            }
+            case ExprKind::masked: {
+                llvm::Value* inner = value(*e.src[0], idx, memo);
+                auto [addr, valid] = index(e.view, idx);
+                (void)addr;
+                return valid ? b_.CreateSelect(valid, inner, zero(e.dtype)) : inner;
+            }
+            case ExprKind::reduce: return reduce(e);
+            case ExprKind::alu: {
+                std::vector<llvm::Value*> s;
+                for (const ExprRef& src : e.src) s.push_back(value(*src, idx, memo));
+                return alu(e, s);
+            }
+        }
+        throw Error("", "compiler: unknown expression kind");
+    }
+
+    // The reduction's loops at the current output index: acc = init; for each reduce index: acc op= src.
+    llvm::Value* reduce_init(const Expr& e) {
+        DType t = e.dtype;
+        if (e.op == Op::reduce_sum) return zero(t);
+        if (is_float(t)) return llvm::ConstantFP::getInfinity(f32_, true);
+        if (t == DType::int32) return c32(INT32_MIN);
+        return b_.getFalse();
+    }
+
+    llvm::Value* reduce_combine(const Expr& e, llvm::Value* a, llvm::Value* x) {
+        DType t = e.dtype;
+        if (e.op != Op::reduce_sum) return maximum(t, a, x);
+        if (t == DType::int32) return b_.CreateAdd(a, x);
+        if (t == DType::boolean) return b_.CreateOr(a, x);
+        // Reassociation lets the vectorizer keep one partial sum per lane.
+        auto* add = llvm::cast<llvm::Instruction>(b_.CreateFAdd(a, x));
+        llvm::FastMathFlags fmf;
+        fmf.setAllowReassoc();
+        add->setFastMathFlags(fmf);
+        return add;
+    }
+
+    llvm::Value* reduce(const Expr& e) {
+        if (reduced_) return reduced_;  // computed by the interchanged loops
+        DType t = e.dtype;
+        llvm::Type* vt = value_type(t);
+        llvm::AllocaInst* acc = entry_alloca(vt, "acc");
+        b_.CreateStore(reduce_init(e), acc);
+        std::vector<llvm::Value*> idx = out_index_;
+        std::function<void(size_t)> nest = [&](size_t level) {
+            if (level == k_.reduce_axes.size()) {
+                Memo below;
+                llvm::Value* x = value(*e.src[0], idx, below);
+                b_.CreateStore(reduce_combine(e, b_.CreateLoad(vt, acc), x), acc);
+                return;
+            }
+            size_t d = size_t(k_.reduce_axes[level]);
+            loop(c64(0), c64(k_.full_shape[d]), "r", [&](llvm::Value* j) {
+                idx[d] = j;
+                nest(level + 1);
+            });
+        };
+        nest(0);
+        return b_.CreateLoad(vt, acc);
+    }
+
+    llvm::Value* maximum(DType t, llvm::Value* a, llvm::Value* b) {
+        if (is_float(t)) return b_.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, a, b);
+        if (t == DType::int32) return b_.CreateSelect(b_.CreateICmpSGT(a, b), a, b);
+        return b_.CreateOr(a, b);
+    }
+
+    llvm::Value* alu(const Expr& e, const std::vector<llvm::Value*>& s) {
+        DType st = e.src.empty() ? e.dtype : e.src[0]->dtype;
+        bool f = is_float(st);
+        switch (e.op) {
+            case Op::neg: return f ? b_.CreateFNeg(s[0]) : b_.CreateSub(zero(st), s[0]);
+            case Op::exp2: return exp2(s[0]);
+            case Op::log2: return log2(s[0]);
+            case Op::sqrt: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, s[0]);
+            case Op::recip: return b_.CreateFDiv(cf(1.0), s[0]);
+            case Op::logical_not: return b_.CreateNot(s[0]);
+            case Op::cast: return cast(s[0], st, e.dtype);
+            case Op::add: return f ? b_.CreateFAdd(s[0], s[1]) : st == DType::boolean ? b_.CreateOr(s[0], s[1]) : b_.CreateAdd(s[0], s[1]);
+            case Op::sub: return f ? b_.CreateFSub(s[0], s[1]) : b_.CreateSub(s[0], s[1]);
+            case Op::mul: return f ? b_.CreateFMul(s[0], s[1]) : st == DType::boolean ? b_.CreateAnd(s[0], s[1]) : b_.CreateMul(s[0], s[1]);
+            case Op::div: {
+                if (f) return b_.CreateFDiv(s[0], s[1]);
+                // x86 idiv traps on a zero divisor and on INT32_MIN / -1: both yield 0 / x instead.
+                llvm::Value* bad = b_.CreateOr(b_.CreateICmpEQ(s[1], zero(st)),
+                                               b_.CreateAnd(b_.CreateICmpEQ(s[0], c32(INT32_MIN)), b_.CreateICmpEQ(s[1], c32(-1))));
+                llvm::Value* q = b_.CreateSDiv(b_.CreateSelect(bad, zero(st), s[0]), b_.CreateSelect(bad, c32(1), s[1]));
+                return b_.CreateSelect(b_.CreateICmpEQ(s[1], c32(-1)), b_.CreateSub(zero(st), s[0]), q);
+            }
+            case Op::max: return maximum(st, s[0], s[1]);
+            case Op::cmp_lt: return f ? b_.CreateFCmpOLT(s[0], s[1]) : st == DType::int32 ? b_.CreateICmpSLT(s[0], s[1]) : b_.CreateICmpULT(s[0], s[1]);
+            case Op::cmp_eq: return f ? b_.CreateFCmpOEQ(s[0], s[1]) : b_.CreateICmpEQ(s[0], s[1]);
+            case Op::cmp_ne: return f ? b_.CreateFCmpUNE(s[0], s[1]) : b_.CreateICmpNE(s[0], s[1]);
+            case Op::logical_and: return b_.CreateAnd(s[0], s[1]);
+            case Op::logical_or: return b_.CreateOr(s[0], s[1]);
+            case Op::where: return b_.CreateSelect(s[0], s[1], s[2]);
+            case Op::reduce_sum:
+            case Op::reduce_max: break;
+        }
+        throw Error("", fmt::format("compiler: {} is not an elementwise op", op_name(e.op)));
+    }
+
+    llvm::Value* cast(llvm::Value* v, DType from, DType to) {
+        if (from == to) return v;
+        if (to == DType::boolean) return is_float(from) ? b_.CreateFCmpUNE(v, cf(0)) : b_.CreateICmpNE(v, zero(from));
+        if (is_float(to)) {
+            llvm::Value* x = is_float(from) ? v : from == DType::int32 ? b_.CreateSIToFP(v, f32_) : b_.CreateUIToFP(v, f32_);
+            return is_half(to) ? round_to(x, to) : x;
+        }
+        // to int32; fptosi.sat saturates (NaN -> 0) instead of being undefined out of range.
+        if (is_float(from)) return b_.CreateIntrinsic(llvm::Intrinsic::fptosi_sat, {i32_, f32_}, {v});
+        return b_.CreateZExt(v, i32_);
+    }
+
+    // 2^x without a libm call (the CPU loader resolves none): x = n + f with n an integer and
+    // |f| <= 1/2, 2^f by its Taylor series to degree 7 (error < 1e-8), 2^n in the exponent bits.
+    llvm::Value* exp2(llvm::Value* x) {
+        llvm::Value* xc = b_.CreateBinaryIntrinsic(llvm::Intrinsic::minnum, b_.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, x, cf(-126.0)), cf(127.0));
+        llvm::Value* t = b_.CreateFAdd(xc, cf(0.5));
+        llvm::Value* n = b_.CreateFPToSI(t, i32_);
+        n = b_.CreateSelect(b_.CreateFCmpOGT(b_.CreateSIToFP(n, f32_), t), b_.CreateSub(n, c32(1)), n);
+        llvm::Value* frac = b_.CreateFSub(xc, b_.CreateSIToFP(n, f32_));
+        double coef = 1.0;
+        std::vector<double> c;
+        for (int k = 0; k <= 7; ++k) {
+            c.push_back(coef);
+            coef *= std::log(2.0) / (k + 1);
+        }
+        llvm::Value* p = cf(c[7]);
+        for (int k = 6; k >= 0; --k) p = b_.CreateFAdd(b_.CreateFMul(p, frac), cf(c[size_t(k)]));
+        llvm::Value* scale = b_.CreateBitCast(b_.CreateShl(b_.CreateAdd(n, c32(127)), c32(23)), f32_);
+        llvm::Value* r = b_.CreateFMul(p, scale);
+        r = b_.CreateSelect(b_.CreateFCmpOGE(x, cf(128.0)), llvm::ConstantFP::getInfinity(f32_), r);
+        r = b_.CreateSelect(b_.CreateFCmpOLT(x, cf(-150.0)), cf(0.0), r);
+        return b_.CreateSelect(b_.CreateFCmpUNO(x, x), x, r);
+    }
+
+    // log2(x) without libm: x = m * 2^e with m in [sqrt(1/2), sqrt(2)); ln(m) = 2 atanh(s) with
+    // s = (m-1)/(m+1), |s| < 0.172, by its series to s^9 (error < 1e-8).
+    llvm::Value* log2(llvm::Value* x) {
+        llvm::Value* tiny = b_.CreateFCmpOLT(x, cf(1.17549435e-38));  // subnormal: scale by 2^23 first
+        llvm::Value* xs = b_.CreateSelect(tiny, b_.CreateFMul(x, cf(8388608.0)), x);
+        llvm::Value* bits = b_.CreateBitCast(xs, i32_);
+        llvm::Value* e = b_.CreateSub(b_.CreateAnd(b_.CreateLShr(bits, c32(23)), c32(0xff)), c32(127));
+        e = b_.CreateSelect(tiny, b_.CreateSub(e, c32(23)), e);
+        llvm::Value* m = b_.CreateBitCast(b_.CreateOr(b_.CreateAnd(bits, c32(0x7fffff)), c32(0x3f800000)), f32_);
+        llvm::Value* big = b_.CreateFCmpOGT(m, cf(1.41421356));
+        m = b_.CreateSelect(big, b_.CreateFMul(m, cf(0.5)), m);
+        e = b_.CreateSelect(big, b_.CreateAdd(e, c32(1)), e);
+        llvm::Value* s = b_.CreateFDiv(b_.CreateFSub(m, cf(1.0)), b_.CreateFAdd(m, cf(1.0)));
+        llvm::Value* s2 = b_.CreateFMul(s, s);
+        llvm::Value* p = cf(1.0 / 9);
+        for (int k = 7; k >= 1; k -= 2) p = b_.CreateFAdd(b_.CreateFMul(p, s2), cf(1.0 / k));
+        llvm::Value* ln_m = b_.CreateFMul(b_.CreateFMul(cf(2.0), s), p);
+        llvm::Value* r = b_.CreateFAdd(b_.CreateSIToFP(e, f32_), b_.CreateFMul(ln_m, cf(1.0 / std::log(2.0))));
+        r = b_.CreateSelect(b_.CreateFCmpOEQ(x, cf(0.0)), llvm::ConstantFP::getInfinity(f32_, true), r);
+        r = b_.CreateSelect(b_.CreateFCmpOEQ(x, llvm::ConstantFP::getInfinity(f32_)), x, r);
+        return b_.CreateSelect(b_.CreateFCmpULT(x, cf(0.0)), llvm::ConstantFP::getNaN(f32_), r);
+    }
+
+    llvm::LLVMContext& ctx_;
+    llvm::Module& module_;
+    const Kernel& k_;
+    llvm::IRBuilder<> b_;
+    llvm::Type *i1_, *i8_, *i32_, *i64_, *f32_;
+    llvm::PointerType* ptr_;
+    llvm::Function* fn_ = nullptr;
+    llvm::BasicBlock* entry_ = nullptr;
+    llvm::Value* out_ = nullptr;
+    std::vector<llvm::Value*> in_;
+    std::vector<llvm::Value*> out_index_;
+    llvm::Value* reduced_ = nullptr;  // the reduction's value at the current output element, when precomputed
+    Memo above_;
+};
+
+std::string module_text(const llvm::Module& module) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    module.print(os, nullptr);
+    return text;
+}
+
+}  // namespace
+
+void initialize_llvm_targets() {
+    static std::once_flag once;
+    std::call_once(once, [] {
+        llvm::InitializeNativeTarget();
+        llvm::InitializeNativeTargetAsmPrinter();
+        LLVMInitializeAMDGPUTargetInfo();
+        LLVMInitializeAMDGPUTarget();
+        LLVMInitializeAMDGPUTargetMC();
+        LLVMInitializeAMDGPUAsmPrinter();
+    });
+}
+
+std::unique_ptr<llvm::TargetMachine> make_target_machine(const Target& target) {
+    initialize_llvm_targets();
+    std::string error;
+    const llvm::Target* llvm_target = llvm::TargetRegistry::lookupTarget(target.triple, error);
+    if (!llvm_target) throw Error("", fmt::format("compiler: no LLVM target for {}: {}", target.triple, error));
+    llvm::TargetOptions options;
+    std::unique_ptr<llvm::TargetMachine> machine(llvm_target->createTargetMachine(
+        target.triple, target.cpu, target.features, options, llvm::Reloc::PIC_, std::nullopt, llvm::CodeGenOptLevel::Aggressive));
+    if (!machine) throw Error("", fmt::format("compiler: LLVM cannot target {} cpu {}", target.triple, target.cpu));
+    return machine;
+}
+
+llvm::Function* build_kernel_function(llvm::Module& module, const Kernel& kernel, const Target& target, KernelFlavor flavor) {
+    Emitter e(module, kernel);
+    return flavor == KernelFlavor::cpu ? e.emit_cpu(target) : e.emit_amdgpu(target);
+}
+
+std::vector<std::byte> optimize_and_emit(llvm::Module& module, llvm::TargetMachine& machine, const Kernel& kernel) {
+    std::string verify;
+    llvm::raw_string_ostream verify_os(verify);
+    if (llvm::verifyModule(module, &verify_os)) {
+        throw Error("", fmt::format("compiler: generated invalid LLVM IR ({}) for kernel\n{}\n{}", verify, kernel.key(), module_text(module)));
+    }
+    // The default O3 pipeline: inlining, loop rotation, the loop and SLP vectorizers, unrolling.
+    llvm::LoopAnalysisManager lam;
+    llvm::FunctionAnalysisManager fam;
+    llvm::CGSCCAnalysisManager cgam;
+    llvm::ModuleAnalysisManager mam;
+    llvm::PassBuilder passes(&machine);
+    passes.registerModuleAnalyses(mam);
+    passes.registerCGSCCAnalyses(cgam);
+    passes.registerFunctionAnalyses(fam);
+    passes.registerLoopAnalyses(lam);
+    passes.crossRegisterProxies(lam, fam, cgam, mam);
+    llvm::ModulePassManager pipeline = passes.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+    pipeline.run(module, mam);
+
+    llvm::SmallVector<char, 0> object;
+    llvm::raw_svector_ostream os(object);
+    llvm::legacy::PassManager codegen;
+    if (machine.addPassesToEmitFile(codegen, os, nullptr, llvm::CodeGenFileType::ObjectFile)) {
+        throw Error("", fmt::format("compiler: LLVM cannot emit objects for {}", machine.getTargetTriple().str()));
+    }
+    codegen.run(module);
+    std::vector<std::byte> out(object.size());
+    std::memcpy(out.data(), object.data(), object.size());
+    return out;
+}
+
+std::string codegen_build_stamp() { return fmt::format("{} {} LLVM {}", __DATE__, __TIME__, LLVM_VERSION_STRING); }
+
+}  // namespace baregpu::compiler

@@ -1,0 +1,29 @@
+// LLVM plumbing shared by the code generators (internal to compiler/; includes LLVM headers).
+#pragma once
+
+#include "compiler/kernel.hpp"
+#include "compiler/llvm_headers.hpp"
+#include "compiler/target.hpp"
+
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+namespace baregpu::compiler {
+
+enum class KernelFlavor {
+    cpu,     // void name(const void* kernargs, const baregpu_dispatch*): one workgroup, loops inside
+    amdgpu,  // amdgpu_kernel void name(ptr out, ptr in...): one work-item per output element
+};
+
+// Work-items per workgroup of AMDGPU kernels (the launch's block.x).
+inline constexpr int64_t kAmdgpuBlock = 256;
+
+void initialize_llvm_targets();
+std::unique_ptr<llvm::TargetMachine> make_target_machine(const Target& target);
+// The kernel's function in `module` (whose data layout is already the target's).
+llvm::Function* build_kernel_function(llvm::Module& module, const Kernel& kernel, const Target& target, KernelFlavor flavor);
+// Verify, run the O3 pipeline, emit an ELF object.
+std::vector<std::byte> optimize_and_emit(llvm::Module& module, llvm::TargetMachine& machine, const Kernel& kernel);
+
+}  // namespace baregpu::compiler

@@ -1,0 +1,132 @@
+#include "tensor/runtime.hpp"
+
+#include "base/error.hpp"
+#include "compiler/scheduler.hpp"
+#include "hcq/registry.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+namespace baregpu::tensor {
+
+using compiler::DType;
+using compiler::NodeRef;
+
+namespace {
+std::mutex registry_mutex;
+std::map<const hcq::Device*, std::weak_ptr<Runtime>> runtimes;
+std::weak_ptr<Runtime> default_one;
+}  // namespace
+
+std::shared_ptr<Runtime> Runtime::for_device(const std::shared_ptr<hcq::Device>& device) {
+    std::lock_guard lock(registry_mutex);
+    if (auto rt = runtimes[device.get()].lock()) return rt;
+    auto rt = std::make_shared<Runtime>(device);
+    runtimes[device.get()] = rt;
+    return rt;
+}
+
+std::shared_ptr<Runtime> Runtime::default_runtime() {
+    {
+        std::lock_guard lock(registry_mutex);
+        if (auto rt = default_one.lock()) return rt;
+    }
+    auto rt = for_device(hcq::open_device());
+    std::lock_guard lock(registry_mutex);
+    default_one = rt;
+    return rt;
+}
+
+Runtime::Runtime(std::shared_ptr<hcq::Device> device) : device_(std::move(device)) {
+    if (device_->arch() != "x86_64") {
+        throw UnsupportedError(device_->name(), fmt::format("the compiler generates code for x86_64 devices only so far; this device "
+                                                            "runs {}", device_->arch()));
+    }
+}
+
+Runtime::~Runtime() {
+    std::lock_guard lock(registry_mutex);
+    auto it = runtimes.find(device_.get());
+    if (it != runtimes.end() && it->second.expired()) runtimes.erase(it);
+}
+
+std::shared_ptr<hcq::Program> Runtime::program_for(const compiler::Kernel& kernel) {
+    std::string key = compiler_.cache_key(kernel);
+    if (auto it = programs_.find(key); it != programs_.end()) return it->second;
+    compiler::CompiledKernel compiled = compiler_.compile(kernel);
+    std::shared_ptr<hcq::Program> program;
+    try {
+        program = device_->load_program(compiled.object, compiled.name);
+    } catch (const Error&) {
+        if (!compiled.from_cache) throw;
+        // A damaged cache file (a disk that filled up, another version's object): generate anew.
+        compiled = compiler_.compile(kernel, true);
+        program = device_->load_program(compiled.object, compiled.name);
+    }
+    compile_ms_ += compiled.compile_ms;
+    programs_.emplace(std::move(key), program);
+    loaded_.fetch_add(1);
+    return program;
+}
+
+double Runtime::compile_ms() const {
+    std::lock_guard lock(mutex_);
+    return compile_ms_;
+}
+
+void Runtime::realize(const NodeRef& node) {
+    std::lock_guard lock(mutex_);
+    for (compiler::ScheduleItem& item : compiler::schedule(node)) {
+        if (!item.kernel) {
+            item.output->realized = item.inputs[0]->realized;
+            continue;
+        }
+        const compiler::Kernel& k = *item.kernel;
+        uint64_t bytes = std::max<uint64_t>(uint64_t(k.output_elements()) * compiler::dtype_bytes(k.output_dtype), 4);
+        hcq::Buffer out = device_->allocate(bytes);
+        if (k.output_elements() == 0) {  // nothing to compute
+            item.output->realized = std::move(out);
+            continue;
+        }
+        auto program = program_for(k);
+        hcq::KernelArgs args(*program);
+        args.buffer(0, out);
+        for (size_t i = 0; i < item.inputs.size(); ++i) args.buffer(uint32_t(i + 1), item.inputs[i]->realized);
+        // About 16K element-operations per workgroup, at most one group per output element.
+        int64_t work = k.output_elements() * k.reduce_elements();
+        auto groups = uint32_t(std::clamp<int64_t>(work / 16384, 1, std::min<int64_t>(k.output_elements(), 256)));
+        {
+            std::lock_guard submit(device_->submission_mutex());
+            if (!queue_) queue_.emplace(device_->compute_queue());
+            queue_->reset();
+            uint64_t v = device_->next_timeline();
+            queue_->wait(device_->timeline(), v - 1).exec(*program, args, hcq::Dim3{groups}, hcq::Dim3{1}).signal(device_->timeline(), v).submit();
+        }
+        launched_.fetch_add(1);
+        item.output->realized = std::move(out);
+    }
+}
+
+NodeRef Runtime::upload(std::span<const std::byte> bytes, DType dtype, compiler::Shape shape) {
+    uint64_t expect = uint64_t(compiler::numel(shape)) * compiler::dtype_bytes(dtype);
+    if (bytes.size() != expect) {
+        throw Error(device_->name(), fmt::format("upload: {} bytes given for {} {} ({} bytes expected)", bytes.size(),
+                                                 compiler::dtype_name(dtype), compiler::shape_string(shape), expect));
+    }
+    hcq::Buffer buffer = device_->allocate(std::max<uint64_t>(expect, 4));
+    if (expect) device_->copy_in(buffer.view(0, expect), bytes);
+    return compiler::Node::make_buffer(std::move(buffer), dtype, std::move(shape));
+}
+
+void Runtime::read(const NodeRef& node, std::span<std::byte> out) {
+    uint64_t expect = uint64_t(compiler::numel(node->shape)) * compiler::dtype_bytes(node->dtype);
+    if (out.size() != expect) {
+        throw Error(device_->name(), fmt::format("read: a {}-byte destination for {} {} ({} bytes)", out.size(),
+                                                 compiler::dtype_name(node->dtype), compiler::shape_string(node->shape), expect));
+    }
+    realize(node);
+    device_->synchronize();
+    if (expect) device_->copy_out(out, node->realized.view(0, expect));
+}
+
+}  // namespace baregpu::tensor

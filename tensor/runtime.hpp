@@ -1,0 +1,65 @@
+// Runs the lazy graph on one hcq::Device: schedules what a realize() needs, compiles each
+// kernel once (memory cache here, disk cache in the compiler), launches it on the device's
+// timeline, and moves host data in and out.
+#pragma once
+
+#include "compiler/compiler.hpp"
+#include "compiler/graph.hpp"
+#include "hcq/device.hpp"
+
+#include <atomic>
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+
+namespace baregpu::tensor {
+
+class Runtime {
+public:
+    // The runtime of `device` (one per device while any tensor uses it).
+    static std::shared_ptr<Runtime> for_device(const std::shared_ptr<hcq::Device>& device);
+    // The runtime of hcq::open_device()'s default ($BAREGPU_DEVICE, else the first GPU, else
+    // cpu). The application registers backends with hcq's registry before (drivers/registry.hpp).
+    static std::shared_ptr<Runtime> default_runtime();
+
+    explicit Runtime(std::shared_ptr<hcq::Device> device);
+    ~Runtime();
+    Runtime(const Runtime&) = delete;
+    Runtime& operator=(const Runtime&) = delete;
+
+    hcq::Device& device() { return *device_; }
+    compiler::Compiler& compiler() { return compiler_; }
+
+    // Compute `node` and everything it needs that is not realized yet (asynchronously: the
+    // device runs the kernels; read() waits).
+    void realize(const compiler::NodeRef& node);
+    // A realized node holding a copy of `bytes` (numel(shape) elements of dtype).
+    compiler::NodeRef upload(std::span<const std::byte> bytes, compiler::DType dtype, compiler::Shape shape);
+    // Realize `node` and copy its elements into `out` (exactly numel * dtype_bytes).
+    void read(const compiler::NodeRef& node, std::span<std::byte> out);
+
+    // Kernels launched so far (fusion is observable: one fused chain is one launch).
+    uint64_t kernels_launched() const { return launched_.load(); }
+    // Distinct kernels this runtime compiled or took from the disk cache.
+    uint64_t kernels_loaded() const { return loaded_.load(); }
+    // Milliseconds spent generating code (first calls that missed the disk cache), in total.
+    double compile_ms() const;
+
+private:
+    std::shared_ptr<hcq::Program> program_for(const compiler::Kernel& kernel);
+
+    std::shared_ptr<hcq::Device> device_;
+    compiler::Compiler compiler_;
+    mutable std::mutex mutex_;
+    std::map<std::string, std::shared_ptr<hcq::Program>> programs_;  // by the kernel's cache key
+    std::optional<hcq::ComputeQueue> queue_;
+    std::atomic<uint64_t> launched_{0};
+    std::atomic<uint64_t> loaded_{0};
+    double compile_ms_ = 0;  // under mutex_
+};
+
+}  // namespace baregpu::tensor

@@ -1,0 +1,277 @@
+// The compiler on its own: views, kernel keys, the CPU code-object ABI, code generation and
+// the disk cache.
+#include "compiler/compiler.hpp"
+#include "compiler/cpu_codegen.hpp"
+#include "compiler/cpu_kernel_abi.hpp"
+#include "compiler/scheduler.hpp"
+#include "drivers/cpu/kernel_abi.h"
+#include "tests/hcq/support.hpp"
+
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+#include <unistd.h>
+
+using namespace baregpu;
+using namespace baregpu::compiler;
+
+static_assert(cpu_abi::kMagic == BAREGPU_KERNEL_MAGIC);
+static_assert(cpu_abi::kVersion == BAREGPU_KERNEL_ABI_VERSION);
+static_assert(cpu_abi::kNameBytes == BAREGPU_KERNEL_NAME_BYTES);
+static_assert(cpu_abi::kDescriptorBytes == sizeof(baregpu_kernel_descriptor));
+static_assert(cpu_abi::kDispatchGroupIdOffset == offsetof(baregpu_dispatch, group_id));
+static_assert(cpu_abi::kDispatchGridOffset == offsetof(baregpu_dispatch, grid));
+
+namespace {
+
+// Evaluate a tracker on the host: the storage element of `idx`, or -1 where masked.
+int64_t evaluate(const ShapeTracker& st, std::vector<int64_t> idx) {
+    const auto& views = st.views();
+    int64_t addr = 0;
+    bool valid = true;
+    for (size_t vi = views.size(); vi-- > 0;) {
+        const View& v = views[vi];
+        addr = v.offset;
+        for (size_t d = 0; d < v.shape.size(); ++d) {
+            auto [lo, hi] = v.mask_of(d);
+            valid = valid && idx[d] >= lo && idx[d] < hi;
+            addr += idx[d] * v.strides[d];
+        }
+        if (vi == 0) break;
+        const Shape& below = views[vi - 1].shape;
+        idx.assign(below.size(), 0);
+        int64_t rest = addr;
+        for (size_t d = below.size(); d-- > 0;) {
+            idx[d] = rest % below[d];
+            rest /= below[d];
+        }
+    }
+    return valid ? addr : -1;
+}
+
+// An elementwise kernel out[i] = in0[i] * c + 1 over `n` float32 elements.
+Kernel scale_kernel(int64_t n, double c) {
+    auto load = std::make_shared<Expr>();
+    load->kind = ExprKind::load;
+    load->view = ShapeTracker::contiguous({n});
+    auto k = std::make_shared<Expr>();
+    k->kind = ExprKind::constant;
+    k->value = c;
+    auto one = std::make_shared<Expr>();
+    one->kind = ExprKind::constant;
+    one->value = 1;
+    auto mul = std::make_shared<Expr>();
+    mul->kind = ExprKind::alu;
+    mul->op = Op::mul;
+    mul->src = {load, k};
+    auto add = std::make_shared<Expr>();
+    add->kind = ExprKind::alu;
+    add->op = Op::add;
+    add->src = {mul, one};
+    Kernel kernel;
+    kernel.full_shape = {n};
+    kernel.inputs = {DType::float32};
+    kernel.root = add;
+    return kernel;
+}
+
+std::filesystem::path fresh_directory(const char* what) {
+    auto dir = std::filesystem::temp_directory_path() / ("baregpu-" + std::string(what) + "-" + std::to_string(getpid()));
+    std::filesystem::remove_all(dir);
+    return dir;
+}
+
+}  // namespace
+
+TEST_CASE("shape tracker: movement ops map indices like the definitions say") {
+    auto st = ShapeTracker::contiguous({2, 3, 4});
+    CHECK(st.is_contiguous());
+    CHECK(st.reshape({6, 4}).views().size() == 1);
+    auto p = st.permute({2, 0, 1});
+    CHECK(p.shape() == Shape{4, 2, 3});
+    CHECK(evaluate(p, {3, 1, 2}) == 1 * 12 + 2 * 4 + 3);
+    // A reshape of a permuted view cannot be strides: it pushes a second view.
+    auto pr = p.reshape({8, 3});
+    CHECK(pr.views().size() == 2);
+    CHECK(evaluate(pr, {5, 1}) == evaluate(p, {2, 1, 1}));
+    // Size-1 dims come and go without a new view.
+    CHECK(p.reshape({4, 1, 2, 3}).views().size() == 1);
+    auto padded = st.pad({{1, 0}, {0, 2}, {0, 0}});
+    CHECK(padded.shape() == Shape{3, 5, 4});
+    CHECK(evaluate(padded, {0, 0, 0}) == -1);
+    CHECK(evaluate(padded, {1, 3, 0}) == -1);
+    CHECK(evaluate(padded, {2, 2, 3}) == 1 * 12 + 2 * 4 + 3);
+    auto f = st.flip({1});
+    CHECK(evaluate(f, {0, 0, 0}) == 2 * 4);
+    auto s = f.shrink({{1, 2}, {1, 3}, {0, 4}});
+    CHECK(evaluate(s, {0, 1, 2}) == 12 + 0 * 4 + 2);
+    auto e = ShapeTracker::contiguous({3, 1}).expand({3, 5});
+    CHECK(evaluate(e, {2, 4}) == 2);
+    auto win = st.windows(2, 3);
+    CHECK(win.shape() == Shape{2, 2, 2, 2, 3});
+    CHECK(evaluate(win, {1, 1, 1, 1, 2}) == 1 * 12 + (1 + 1) * 4 + (1 + 2));
+    auto pwin = padded.windows(3, 2);  // windows over a padded view stack on it
+    CHECK(pwin.views().size() == 2);
+    CHECK(evaluate(pwin, {0, 0, 0, 0, 0}) == -1);  // padded[0, 0, 0]: the pad before dim 0
+    CHECK(evaluate(pwin, {1, 2, 0, 1, 1}) == -1);  // padded[1, 3, 1]: the pad after dim 1
+    CHECK(evaluate(pwin, {1, 0, 0, 2, 1}) == evaluate(padded, {1, 2, 1}));
+    CHECK_THROWS_AS(st.windows(4, 1), std::invalid_argument);
+    CHECK_THROWS_AS(st.reshape({5, 5}), std::invalid_argument);
+    CHECK_THROWS_AS(st.permute({0, 0, 1}), std::invalid_argument);
+    CHECK_THROWS_AS(st.expand({2, 3, 5}), std::invalid_argument);
+    CHECK_THROWS_AS(st.shrink({{0, 3}, {0, 3}, {0, 4}}), std::invalid_argument);
+}
+
+TEST_CASE("shape tracker: random chains of views agree with step-by-step evaluation") {
+    std::mt19937 gen(5);
+    for (int round = 0; round < 200; ++round) {
+        // Apply one random op to a tracker and check every index against the tracker before it.
+        Shape shape{int64_t(gen() % 4 + 1), int64_t(gen() % 4 + 1), int64_t(gen() % 3 + 1)};
+        auto st = ShapeTracker::contiguous(shape);
+        for (int step = 0; step < 4; ++step) {
+            ShapeTracker next;
+            std::function<std::vector<int64_t>(const std::vector<int64_t>&)> back;  // next index -> st index, empty: padding
+            const Shape cur = st.shape();
+            switch (gen() % 4) {
+                case 0: {
+                    std::vector<int> order{0, 1, 2};
+                    std::shuffle(order.begin(), order.end(), gen);
+                    next = st.permute(order);
+                    back = [order](const std::vector<int64_t>& i) {
+                        std::vector<int64_t> o(3);
+                        for (size_t d = 0; d < 3; ++d) o[size_t(order[d])] = i[d];
+                        return o;
+                    };
+                    break;
+                }
+                case 1: {
+                    int axis = int(gen() % 3);
+                    next = st.flip({axis});
+                    back = [cur, axis](std::vector<int64_t> i) {
+                        i[size_t(axis)] = cur[size_t(axis)] - 1 - i[size_t(axis)];
+                        return i;
+                    };
+                    break;
+                }
+                case 2: {
+                    std::vector<std::pair<int64_t, int64_t>> pads{{gen() % 2, gen() % 2}, {gen() % 2, 0}, {0, gen() % 2}};
+                    next = st.pad(pads);
+                    back = [cur, pads](std::vector<int64_t> i) {
+                        for (size_t d = 0; d < 3; ++d) {
+                            i[d] -= pads[d].first;
+                            if (i[d] < 0 || i[d] >= cur[d]) return std::vector<int64_t>{};
+                        }
+                        return i;
+                    };
+                    break;
+                }
+                default: {
+                    std::vector<std::pair<int64_t, int64_t>> r;
+                    for (size_t d = 0; d < 3; ++d) {
+                        int64_t b = int64_t(gen() % uint64_t(cur[d]));
+                        r.emplace_back(b, b + 1 + int64_t(gen() % uint64_t(cur[d] - b)));
+                    }
+                    next = st.shrink(r);
+                    back = [r](std::vector<int64_t> i) {
+                        for (size_t d = 0; d < 3; ++d) i[d] += r[d].first;
+                        return i;
+                    };
+                }
+            }
+            const Shape ns = next.shape();
+            for (int64_t flat = 0; flat < numel(ns); ++flat) {
+                std::vector<int64_t> idx(3);
+                int64_t rest = flat;
+                for (size_t d = 3; d-- > 0;) {
+                    idx[d] = rest % ns[d];
+                    rest /= ns[d];
+                }
+                auto prev = back(idx);
+                int64_t want = prev.empty() ? -1 : evaluate(st, prev);
+                REQUIRE(evaluate(next, idx) == want);
+            }
+            st = next;
+        }
+    }
+}
+
+TEST_CASE("kernel keys: equal graphs, equal keys; any difference, a different key") {
+    CHECK(scale_kernel(100, 2).key() == scale_kernel(100, 2).key());
+    CHECK(scale_kernel(100, 2).name() == scale_kernel(100, 2).name());
+    CHECK(scale_kernel(100, 2).key() != scale_kernel(101, 2).key());
+    CHECK(scale_kernel(100, 2).key() != scale_kernel(100, 3).key());
+    CHECK(scale_kernel(100, 2).name().size() < cpu_abi::kNameBytes);
+}
+
+TEST_CASE("codegen: the object loads on the cpu device and runs over any grid") {
+    auto dev = test::open_device("cpu");
+    const int64_t n = 10007;
+    Kernel k = scale_kernel(n, 3);
+    std::vector<std::byte> object = emit_cpu_object(k, Target::host());
+    auto prog = dev->load_program(object, k.name());
+    CHECK(prog->info().num_buffers == 2);
+    CHECK(prog->info().num_values == 0);
+    CHECK(prog->info().max_threads_per_group == 1);
+    std::vector<float> in(static_cast<size_t>(n));
+    for (size_t i = 0; i < in.size(); ++i) in[i] = float(i) * 0.25f - 100;
+    hcq::Buffer a = dev->allocate(uint64_t(n) * 4), out = dev->allocate(uint64_t(n) * 4);
+    test::upload(*dev, a, in);
+    for (uint32_t groups : {1u, 3u, 64u, 10007u}) {
+        test::upload(*dev, out, std::vector<float>(size_t(n), -1.0f));
+        uint64_t v = dev->next_timeline();
+        dev->compute_queue().wait(dev->timeline(), v - 1).exec(*prog, hcq::KernelArgs(*prog, {out, a}), {groups}, {1}).signal(dev->timeline(), v).submit();
+        auto got = test::download<float>(*dev, out, size_t(n));
+        for (size_t i = 0; i < got.size(); ++i) REQUIRE(got[i] == in[i] * 3 + 1);
+    }
+}
+
+TEST_CASE("cache: a second compile of the same kernel is read from disk") {
+    auto dir = fresh_directory("kernel-cache");
+    Kernel k = scale_kernel(4096, 1.5);
+    std::vector<std::byte> first_object;
+    {
+        Compiler c(Target::host(), KernelCache(dir));
+        CompiledKernel first = c.compile(k);
+        CHECK_FALSE(first.from_cache);
+        CHECK(c.generated() == 1);
+        CHECK(std::filesystem::exists(c.cache().path_of(c.cache_key(k))));
+        first_object = first.object;
+    }
+    {
+        Compiler c(Target::host(), KernelCache(dir));  // a new compiler: only the disk is shared
+        CompiledKernel second = c.compile(k);
+        CHECK(second.from_cache);
+        CHECK(c.generated() == 0);
+        CHECK(c.cache_hits() == 1);
+        CHECK(second.object == first_object);
+        CompiledKernel other = c.compile(scale_kernel(4096, 2.5));
+        CHECK_FALSE(other.from_cache);
+        // What came from the cache runs.
+        auto dev = test::open_device("cpu");
+        auto prog = dev->load_program(second.object, second.name);
+        hcq::Buffer a = dev->allocate(4096 * 4), out = dev->allocate(4096 * 4);
+        test::upload(*dev, a, std::vector<float>(4096, 2.0f));
+        uint64_t v = dev->next_timeline();
+        dev->compute_queue().wait(dev->timeline(), v - 1).exec(*prog, hcq::KernelArgs(*prog, {out, a}), {4}, {1}).signal(dev->timeline(), v).submit();
+        CHECK(test::download<float>(*dev, out, 4096) == std::vector<float>(4096, 4.0f));
+    }
+    // A different target misses.
+    Target t = Target::host();
+    t.features += ",-avx512f";
+    Compiler c(t, KernelCache(dir));
+    CHECK_FALSE(c.compile(k).from_cache);
+    std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("cache: the directory comes from the environment") {
+    const char* saved = std::getenv("BAREGPU_CACHE_DIR");
+    std::string keep = saved ? saved : "";
+    setenv("BAREGPU_CACHE_DIR", "/tmp/x-baregpu-cache", 1);
+    CHECK(KernelCache::default_directory() == "/tmp/x-baregpu-cache");
+    unsetenv("BAREGPU_CACHE_DIR");
+    setenv("XDG_CACHE_HOME", "/tmp/xdg", 1);
+    CHECK(KernelCache::default_directory() == "/tmp/xdg/baregpu");
+    unsetenv("XDG_CACHE_HOME");
+    if (const char* home = std::getenv("HOME")) CHECK(KernelCache::default_directory() == std::filesystem::path(home) / ".cache" / "baregpu");
+    if (saved) setenv("BAREGPU_CACHE_DIR", keep.c_str(), 1);
+}

@@ -1,0 +1,122 @@
+// The scheduler's fusion is observable: count the kernels a realize launches.
+#include "compiler/scheduler.hpp"
+#include "tests/hcq/support.hpp"
+#include "tests/tensor/support.hpp"
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+using namespace baregpu;
+using namespace baregpu::test;
+using tensor::Tensor;
+
+namespace {
+
+// Kernels launched while `f` runs.
+template <typename F>
+uint64_t launches(F&& f) {
+    uint64_t before = cpu_runtime()->kernels_launched();
+    f();
+    return cpu_runtime()->kernels_launched() - before;
+}
+
+}  // namespace
+
+TEST_CASE("fusion: nothing runs until realized") {
+    std::mt19937 gen(11);
+    Ref x = Ref::random({8, 8}, gen, -1, 1);
+    Tensor t = Tensor::from_vector(x.floats(), x.shape, cpu_runtime());
+    Tensor y;
+    CHECK(launches([&] { y = ((t * 2.0).exp() + t.flip({0})).sum({1}).reshape({2, 4}); }) == 0);
+    CHECK_FALSE(y.realized());
+    CHECK(launches([&] { y.realize(); }) == 1);
+    CHECK(y.realized());
+    CHECK(launches([&] { y.realize(); }) == 0);
+}
+
+TEST_CASE("fusion: an elementwise chain and a reduction are one kernel") {
+    std::mt19937 gen(12);
+    Ref a = Ref::random({16, 40}, gen, -1, 1), b = Ref::random({40}, gen, -1, 1);
+    Tensor ta = Tensor::from_vector(a.floats(), a.shape, cpu_runtime());
+    Tensor tb = Tensor::from_vector(b.floats(), b.shape, cpu_runtime());
+    Tensor out = ((ta * tb + 1.0).exp().flip({1}) * 0.5).sum({1}) * 3.0 - 1.0;
+    CHECK(launches([&] { out.realize(); }) == 1);
+    Ref want = Ref::zip(a, b, [](double x, double y) { return std::exp(x * y + 1) * 0.5; })
+                   .flip({1})
+                   .reduce({1}, 0, [](double x, double y) { return x + y; })
+                   .reshape({16})
+                   .map([](double v) { return v * 3 - 1; });
+    check_close(out, want, 1e-5, 1e-4);
+}
+
+TEST_CASE("fusion: matmul is one kernel; softmax splits at its two reductions") {
+    std::mt19937 gen(13);
+    Ref a = Ref::random({8, 12}, gen, -1, 1), b = Ref::random({12, 6}, gen, -1, 1);
+    Tensor ta = Tensor::from_vector(a.floats(), a.shape, cpu_runtime());
+    Tensor tb = Tensor::from_vector(b.floats(), b.shape, cpu_runtime());
+    Tensor mm = ta.matmul(tb).relu();
+    CHECK(launches([&] { mm.realize(); }) == 1);
+    Tensor sm = ta.softmax();
+    CHECK(compiler::schedule(sm.node()).size() == 3);
+    CHECK(launches([&] { sm.realize(); }) == 3);
+}
+
+TEST_CASE("fusion: a shared reduction is computed once") {
+    std::mt19937 gen(14);
+    Ref a = Ref::random({5, 9}, gen, -1, 1);
+    Tensor t = Tensor::from_vector(a.floats(), a.shape, cpu_runtime());
+    Tensor m = t.max({1}, true);
+    Tensor out = (t - m) * (t + m);  // m broadcast twice: one kernel for m, one for out
+    CHECK(launches([&] { out.realize(); }) == 2);
+    Ref mr = a.reduce({1}, -INFINITY, [](double x, double y) { return std::max(x, y); });
+    check_close(out, Ref::zip(Ref::zip(a, mr, [](double x, double y) { return x - y; }), Ref::zip(a, mr, [](double x, double y) { return x + y; }),
+                              [](double x, double y) { return x * y; }));
+}
+
+TEST_CASE("cache: a damaged cache file is regenerated, not fatal") {
+    auto rt = cpu_runtime();
+    // A kernel no other test makes: its shape is unique to this case.
+    Tensor t = Tensor::from_vector(std::vector<float>(13 * 17, 1.5f), {13, 17}, rt);
+    Tensor y = (t * 4.0 - 2.0).sum({0}, true);
+    auto items = compiler::schedule(y.node());
+    REQUIRE(items.size() == 1);
+    std::string key = rt->compiler().cache_key(*items[0].kernel);
+    auto path = rt->compiler().cache().path_of(key);
+    if (rt->compiler().cache().directory().empty()) return;  // no cache directory: nothing to damage
+    std::filesystem::create_directories(path.parent_path());
+    {
+        std::ofstream f(path, std::ios::binary | std::ios::trunc);
+        f << "not an ELF object";
+    }
+    check_close(y, Ref::filled({1, 17}, 13 * (1.5 * 4 - 2)));
+    // The file now holds the regenerated object.
+    std::ifstream f(path, std::ios::binary);
+    char magic[4] = {};
+    f.read(magic, 4);
+    CHECK(std::string(magic, 4) == "\x7f" "ELF");
+}
+
+TEST_CASE("runtime: compile time is counted on a cache miss only") {
+    // A runtime of its own whose compiler sees an empty cache directory.
+    auto dir = std::filesystem::temp_directory_path() / ("baregpu-runtime-cache-" + std::to_string(getpid()));
+    std::filesystem::remove_all(dir);
+    const char* saved = std::getenv("BAREGPU_CACHE_DIR");
+    std::string keep = saved ? saved : "";
+    setenv("BAREGPU_CACHE_DIR", dir.c_str(), 1);
+    auto fresh = std::make_shared<tensor::Runtime>(open_device("cpu"));
+    auto again = std::make_shared<tensor::Runtime>(open_device("cpu"));
+    if (saved) setenv("BAREGPU_CACHE_DIR", keep.c_str(), 1); else unsetenv("BAREGPU_CACHE_DIR");
+    auto run = [](const std::shared_ptr<tensor::Runtime>& rt) {
+        Tensor t = Tensor::from_vector(std::vector<float>(100, 2.0f), {10, 10}, rt);
+        return (t * t).sum({1}).to_vector<float>();
+    };
+    CHECK(run(fresh) == std::vector<float>(10, 40.0f));
+    CHECK(fresh->kernels_loaded() == 1);
+    CHECK(fresh->compile_ms() > 0);
+    CHECK(run(again) == std::vector<float>(10, 40.0f));  // same kernel: read from the disk cache
+    CHECK(again->kernels_loaded() == 1);
+    CHECK(again->compile_ms() == 0);
+    std::filesystem::remove_all(dir);
+}

@@ -1,0 +1,44 @@
+#include "tests/tensor/support.hpp"
+
+#include "tests/hcq/support.hpp"
+
+#include <cmath>
+#include <fmt/format.h>
+
+namespace baregpu::test {
+
+std::shared_ptr<tensor::Runtime> cpu_runtime() {
+    static std::shared_ptr<tensor::Runtime> rt = tensor::Runtime::for_device(open_device("cpu"));
+    return rt;
+}
+
+void check_close(const tensor::Tensor& got, const Ref& want, double rtol, double atol) {
+    REQUIRE(got.shape() == want.shape);
+    std::vector<double> values;
+    switch (got.dtype()) {
+        case compiler::DType::float32:
+        case compiler::DType::float16:
+        case compiler::DType::bfloat16:
+            for (float x : got.to_vector<float>()) values.push_back(x);
+            break;
+        case compiler::DType::int32:
+            for (int32_t x : got.to_vector<int32_t>()) values.push_back(x);
+            rtol = atol = 0;
+            break;
+        case compiler::DType::boolean:
+            for (bool x : got.to_vector<bool>()) values.push_back(x ? 1 : 0);
+            rtol = atol = 0;
+            break;
+    }
+    REQUIRE(values.size() == want.v.size());
+    for (size_t i = 0; i < values.size(); ++i) {
+        double g = values[i], w = want.v[i];
+        bool ok = std::isnan(w) ? std::isnan(g) : (std::isinf(w) ? g == w : std::fabs(g - w) <= atol + rtol * std::fabs(w));
+        if (!ok) {
+            FAIL(fmt::format("element {} (index {}): got {}, want {} (rtol {}, atol {})", i, fmt::join(want.unravel(int64_t(i)), ","), g, w,
+                             rtol, atol));
+        }
+    }
+}
+
+}  // namespace baregpu::test
