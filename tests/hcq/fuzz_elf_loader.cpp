@@ -1,4 +1,4 @@
-// libFuzzer target for the CPU device's ELF loader (meson -Dfuzzers=true, CXX=clang++):
+// libFuzzer target for the CPU device's ELF loader (built with clang by tests/hcq/meson.build):
 // every input must be rejected with baregpu::Error or parse, lay out and link inside its image.
 #include "base/error.hpp"
 #include "drivers/cpu/elf_loader.hpp"

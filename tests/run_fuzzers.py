@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""Runs each firmware libFuzzer target for a fixed time. Usage:
-    run_fuzzers.py FIRMWARE_DIR CORPUS_DIR WRITE_SEEDS FUZZER...
+"""Runs each libFuzzer target for a fixed time. Usage:
+    run_fuzzers.py FIRMWARE_DIR CORPUS_DIR WRITE_SEEDS [--seed PARSER=FILE]... FUZZER...
 
-Each fuzzer is seeded with the real files it parses (read from FIRMWARE_DIR, never written: the
-licences allow only unmodified copies) and writes what it finds to CORPUS_DIR/<parser>, a build
-directory. WRITE_SEEDS adds synthetic seeds (a VBIOS, an ELF64, the PSP TOC) to
+A target's parser is its name less "fuzz_firmware_" or "fuzz_". Each is seeded with the real
+files it parses (read from FIRMWARE_DIR, never written: the licences allow only unmodified
+copies) and with the --seed files named for it, and writes what it finds to CORPUS_DIR/<parser>,
+a build directory. FIRMWARE_DIR and WRITE_SEEDS may be "-" (none). WRITE_SEEDS adds synthetic seeds (a VBIOS, an ELF64, the PSP TOC) to
 CORPUS_DIR/<parser>.seeds. BAREGPU_LONG=full runs each for 300 s, otherwise 4 s. A crash, a sanitizer report or a
 leak fails the run and names the input libFuzzer saved.
 """
@@ -13,7 +14,15 @@ import pathlib
 import subprocess
 import sys
 
-firmware, corpus_root, write_seeds, fuzzers = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2]), sys.argv[3], sys.argv[4:]
+firmware, corpus_root, write_seeds = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2]), sys.argv[3]
+extra_seeds, fuzzers = {}, []
+args = iter(sys.argv[4:])
+for arg in args:
+    if arg == "--seed":
+        parser, path = next(args).split("=", 1)
+        extra_seeds.setdefault(parser, []).append(pathlib.Path(path))
+    else:
+        fuzzers.append(arg)
 seconds = 300 if os.environ.get("BAREGPU_LONG") == "full" else 4
 
 # Which real files seed which parser (globs under FIRMWARE_DIR).
@@ -27,16 +36,21 @@ SEEDS = {
     "nv_riscv_desc": ["nvidia/*/gsp/bootloader-*.bin"], "nv_vbios": [], "describe": [], "decompress": [],
 }
 
-subprocess.run([write_seeds, str(corpus_root / "synthetic"), str(firmware)], check=True)
+if write_seeds != "-":
+    subprocess.run([write_seeds, str(corpus_root / "synthetic"), str(firmware)], check=True)
 
 failed = []
 for fuzzer in fuzzers:
-    parser = pathlib.Path(fuzzer).name.removeprefix("fuzz_firmware_")
+    parser = pathlib.Path(fuzzer).name.removeprefix("fuzz_firmware_").removeprefix("fuzz_")
     out = corpus_root / parser
     out.mkdir(parents=True, exist_ok=True)
     seed_dir = corpus_root / (parser + ".seeds")  # links to the real files, so nothing is copied
     seed_dir.mkdir(parents=True, exist_ok=True)
-    if firmware.is_dir():
+    for f in extra_seeds.get(parser, []):
+        link = seed_dir / f.name
+        if not link.exists():
+            link.symlink_to(f.resolve())
+    if str(firmware) != "-" and firmware.is_dir():
         for pattern in SEEDS.get(parser, []):
             for f in sorted(firmware.glob(pattern)):
                 link = seed_dir / f.name
