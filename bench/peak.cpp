@@ -24,9 +24,11 @@ constexpr int kAcc = 12;
 
 __attribute__((target("avx512f"))) float fma_loop_avx512(long iterations, float seed) {
     __m512 acc[kAcc];
+#pragma GCC unroll 16
     for (int i = 0; i < kAcc; ++i) acc[i] = _mm512_set1_ps(seed + float(i));
     const __m512 m = _mm512_set1_ps(0.999999f), a = _mm512_set1_ps(1e-7f);
     for (long it = 0; it < iterations; ++it) {
+#pragma GCC unroll 16
         for (int i = 0; i < kAcc; ++i) acc[i] = _mm512_fmadd_ps(acc[i], m, a);
     }
     __m512 s = acc[0];
@@ -40,9 +42,11 @@ __attribute__((target("avx512f"))) float fma_loop_avx512(long iterations, float 
 
 __attribute__((target("avx2,fma"))) float fma_loop_avx2(long iterations, float seed) {
     __m256 acc[kAcc];
+#pragma GCC unroll 16
     for (int i = 0; i < kAcc; ++i) acc[i] = _mm256_set1_ps(seed + float(i));
     const __m256 m = _mm256_set1_ps(0.999999f), a = _mm256_set1_ps(1e-7f);
     for (long it = 0; it < iterations; ++it) {
+#pragma GCC unroll 16
         for (int i = 0; i < kAcc; ++i) acc[i] = _mm256_fmadd_ps(acc[i], m, a);
     }
     __m256 s = acc[0];
