@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""Runs `baregpu bench --suite hcq --device cpu --quick --json` and checks the output's shape
-(the same for every suite): {"device": str, "results": [{"name", "value", "unit", ...}]}, with
-every HCQ result present and its value a positive number. Speed is not checked here.
+"""Runs `baregpu bench --device cpu --quick --json` (every suite: hcq, then tensor) and checks the
+output's shape (the same for every suite): {"device": str, "results": [{"name", "value", "unit", ...}]},
+with every HCQ and tensor result present, in its unit, its value a positive number, and every
+tensor result carrying a numeric compile_ms and of_peak. Then `--suite tensor` alone must bring
+its own copy_h2d/copy_d2h. Speed is not checked here.
 
 Usage: check_bench.py BAREGPU
 """
@@ -11,7 +13,7 @@ import sys
 
 
 def main():
-    run = subprocess.run([sys.argv[1], "bench", "--suite", "hcq", "--device", "cpu", "--quick", "--json"],
+    run = subprocess.run([sys.argv[1], "bench", "--device", "cpu", "--quick", "--json"],
                          capture_output=True, text=True, timeout=300)
     sys.stderr.write(run.stderr)
     if run.returncode != 0:
@@ -33,6 +35,11 @@ def main():
         names[r["name"]] = r["unit"]
     want = {"hcq_submit": "ns", "hcq_submit_profiled": "ns", "hcq_graph_replay": "ns", "hcq_signal_latency": "us",
             "copy_h2d": "GB/s", "copy_d2h": "GB/s"}
+    tensor = {"matmul_512": "GFLOP/s", "matmul_1024": "GFLOP/s", "matmul_2048": "GFLOP/s", "ew_fused_16M": "GB/s",
+              "reduce_sum_16M": "GB/s", "softmax_4096": "ms", "mlp_forward": "ms", "conv2d_3x3": "ms",
+              "launch_overhead": "us"}
+    want.update(tensor)
+    want.update({"peak_fma_gflops": "GFLOP/s", "stream_triad": "GB/s"})
     for name, unit in want.items():
         if names.get(name) != unit:
             print(f"FAIL: missing {name} in {unit}; have {names}")
@@ -41,6 +48,22 @@ def main():
         if r["name"] in ("hcq_submit", "hcq_graph_replay") and not isinstance(r.get("pass"), bool):
             print(f"FAIL: {r['name']} has no boolean 'pass': {r}")
             return 1
+    for r in out["results"]:
+        if r["name"] in tensor or r["name"].startswith("copy_"):
+            keys = ("compile_ms",) if r["name"] == "launch_overhead" else ("compile_ms", "of_peak")
+            for key in keys:
+                if not isinstance(r.get(key), (int, float)) or r[key] < 0:
+                    print(f"FAIL: {r['name']} has no numeric {key}: {r}")
+                    return 1
+    alone = subprocess.run([sys.argv[1], "bench", "--suite", "tensor", "--device", "cpu", "--quick", "--json",
+                            "--only", "copy_,launch_"], capture_output=True, text=True, timeout=300)
+    if alone.returncode != 0:
+        print(f"FAIL: --suite tensor exited with {alone.returncode}: {alone.stderr}")
+        return 1
+    alone_names = {r["name"] for r in json.loads(alone.stdout)["results"]}
+    if not {"copy_h2d", "copy_d2h", "launch_overhead"} <= alone_names or "hcq_submit" in alone_names:
+        print(f"FAIL: --suite tensor --only copy_,launch_ gave {sorted(alone_names)}")
+        return 1
     bad = subprocess.run([sys.argv[1], "bench", "--suite", "nosuch"], capture_output=True, text=True, timeout=60)
     if bad.returncode != 2 or "unknown suite" not in bad.stderr:
         print(f"FAIL: an unknown suite is not refused: {bad.returncode} {bad.stderr}")

@@ -1,6 +1,7 @@
 #include "tools/baregpu/bench_command.hpp"
 
 #include "bench/hcq_bench.hpp"
+#include "bench/tensor_bench.hpp"
 #include "hcq/registry.hpp"
 #include "tools/baregpu/json_writer.hpp"
 
@@ -15,12 +16,12 @@ namespace baregpu::tools {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: baregpu bench [--suite hcq] [--device NAME] [--json] [--quick] [--repeats N] [--only NAMES]\n"
-    "  --suite    which benchmarks (default: all; suites: hcq)\n"
+    "usage: baregpu bench [--suite hcq|tensor|all] [--device NAME] [--json] [--quick] [--repeats N] [--only NAMES]\n"
+    "  --suite    which benchmarks (default: all; suites: hcq, tensor)\n"
     "  --device   device name, e.g. cpu or am:0000:03:00.0 (default: $BAREGPU_DEVICE, else the first GPU, else cpu)\n"
     "  --json     print {\"device\": ..., \"results\": [{\"name\", \"value\", \"unit\", ...}]}\n"
     "  --quick    fewer, smaller runs (a smoke test, not a measurement)\n"
-    "  --repeats  runs per figure; the median is reported (default 15)\n"
+    "  --repeats  runs per figure; the median is reported (default 15; tensor: a third, at least 3)\n"
     "  --only     only results whose names start with these (comma-separated), e.g. hcq_submit\n";
 
 int usage(const std::string& problem) {
@@ -75,7 +76,7 @@ std::string to_text(const std::string& device, const std::vector<bench::Result>&
 }  // namespace
 
 int bench_command(std::span<const std::string_view> args) {
-    std::string suite = "hcq", device;
+    std::string suite = "all", device;
     bool json = false;
     bench::Options options;
     for (size_t i = 0; i < args.size(); ++i) {
@@ -115,10 +116,22 @@ int bench_command(std::span<const std::string_view> args) {
             return usage("unknown argument '" + std::string(a) + "'");
         }
     }
-    if (suite != "hcq" && suite != "all") return usage("unknown suite '" + suite + "' (suites: hcq)");
+    if (suite != "hcq" && suite != "tensor" && suite != "all") return usage("unknown suite '" + suite + "' (suites: hcq, tensor)");
     try {
         auto dev = hcq::open_device(device);
-        auto results = bench::run_hcq_suite(*dev, options);
+        std::vector<bench::Result> results;
+        if (suite != "tensor") results = bench::run_hcq_suite(*dev, options);
+        if (suite != "hcq") {
+            auto tensor_results = bench::run_tensor_suite(dev, options, /*include_copies*/ suite == "tensor");
+            // The hcq suite's copies get the tensor suite's ratio against STREAM triad.
+            for (const bench::Result& t : tensor_results) {
+                if (t.name != "stream_triad" || t.value <= 0) continue;
+                for (bench::Result& r : results) {
+                    if (r.name.rfind("copy_", 0) == 0) r.numbers["of_peak"] = r.value / t.value, r.numbers["compile_ms"] = 0;
+                }
+            }
+            results.insert(results.end(), tensor_results.begin(), tensor_results.end());
+        }
         std::string text = json ? to_json(dev->name(), results) : to_text(dev->name(), results);
         std::fputs(text.c_str(), stdout);
         return 0;
