@@ -202,20 +202,29 @@ void AmDevice::bring_up() {
     pt_pool_ = std::make_unique<PtPool>(*vram_);
 
     report_.warm = can_start_warm();
+    if (options_.inspect_only) return;
     if (!report_.warm) full_boot();
 
-    stage("gc hub", [&] {
-        // Every process: a fresh VMID0 root (the page-table pool is per process) and the GC hub.
+    stage(report_.warm ? "vm (warm)" : "gc hub", [&] {
+        // Every process starts with an empty VMID0 (the page-table pool is per process). A cold
+        // chip gets its GC hub programmed; a warm one already points at this root (the layout is
+        // the same), so flushing both hubs' TLBs is all it needs.
         vram_->fill_zero(layout_.root_pt, 0x1000);
         page_table_ = std::make_unique<PageTable>(*pt_pool_, layout_.root_pt, discovery_.asic->gc_generation);
-        gmc_->init_hub(true, layout_.root_pt, layout_.gmc_scratch, layout_.gmc_dummy);
-        if (report_.warm) gmc_->flush_tlb(false);
+        if (report_.warm) {
+            gmc_->flush_tlb(true);
+            gmc_->flush_tlb(false);
+        } else {
+            gmc_->init_hub(true, layout_.root_pt, layout_.gmc_scratch, layout_.gmc_dummy);
+        }
     });
     regs_->write(regs_->table().scratch_reg7, kLayoutMagic);
     regs_->write(regs_->table().scratch_reg6, 1);  // owned; a crash leaves it set
     report_.total = pci_->now() - start;
     report_.mmio_reads = mmio_->reads();
     report_.mmio_writes = mmio_->writes();
+    report_.vram_bytes_read = vram_->bytes_read();
+    report_.vram_bytes_written = vram_->bytes_written();
 }
 
 bool AmDevice::can_start_warm() {
@@ -359,5 +368,17 @@ void AmDevice::map(uint64_t va, uint64_t paddr, uint64_t size, const MapFlags& f
 }
 
 void AmDevice::unmap(uint64_t va, uint64_t size) { page_table_->unmap(va, size); }
+
+std::vector<PageFault> AmDevice::take_page_faults() {
+    std::vector<PageFault> out;
+    for (const IhEntry& e : ih_->drain()) {
+        if (e.kind() != IhEntry::Kind::page_fault) continue;
+        bool gc = e.client_id != kIhClientVmc;
+        uint32_t status = gmc_->fault_status(gc);
+        gmc_->clear_fault(gc);
+        out.push_back(PageFault{e.hub(), e.fault_address(), e.client_id, status});
+    }
+    return out;
+}
 
 }  // namespace baregpu::am

@@ -37,13 +37,14 @@ struct StageReport {
 };
 
 struct BringUpReport {
-    bool warm = false;
+    bool warm = false;               // inspect_only: whether the chip is up (warm-startable)
     bool reset = false;              // a mode1 reset was done
     bool stale_ring_destroyed = false;
     std::string why_cold;            // when not warm: why
     std::vector<StageReport> stages;
     std::chrono::nanoseconds total{0};
-    uint64_t mmio_reads = 0, mmio_writes = 0;
+    uint64_t mmio_reads = 0, mmio_writes = 0;  // register accesses (BAR5 and the RSMU pair)
+    uint64_t vram_bytes_read = 0, vram_bytes_written = 0;  // through BAR0 (firmware, rings, tables)
     uint64_t mmio_ops() const { return mmio_reads + mmio_writes; }
 };
 
@@ -51,6 +52,9 @@ struct AmOptions {
     std::string lock_key;  // DeviceLock key; empty: the device's name
     std::vector<std::string> firmware_dirs;  // empty: firmware-loader's search path
     bool force_reset = false;  // also BAREGPU_AM_RESET=1
+    // Look, do not touch: discovery and the warm-start markers only (amctl status). No boot, and
+    // the ownership markers are left as found.
+    bool inspect_only = false;
     std::function<void(const StageReport&)> progress;
 };
 
@@ -81,6 +85,9 @@ public:
     // Interrupt entries not yet consumed, and consuming them.
     std::vector<IhEntry> pending_interrupts() { return ih_->pending(); }
     std::vector<IhEntry> drain_interrupts() { return ih_->drain(); }
+    // Consumes the IH ring and turns its page-fault entries into PageFaults with the hub's latched
+    // status (read/write, client), clearing that status as Linux's fault handler does.
+    std::vector<PageFault> take_page_faults();
     uint32_t gc_fault_status() { return gmc_->gc_fault_status(); }
 
     // VMID0 mappings (FB-relative VRAM addresses), TLBs flushed after each map.

@@ -70,6 +70,15 @@ void Gmc::flush_tlb(bool gc) {
 
 uint32_t Gmc::gc_fault_status() { return regs_.read(regs_.table().gc_hub.l2_protection_fault_status); }
 
+uint32_t Gmc::fault_status(bool gc) {
+    return regs_.read(gc ? regs_.table().gc_hub.l2_protection_fault_status : regs_.table().mm_hub.l2_protection_fault_status);
+}
+
+void Gmc::clear_fault(bool gc) {
+    const RegDef& cntl = gc ? regs_.table().gc_hub.l2_protection_fault_cntl : regs_.table().mm_hub.l2_protection_fault_cntl;
+    regs_.write(cntl, regs_.read(cntl) | 1u);  // CLEAR_PROTECTION_FAULT_STATUS_ADDR
+}
+
 uint64_t Gmc::gc_fault_address() {
     const VmHubRegs& h = regs_.table().gc_hub;
     uint64_t lo = regs_.read(h.l2_protection_fault_addr_lo);

@@ -27,6 +27,10 @@ public:
     // The GC hub's latched protection fault (warm start refuses a chip with one).
     uint32_t gc_fault_status();
     uint64_t gc_fault_address();
+    // A hub's latched fault status, and clearing it (gmc_v11_0_process_interrupt:
+    // WREG32_P(L2_PROTECTION_FAULT_CNTL, 1, ~1)).
+    uint32_t fault_status(bool gc);
+    void clear_fault(bool gc);
 
 private:
     Registers& regs_;

@@ -22,6 +22,12 @@ IhEntry decode_ih_entry(const std::array<uint32_t, 8>& d) {
     return e;
 }
 
+std::string PageFault::describe() const {
+    return fmt::format("page fault on the {} hub: {} at GPU VA {:#x} (IH client {:#x}, UTCL2 client id {}, {}status {:#x})",
+                       hub, write() ? "write" : "read", address, ih_client, cid(),
+                       mapping_error() ? "no mapping, " : "", status);
+}
+
 IhEntry::Kind IhEntry::kind() const {
     if ((client_id == kIhClientGfx || client_id == kIhClientVmc) && src_id == kIhSrcVmFault) return Kind::page_fault;
     if (client_id == kIhClientGrbmCp && src_id == kIhSrcCpEop) return Kind::end_of_pipe;
@@ -29,14 +35,13 @@ IhEntry::Kind IhEntry::kind() const {
 }
 
 uint64_t IhEntry::fault_address() const { return (uint64_t{src_data[0]} << 12) | (uint64_t{src_data[1] & 0xf} << 44); }
-bool IhEntry::fault_write() const { return (src_data[1] & 0x20) != 0; }
 std::string IhEntry::hub() const { return client_id == kIhClientVmc ? "MM" : "GC"; }
 
 std::string IhEntry::describe() const {
     switch (kind()) {
         case Kind::page_fault:
-            return fmt::format("page fault on the {} hub: {} at GPU VA {:#x}, vmid {}, client {:#x}, pasid {}", hub(),
-                               fault_write() ? "write" : "read", fault_address(), vmid, client_id, pasid);
+            return fmt::format("page fault on the {} hub at GPU VA {:#x}, vmid {}, IH client {:#x}, pasid {}", hub(),
+                               fault_address(), vmid, client_id, pasid);
         case Kind::end_of_pipe: return fmt::format("end of pipe (ring {}, vmid {})", ring_id, vmid);
         case Kind::other: break;
     }

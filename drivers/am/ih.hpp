@@ -34,16 +34,40 @@ struct IhEntry {
 
     enum class Kind { page_fault, end_of_pipe, other };
     Kind kind() const;
-    // Page faults: the faulting GPU VA (gmc_v11_0_process_interrupt: src_data[0] << 12 |
-    // (src_data[1] & 0xf) << 44) and whether it was a write (src_data[1] bit 5, the
-    // AMDGPU_GMC9_FAULT_SOURCE_DATA_WRITE bit every gmc_v9+ handler uses).
+    // Page faults: the faulting GPU VA (gmc_v11_0_process_interrupt / gmc_v12_0: src_data[0] << 12 |
+    // (src_data[1] & 0xf) << 44). Whether it was a read or a write is not in the entry on GC 11/12:
+    // Linux reads it from the hub's latched L2_PROTECTION_FAULT_STATUS (see PageFault).
     uint64_t fault_address() const;
-    bool fault_write() const;
     std::string hub() const;  // "GC" (client GFX) or "MM" (client VMC)
     std::string describe() const;
 };
 
 IhEntry decode_ih_entry(const std::array<uint32_t, 8>& dwords);
+
+// gc_11_0_0_sh_mask.h / gc_12_0_0_sh_mask.h GCVM_L2_PROTECTION_FAULT_STATUS(_LO32): MORE_FAULTS bit 0,
+// WALKER_ERROR 3:1, PERMISSION_FAULTS 7:4, MAPPING_ERROR 8, CID 16:9, RW 18, VMID 23:20.
+namespace fault_status {
+inline constexpr uint32_t kMoreFaults = 1u << 0;
+inline constexpr uint32_t kMappingError = 1u << 8;
+inline constexpr unsigned kCidShift = 9;
+inline constexpr uint32_t kCidMask = 0xffu << 9;
+inline constexpr uint32_t kRw = 1u << 18;
+inline constexpr unsigned kVmidShift = 20;
+inline constexpr uint32_t kClearStatusAddr = 1u << 0;  // L2_PROTECTION_FAULT_CNTL.CLEAR_PROTECTION_FAULT_STATUS_ADDR
+}  // namespace fault_status
+
+// A page fault as Linux's gmc_v11_0_process_interrupt reports it: the IH entry's address and
+// client, and the hub's latched status (read/write, the UTCL2 client id, mapping error).
+struct PageFault {
+    std::string hub;        // "GC" or "MM"
+    uint64_t address = 0;   // GPU VA, page-aligned
+    uint8_t ih_client = 0;  // SOC21_IH_CLIENTID_*
+    uint32_t status = 0;    // the latched L2_PROTECTION_FAULT_STATUS
+    bool write() const { return (status & fault_status::kRw) != 0; }
+    unsigned cid() const { return (status & fault_status::kCidMask) >> fault_status::kCidShift; }
+    bool mapping_error() const { return (status & fault_status::kMappingError) != 0; }
+    std::string describe() const;
+};
 
 class Ih {
 public:

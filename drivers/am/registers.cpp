@@ -108,21 +108,27 @@ void common_mp(RegisterTable& t, bool mpasp) {
     t.psp_c2pmsg_70 = p("MP0_SMN_C2PMSG_70", "MPASP_SMN_C2PMSG_70", 0x0086);
     t.psp_c2pmsg_71 = p("MP0_SMN_C2PMSG_71", "MPASP_SMN_C2PMSG_71", 0x0087);
     t.psp_c2pmsg_81 = p("MP0_SMN_C2PMSG_81", "MPASP_SMN_C2PMSG_81", 0x0091);
-    t.smu_msg_66 = r("MP1_SMN_C2PMSG_66", HwIp::mp1, 0, 0x0282);
-    t.smu_param_82 = r("MP1_SMN_C2PMSG_82", HwIp::mp1, 0, 0x0292);
-    t.smu_resp_90 = r("MP1_SMN_C2PMSG_90", HwIp::mp1, 0, 0x029a);
-    t.smu_debug_msg_75 = r("MP1_SMN_C2PMSG_75", HwIp::mp1, 0, 0x028b);
-    t.smu_debug_param_53 = r("MP1_SMN_C2PMSG_53", HwIp::mp1, 0, 0x0275);
-    t.smu_debug_resp_54 = r("MP1_SMN_C2PMSG_54", HwIp::mp1, 0, 0x0276);
+    // MP1: mp_13_0_0_offset.h has the SMU mailbox in BASE_IDX 0 at 0x240 + n; mp_14_0_2_offset.h
+    // moved it to BASE_IDX 1 at 0x40 + n (regMP1_SMN_C2PMSG_66 = 0x0082).
+    uint8_t idx = mpasp ? 1 : 0;
+    uint32_t at = mpasp ? 0x40 : 0x240;
+    t.smu_msg_66 = r("MP1_SMN_C2PMSG_66", HwIp::mp1, idx, at + 66);
+    t.smu_param_82 = r("MP1_SMN_C2PMSG_82", HwIp::mp1, idx, at + 82);
+    t.smu_resp_90 = r("MP1_SMN_C2PMSG_90", HwIp::mp1, idx, at + 90);
+    t.smu_debug_msg_75 = r("MP1_SMN_C2PMSG_75", HwIp::mp1, idx, at + 75);
+    t.smu_debug_param_53 = r("MP1_SMN_C2PMSG_53", HwIp::mp1, idx, at + 53);
+    t.smu_debug_resp_54 = r("MP1_SMN_C2PMSG_54", HwIp::mp1, idx, at + 54);
 }
 
-// osssys_6_0_0_offset.h / osssys_7_0_0_offset.h: regIH_RB_CNTL .. regIH_DOORBELL_RPTR (BASE_IDX 0).
-void common_ih(RegisterTable& t) {
+// osssys_6_0_0_offset.h: regIH_RB_CNTL 0x80, _BASE 0x81, _BASE_HI 0x82, _RPTR 0x83, _WPTR 0x84;
+// osssys_7_0_0_offset.h moved the pointers before the base: _RPTR 0x81, _WPTR 0x82, _BASE 0x83,
+// _BASE_HI 0x84. Both: _WPTR_ADDR_HI 0x85, _WPTR_ADDR_LO 0x86, IH_DOORBELL_RPTR 0x87 (BASE_IDX 0).
+void common_ih(RegisterTable& t, bool osssys7) {
     t.ih_rb_cntl = r("IH_RB_CNTL", HwIp::osssys, 0, 0x0080);
-    t.ih_rb_rptr = r("IH_RB_RPTR", HwIp::osssys, 0, 0x0081);
-    t.ih_rb_wptr = r("IH_RB_WPTR", HwIp::osssys, 0, 0x0082);
-    t.ih_rb_base = r("IH_RB_BASE", HwIp::osssys, 0, 0x0083);
-    t.ih_rb_base_hi = r("IH_RB_BASE_HI", HwIp::osssys, 0, 0x0084);
+    t.ih_rb_base = r("IH_RB_BASE", HwIp::osssys, 0, osssys7 ? 0x0083 : 0x0081);
+    t.ih_rb_base_hi = r("IH_RB_BASE_HI", HwIp::osssys, 0, osssys7 ? 0x0084 : 0x0082);
+    t.ih_rb_rptr = r("IH_RB_RPTR", HwIp::osssys, 0, osssys7 ? 0x0081 : 0x0083);
+    t.ih_rb_wptr = r("IH_RB_WPTR", HwIp::osssys, 0, osssys7 ? 0x0082 : 0x0084);
     t.ih_rb_wptr_addr_hi = r("IH_RB_WPTR_ADDR_HI", HwIp::osssys, 0, 0x0085);
     t.ih_rb_wptr_addr_lo = r("IH_RB_WPTR_ADDR_LO", HwIp::osssys, 0, 0x0086);
     t.ih_doorbell_rptr = r("IH_DOORBELL_RPTR", HwIp::osssys, 0, 0x0087);
@@ -140,7 +146,7 @@ void common_nbio(RegisterTable& t) {
 RegisterTable navi31_table() {
     RegisterTable t;
     common_mp(t, false);
-    common_ih(t);
+    common_ih(t, false);
     common_nbio(t);
     // gc_11_0_0_offset.h
     t.scratch_reg6 = r("SCRATCH_REG6", HwIp::gc, 1, 0x2046);
@@ -149,17 +155,17 @@ RegisterTable navi31_table() {
     t.rlc_rlcs_bootload_status = r("RLC_RLCS_BOOTLOAD_STATUS", HwIp::gc, 1, 0x4e82);
     t.gc_hub = hub({.prefix = "GC", .ip = HwIp::gc, .idx = 0,
                     .agp_top = 0x167a, .agp_bot = 0x167b, .agp_base = 0x167c, .aperture_low = 0x167d,
-                    .aperture_high = 0x167e, .mx_l1_tlb_cntl = 0x167f, .default_lsb = 0x15a0, .default_msb = 0x15a1,
+                    .aperture_high = 0x167e, .mx_l1_tlb_cntl = 0x167f, .default_lsb = 0x15a8, .default_msb = 0x15a9,
                     .l2_cntl = 0x15bc, .l2_cntl2 = 0x15bd, .l2_cntl3 = 0x15be, .fault_cntl = 0x15c4,
                     .fault_status = 0x15c8, .fault_addr_lo = 0x15c9, .fault_addr_hi = 0x15ca,
                     .fault_default_lo = 0x15cb, .fault_default_hi = 0x15cc,
                     .context0_cntl = 0x1688, .eng17_sem = 0x16aa, .eng17_req = 0x16bc, .eng17_ack = 0x16ce,
                     .pt_base_lo = 0x16f3, .pt_start_lo = 0x1713, .pt_end_lo = 0x1733},
                    true, false);
-    // mmhub_3_0_0_offset.h (BASE_IDX 1)
-    t.mmmc_vm_fb_location_base = r("MMMC_VM_FB_LOCATION_BASE", HwIp::mmhub, 1, 0x08ec);
-    t.mmmc_vm_fb_location_top = r("MMMC_VM_FB_LOCATION_TOP", HwIp::mmhub, 1, 0x08ed);
-    t.mm_hub = hub({.prefix = "MM", .ip = HwIp::mmhub, .idx = 1,
+    // mmhub_3_0_0_offset.h (BASE_IDX 0)
+    t.mmmc_vm_fb_location_base = r("MMMC_VM_FB_LOCATION_BASE", HwIp::mmhub, 0, 0x08ec);
+    t.mmmc_vm_fb_location_top = r("MMMC_VM_FB_LOCATION_TOP", HwIp::mmhub, 0, 0x08ed);
+    t.mm_hub = hub({.prefix = "MM", .ip = HwIp::mmhub, .idx = 0,
                     .agp_top = 0x08ee, .agp_bot = 0x08ef, .agp_base = 0x08f0, .aperture_low = 0x08f1,
                     .aperture_high = 0x08f2, .mx_l1_tlb_cntl = 0x08f3, .default_lsb = 0x08d8, .default_msb = 0x08d9,
                     .l2_cntl = 0x0700, .l2_cntl2 = 0x0701, .l2_cntl3 = 0x0702, .fault_cntl = 0x0708,
@@ -174,7 +180,7 @@ RegisterTable navi31_table() {
 RegisterTable navi48_table() {
     RegisterTable t;
     common_mp(t, true);
-    common_ih(t);
+    common_ih(t, true);
     common_nbio(t);
     // gc_12_0_0_offset.h (Linux has no gc_12_0_1 header; GC 12.0.1 uses 12.0.0's)
     t.scratch_reg6 = r("SCRATCH_REG6", HwIp::gc, 1, 0x2046);

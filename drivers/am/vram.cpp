@@ -24,6 +24,7 @@ void Vram::read(uint64_t offset, std::span<std::byte> out) {
     check(offset, out.size());
     if (large_bar_) {
         bar0_->read_block(BarOffset(offset), out);
+        bytes_read_ += out.size();
         return;
     }
     if (offset % 4 != 0 || out.size() % 4 != 0) throw Error(mmio_.device().name(), "MM_INDEX access must be dword-aligned");
@@ -37,6 +38,7 @@ void Vram::write(uint64_t offset, std::span<const std::byte> data) {
     check(offset, data.size());
     if (large_bar_) {
         bar0_->write_block(BarOffset(offset), data);
+        bytes_written_ += data.size();
         return;
     }
     if (offset % 4 != 0 || data.size() % 4 != 0) throw Error(mmio_.device().name(), "MM_INDEX access must be dword-aligned");
@@ -59,7 +61,10 @@ void Vram::fill_zero(uint64_t offset, uint64_t bytes) {
 
 uint32_t Vram::read32(uint64_t offset) {
     check(offset, 4);
-    if (large_bar_) return bar0_->read32(BarOffset(offset));
+    if (large_bar_) {
+        bytes_read_ += 4;
+        return bar0_->read32(BarOffset(offset));
+    }
     // amdgpu_device_mm_access: MM_INDEX = (addr & 0x7fffffff) | 0x80000000, MM_INDEX_HI = addr >> 31.
     mmio_.write(kMmIndexHi, static_cast<uint32_t>(offset >> 31));
     mmio_.write(kMmIndex, static_cast<uint32_t>(offset & 0x7fffffff) | 0x80000000u);
@@ -69,6 +74,7 @@ uint32_t Vram::read32(uint64_t offset) {
 void Vram::write32(uint64_t offset, uint32_t value) {
     check(offset, 4);
     if (large_bar_) {
+        bytes_written_ += 4;
         bar0_->write32(BarOffset(offset), value);
         return;
     }

@@ -31,12 +31,17 @@ public:
     uint64_t read64(uint64_t offset);
     void write64(uint64_t offset, uint64_t value);
 
+    // Bytes moved through BAR0 (the MM_INDEX path counts as register operations instead).
+    uint64_t bytes_read() const { return bytes_read_; }
+    uint64_t bytes_written() const { return bytes_written_; }
+
 private:
     void check(uint64_t offset, uint64_t bytes) const;
     Mmio& mmio_;
     pci::MmioRegion* bar0_;
     uint64_t size_;
     bool large_bar_;
+    uint64_t bytes_read_ = 0, bytes_written_ = 0;
 };
 
 }  // namespace baregpu::am

@@ -106,19 +106,22 @@ TEST_CASE("IH: decode a page fault and an end-of-pipe entry (soc15_int.h)") {
     IhEntry e = decode_ih_entry(fault);
     REQUIRE(e.kind() == IhEntry::Kind::page_fault);
     REQUIRE(e.fault_address() == ((0x12345ull << 12) | (7ull << 44)));
-    REQUIRE(e.fault_write());
     REQUIRE(e.hub() == "GC");
     REQUIRE(e.pasid == 7);
     REQUIRE(e.node_id == 2);
     REQUIRE(e.timestamp == 0x5511223344ull);
-    REQUIRE_THAT(e.describe(), Catch::Contains("write at GPU VA"));
+    REQUIRE_THAT(e.describe(), Catch::Contains("GC hub at GPU VA 0x700012345000"));
+    PageFault pf{"GC", e.fault_address(), e.client_id, fault_status::kMappingError | fault_status::kRw | (3u << 9)};
+    REQUIRE(pf.write());
+    REQUIRE(pf.cid() == 3);
+    REQUIRE_THAT(pf.describe(), Catch::Contains("write at GPU VA 0x700012345000"));
+    REQUIRE_FALSE(PageFault{"GC", 0, 0, fault_status::kMappingError}.write());
     std::array<uint32_t, 8> eop{0x14 | (181u << 8) | (3u << 16), 0, 0, 0, 0, 0, 0, 0};
     IhEntry p = decode_ih_entry(eop);
     REQUIRE(p.kind() == IhEntry::Kind::end_of_pipe);
     REQUIRE(p.ring_id == 3);
     std::array<uint32_t, 8> vmc{0x12, 0, 0, 0, 1, 0, 0, 0};
     REQUIRE(decode_ih_entry(vmc).hub() == "MM");
-    REQUIRE_FALSE(decode_ih_entry(vmc).fault_write());
 }
 
 TEST_CASE("PSP: command buffer and ring frame layouts (psp_gfx_if.h)") {
