@@ -24,6 +24,10 @@ struct BarSpec {
     bool is_64bit = false;
     bool prefetchable = false;
     Kind kind = Kind::Registers;
+    // Memory BARs only: the bytes, when the model owns them (a file mapping that outlives the
+    // process, so a "crash" leaves VRAM as the hardware would). Exactly `size` bytes; the model
+    // keeps them alive while it is attached. Empty: the bus allocates zeroed bytes.
+    std::span<std::byte> storage = {};
 };
 
 struct MsixSpec {

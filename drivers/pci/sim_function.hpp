@@ -66,7 +66,8 @@ struct SimBus::Function final : SimPort {
     const std::string name;
     const std::unique_ptr<SimDeviceModel> model;
     const DeviceSpec spec;
-    std::array<std::vector<std::byte>, kBarCount> memory;  // Memory BARs
+    std::array<std::span<std::byte>, kBarCount> memory;  // Memory BARs: the bus's bytes or the model's
+    std::array<std::vector<std::byte>, kBarCount> owned_memory;  // Memory BARs without BarSpec::storage
     std::shared_ptr<IommuDomain> iommu = std::make_shared<IommuDomain>();
     std::atomic<bool> opened{false};
 
