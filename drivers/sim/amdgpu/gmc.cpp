@@ -85,6 +85,18 @@ bool Gmc::write(uint32_t address, uint32_t value) {
             return true;
         }
     }
+    if (address == chip_.reg.gpu_hdp_flush_req) {
+        // nbio_v4_3.c hdp_flush without a ring: write the engine's bit to GPU_HDP_FLUSH_REQ, poll the
+        // same bit in GPU_HDP_FLUSH_DONE. The flush completes at once.
+        chip_.store(address, value);
+        chip_.store(chip_.reg.gpu_hdp_flush_done, value);
+        g.hdp_flushes++;
+        return true;
+    }
+    if (address == chip_.reg.gpu_hdp_flush_done) {
+        chip_.violation("GPU_HDP_FLUSH_DONE is written by the hardware", reg_name(address), "Linux nbio_v4_3.c");
+        return true;
+    }
     if (address == chip_.load(chip_.reg.remap_hdp_mem_flush_cntl) / 4) {
         g.hdp_flushes++;  // a write to the remapped HDP_MEM_FLUSH_CNTL flushes the HDP
         return true;

@@ -33,6 +33,8 @@ RegisterMap RegisterMap::build(const AsicInfo& a) {
     r.rsmu_index = at(hwid::kNbif, 1, 0x0);
     r.rsmu_data = at(hwid::kNbif, 1, 0x1);
     r.remap_hdp_mem_flush_cntl = at(hwid::kNbif, 2, 0x12d);
+    r.gpu_hdp_flush_req = at(hwid::kNbif, 2, 0x106);
+    r.gpu_hdp_flush_done = at(hwid::kNbif, 2, 0x107);
 
     // GC (gc_11_0_0_offset.h / gc_12_0_0_offset.h).
     r.scratch_reg6 = at(hwid::kGc, 1, 0x2046);

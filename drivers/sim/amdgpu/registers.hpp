@@ -11,10 +11,12 @@
 namespace baregpu::sim::amdgpu {
 
 // Fixed addresses, valid before any base is known.
+// MM_INDEX/MM_DATA/MM_INDEX_HI: mmMM_INDEX 0x0, mmMM_DATA 0x1, mmMM_INDEX_HI 0x6 as Linux
+// amdgpu_device_mm_access uses them (NBIO segment 0, which is 0 on every Navi).
 namespace fixed {
-inline constexpr uint32_t kMmIndex = 0x0;  // nbio_4_3_0_offset.h regBIF_BX_PF0_MM_INDEX (BASE_IDX 0, base 0)
-inline constexpr uint32_t kMmData = 0x1;   // regBIF_BX_PF0_MM_DATA
-inline constexpr uint32_t kMmIndexHi = 0x6;  // regBIF_BX_PF0_MM_INDEX_HI
+inline constexpr uint32_t kMmIndex = 0x0;
+inline constexpr uint32_t kMmData = 0x1;
+inline constexpr uint32_t kMmIndexHi = 0x6;
 inline constexpr uint32_t kRccConfigMemsize = 0xde3;  // mmRCC_CONFIG_MEMSIZE, VRAM in MiB (am.md 1.3)
 }  // namespace fixed
 
@@ -29,6 +31,7 @@ struct RegisterMap {
     // NBIO 4.3.0 (nbio_4_3_0_offset.h) / NBIF 6.3.1 (nbif_6_3_1_offset.h): same offsets.
     uint32_t rsmu_index = 0, rsmu_data = 0;  // regBIF_BX_PF0_RSMU_INDEX/DATA 0x0/0x1, BASE_IDX 1
     uint32_t remap_hdp_mem_flush_cntl = 0;   // regBIF_BX0_REMAP_HDP_MEM_FLUSH_CNTL 0x12d, BASE_IDX 2
+    uint32_t gpu_hdp_flush_req = 0, gpu_hdp_flush_done = 0;  // regBIF_BX_PF0_GPU_HDP_FLUSH_REQ/DONE 0x106/0x107, BASE_IDX 2
     // GC (gc_11_0_0_offset.h / gc_12_0_0_offset.h).
     uint32_t scratch_reg6 = 0, scratch_reg7 = 0;  // 0x2046/0x2047 BASE_IDX 1
     uint32_t cp_stat = 0;                         // 0xf40 BASE_IDX 0

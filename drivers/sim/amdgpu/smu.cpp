@@ -127,7 +127,7 @@ uint32_t Smu::handle(uint32_t msg, uint32_t param, uint32_t& out, bool& has_out)
         case smu::kMsgTestMessage: return answer(param + 1);
         case smu::kMsgGetSmuVersion: return answer(firmware_.smu_version());
         // SMU13_0_0_DRIVER_IF_VERSION 0x3D (smu13_driver_if_v13_0_0.h);
-        // SMU14_DRIVER_IF_VERSION_SMU_V14_0_2 0x2E (smu14_driver_if_v14_0.h).
+        // SMU14_DRIVER_IF_VERSION_SMU_V14_0_2 0x2E (smu_v14_0.h; later trees: smu_v14_0_2_ppt.c).
         case smu::kMsgGetDriverIfVersion: return answer(mp13 ? 0x3D : 0x2E);
         case smu::kMsgEnableAllSmuFeatures: s.features_enabled = 1; return smu::kResultOk;
         case smu::kMsgDisableAllSmuFeatures: s.features_enabled = 0; return smu::kResultOk;

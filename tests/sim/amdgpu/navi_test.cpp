@@ -498,3 +498,51 @@ TEST_CASE("sim-am: the IH ring overflows and says so", "[sim-am]") {
     rig.wr(rig.r.ih_cntl, (3u << 1) | (1u << 16) | 1u | (1u << 31));  // WPTR_OVERFLOW_CLEAR
     CHECK((rig.rd(rig.r.ih_wptr) & 1) == 0);
 }
+
+TEST_CASE("sim-am: HDP flush through the remap register and GPU_HDP_FLUSH_REQ/DONE", "[sim-am]") {
+    for (Asic asic : {Asic::navi31, Asic::navi48}) {
+        TempDir dir;
+        Rig rig(asic, dir.path, /*with_firmware=*/false);
+        // nbio_4_3_0 / nbif_6_3_1: REMAP_HDP_MEM_FLUSH_CNTL 0x12d, GPU_HDP_FLUSH_REQ/DONE 0x106/0x107, BASE_IDX 2.
+        const uint32_t seg2 = static_cast<uint32_t>(rig.disc.find(108)->base_addresses[2]);
+        const uint32_t remap = rig.rd(seg2 + 0x12d);
+        REQUIRE(remap != 0);
+        CHECK(rig.model->hdp_flushes() == 0);
+        rig.wr(remap / 4, 0);  // tinygrad's flush_hdp: write 0 where the remap register points
+        CHECK(rig.model->hdp_flushes() == 1);
+        rig.wr(seg2 + 0x106, 1u << 10);  // sdma0's bit
+        CHECK((rig.rd(seg2 + 0x107) & (1u << 10)) != 0);
+        CHECK(rig.model->hdp_flushes() == 2);
+        CHECK(rig.violations() == 0);
+    }
+}
+
+TEST_CASE("sim-am: PPSMC_MSG_Mode1Reset on MP1 13.0.0 and the warm ring path across processes", "[sim-am]") {
+    SKIP_WITHOUT_AMD_FIRMWARE();
+    TempDir dir;
+    {
+        Rig rig(Asic::navi31, dir.path);
+        boot_to_smu(rig);
+        CHECK(rig.rd(rig.r.psp_71) == 0x10000);
+    }
+    {
+        // A new process: the sOS runs and the ring exists (C2PMSG_71 != 0): destroy, then create.
+        Rig rig(Asic::navi31, dir.path);
+        CHECK(rig.rd(rig.r.psp_81) != 0);
+        CHECK(rig.rd(rig.r.psp_71) != 0);
+        rig.ring_create();
+        uint32_t tmr = 0;
+        CHECK(rig.load_toc(&tmr) == 0);
+        CHECK(rig.smu_send(0x2, 0) == 1);  // the SMU kept running
+        // smu_v13_0_0_ppsmc.h PPSMC_MSG_Mode1Reset 0x2F through the message mailbox.
+        rig.wr(rig.r.smu_resp, 0);
+        rig.wr(rig.r.smu_param, 0);
+        rig.wr(rig.r.smu_msg, 0x2F);
+        rig.dev->delay(500ms);
+        CHECK(rig.model->mode1_resets() == 1);
+        CHECK(rig.rd(rig.r.psp_81) == 0);
+        CHECK(rig.rd(rig.r.psp_71) == 0);
+        INFO(rig.violation_text());
+        CHECK(rig.violations() == 0);
+    }
+}
