@@ -74,6 +74,10 @@ public:
     // Masked vectors stay pending (MSI-X PBA); unconfigured ones are dropped and counted.
     virtual void raise_interrupt(unsigned vector) = 0;
 
+    // Whether the driver has bus mastering on (PCI_COMMAND bit 2): models whose protocol wants it
+    // off (an AMD mode1 reset) check it.
+    virtual bool bus_master_enabled() = 0;
+
     // The bytes of a Memory BAR (VRAM) for the model's own engines.
     virtual std::span<std::byte> bar_memory(unsigned bar) = 0;
 

@@ -87,6 +87,12 @@ void NaviModel::mode1_reset() {
     // Everything but VRAM contents goes back to power-on; the chip then needs time to come back
     // (Linux waits SMU13_MODE1_RESET_WAIT_TIME_IN_MS = 500 ms before touching it).
     Impl& m = *impl_;
+    if (m.chip.port != nullptr && m.chip.port->bus_master_enabled()) {
+        // DMA in flight across the reset would land anywhere: Linux amdgpu_device_mode1_reset
+        // clears bus mastering first (pci_clear_master), as does tinygrad (am.md 1.2).
+        m.chip.violation("mode1 reset requested with PCI bus mastering on", "PCI_COMMAND.BUS_MASTER",
+                         "Linux amdgpu_device.c amdgpu_device_mode1_reset (pci_clear_master first)");
+    }
     const uint32_t resets = m.chip.state().smu.mode1_resets;
     const uint32_t hung = m.chip.state().smu.hung;
     power_on(/*keep_vram=*/true);

@@ -546,3 +546,15 @@ TEST_CASE("sim-am: PPSMC_MSG_Mode1Reset on MP1 13.0.0 and the warm ring path acr
         CHECK(rig.violations() == 0);
     }
 }
+
+TEST_CASE("sim-am: mode1 reset with bus mastering on is a violation", "[sim-am]") {
+    SKIP_WITHOUT_AMD_FIRMWARE();
+    TempDir dir;
+    Rig rig(Asic::navi48, dir.path);
+    boot_to_smu(rig);
+    rig.dev->set_bus_master(true);
+    rig.wr(rig.r.smu_debug_param, 0);
+    rig.wr(rig.r.smu_debug_msg, 2);
+    CHECK(rig.has_violation("bus mastering on"));
+    CHECK(rig.model->mode1_resets() == 1);  // the reset still happens
+}
