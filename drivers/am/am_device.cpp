@@ -351,6 +351,17 @@ void AmDevice::full_boot() {
 FirmwareVersions AmDevice::firmware_versions() { return {psp_->sos_version(), smu_->version()}; }
 uint64_t AmDevice::smu_features() { return smu_->enabled_features(); }
 
+std::optional<SmuMetrics> AmDevice::smu_metrics() {
+    try {
+        smu_->transfer_metrics();
+    } catch (const ProtocolError&) {
+        return std::nullopt;  // this SMU does not transfer the metrics table
+    }
+    std::vector<std::byte> table(smu_metrics_layout(asic().mp1.major).size);
+    vram_->read(layout_.smu_table, table);
+    return decode_smu_metrics(table, asic().mp1.major);
+}
+
 std::chrono::nanoseconds AmDevice::mode1_reset() {
     if (!psp_->sos_alive() || !smu_->alive()) {
         throw ProtocolError(name(), "mode1 reset needs the PSP sOS and the SMU running; the chip is already in its "

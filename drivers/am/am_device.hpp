@@ -80,6 +80,8 @@ public:
 
     FirmwareVersions firmware_versions();
     uint64_t smu_features();
+    // Temperature and power from the SMU's metrics table; nullopt when the SMU does not report them.
+    std::optional<SmuMetrics> smu_metrics();
     // Mode1 reset now (amctl reset); the device must be opened again afterwards.
     std::chrono::nanoseconds mode1_reset();
     // Interrupt entries not yet consumed, and consuming them.

@@ -38,6 +38,23 @@ const char* resp_name(uint32_t r) {
 }
 }  // namespace
 
+SmuMetricsLayout smu_metrics_layout(unsigned mp1_major) {
+    // offset of AverageGfxActivity = 4*PPCLK_COUNT + 2*14 (+ 2*16 moving averages on SMU 14)
+    //                                + 4 (MetricsCounter) + 2*2*SVI_PLANE_COUNT
+    uint32_t gfx = mp1_major >= 14 ? 4 * 11 + 28 + 32 + 4 + 4 * 4 : 4 * 13 + 28 + 4 + 4 * 5;
+    // + 4 activities (u16) + EnergyAccumulator (u32) -> AverageSocketPower, AverageTotalBoardPower -> AvgTemperature
+    return {gfx, gfx + 12, gfx + 16, gfx + 16 + 2 * 2};
+}
+
+SmuMetrics decode_smu_metrics(std::span<const std::byte> table, unsigned mp1_major) {
+    SmuMetricsLayout l = smu_metrics_layout(mp1_major);
+    auto u16 = [&](uint32_t at) -> unsigned {
+        if (at + 2 > table.size()) return 0;
+        return std::to_integer<unsigned>(table[at]) | std::to_integer<unsigned>(table[at + 1]) << 8;
+    };
+    return {u16(l.gfx_activity), u16(l.socket_power), u16(l.temperature), u16(l.temperature + 2)};
+}
+
 bool Smu::alive() {
     const RegisterTable& t = regs_.table();
     // A response register left non-zero means the SMU answered something: safe to send.

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -34,6 +35,26 @@ inline constexpr uint32_t kTableSmuMetrics = 5;        // smu13/14 driver_if TAB
 // PPCLK_e (smu13_driver_if_v13_0_0.h): GFXCLK 0, SOCCLK 1, UCLK 2, FCLK 3
 inline constexpr uint32_t kPpclkGfx = 0, kPpclkSoc = 1, kPpclkUclk = 2, kPpclkFclk = 3;
 
+// What amctl shows from SmuMetrics_t. Offsets are computed from the headers' layouts:
+// smu13_driver_if_v13_0_0.h: CurrClock[PPCLK_COUNT = 13], 14 u16 averages, MetricsCounter,
+//   AvgVoltage/AvgCurrent[SVI_PLANE_COUNT = 5], AverageGfxActivity (104), AverageUclkActivity,
+//   Vcn0/Vcn1 activity, EnergyAccumulator (u32), AverageSocketPower (116, W), AverageTotalBoardPower,
+//   AvgTemperature[TEMP_COUNT] (120; TEMP_EDGE 0, TEMP_HOTSPOT 1, degrees C).
+// smu14_driver_if_v14_0.h: CurrClock[PPCLK_COUNT = 11], the same 14 u16, 16 u16 MovingAverage*,
+//   MetricsCounter, AvgVoltage/AvgCurrent[SVI_PLANE_COUNT = 4], then the same tail: gfx activity 124,
+//   socket power 136, AvgTemperature 140.
+struct SmuMetrics {
+    unsigned gfx_activity_percent = 0;
+    unsigned socket_power_w = 0;
+    unsigned edge_temperature_c = 0;
+    unsigned hotspot_temperature_c = 0;
+};
+struct SmuMetricsLayout {
+    uint32_t gfx_activity, socket_power, temperature, size;
+};
+SmuMetricsLayout smu_metrics_layout(unsigned mp1_major);
+SmuMetrics decode_smu_metrics(std::span<const std::byte> table, unsigned mp1_major);
+
 class Smu {
 public:
     explicit Smu(Registers& regs) : regs_(regs) {}
@@ -54,6 +75,8 @@ public:
     // GetDpmFreqByIndex: count with index 0xff, then each level (MHz).
     std::vector<uint32_t> dpm_levels(uint32_t clk);
     void set_soft_limits(uint32_t clk, uint32_t min_mhz, uint32_t max_mhz);
+    // TransferTableSmu2Dram(TABLE_SMU_METRICS): the SMU writes SmuMetricsExternal_t to the driver table.
+    void transfer_metrics() { send(SmuMsg::transfer_table_smu2dram, kTableSmuMetrics); }
 
 private:
     Registers& regs_;

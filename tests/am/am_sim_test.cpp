@@ -1,0 +1,316 @@
+// drivers/am against the strict simulated Navi31/Navi48 (drivers/sim/amdgpu) with the real
+// firmware: cold and warm bring-up, the conditions that force a full boot, and the negative
+// cases of issue 5, each asserting the specific error and the simulator's violations.
+#include "base/error.hpp"
+#include "drivers/am/am_device.hpp"
+#include "drivers/am/discovery.hpp"
+#include "drivers/am/psp.hpp"
+#include "drivers/pci/sim_bus.hpp"
+#include "drivers/sim/amdgpu/navi.hpp"
+
+#include <array>
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <fmt/format.h>
+#include <unistd.h>
+
+using namespace baregpu;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string firmware_dir() {
+    const char* d = std::getenv("BAREGPU_TEST_FIRMWARE_DIR");
+    return d != nullptr ? d : "../shared/firmware";
+}
+
+// A fresh state dir and lock dir per test.
+struct TempDirs {
+    fs::path root;
+    TempDirs() {
+        std::string tmpl = (fs::temp_directory_path() / "am-sim-XXXXXX").string();
+        REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
+        root = tmpl;
+        fs::create_directories(root / "state");
+        fs::create_directories(root / "locks");
+        ::setenv("BAREGPU_LOCK_DIR", (root / "locks").c_str(), 1);
+        ::unsetenv("BAREGPU_AM_RESET");
+    }
+    ~TempDirs() {
+        std::error_code ec;
+        fs::remove_all(root, ec);
+    }
+};
+
+// One "process": a bus with the model attached on the shared state dir.
+struct Rig {
+    pci::sim::SimBus bus;
+    pci::PciAddress address;
+    sim::amdgpu::NaviModel* model = nullptr;
+    sim::amdgpu::Asic asic;
+
+    Rig(const TempDirs& dirs, sim::amdgpu::Asic which) : asic(which) {
+        sim::amdgpu::ModelOptions o;
+        o.asic = which;
+        o.state_dir = (dirs.root / "state").string();
+        o.firmware_dir = firmware_dir();
+        address = bus.attach(sim::amdgpu::make_model(o));
+        model = &dynamic_cast<sim::amdgpu::NaviModel&>(bus.model(address));
+    }
+    std::string name() const { return asic == sim::amdgpu::Asic::navi31 ? "navi31" : "navi48"; }
+    std::unique_ptr<am::AmDevice> open(am::AmOptions o = {}) {
+        if (o.lock_key.empty()) o.lock_key = "sim-am-" + name();
+        if (o.firmware_dirs.empty()) o.firmware_dirs = {firmware_dir()};
+        return am::AmDevice::open(bus.open(address), std::move(o));
+    }
+    std::string violations() const {
+        std::string out;
+        for (const auto& v : bus.violations()) out += v.describe() + "\n";
+        return out;
+    }
+};
+
+const sim::amdgpu::Asic kBoth[] = {sim::amdgpu::Asic::navi31, sim::amdgpu::Asic::navi48};
+
+}  // namespace
+
+TEST_CASE("cold bring-up of both ASICs with the real firmware and no violations, then a warm start") {
+    for (sim::amdgpu::Asic which : kBoth) {
+        TempDirs dirs;
+        uint64_t cold_ops = 0;
+        {
+            Rig rig(dirs, which);
+            auto d = rig.open();
+            INFO(rig.name() << " violations:\n" << rig.violations());
+            REQUIRE(rig.bus.violations().empty());
+            REQUIRE_FALSE(d->report().warm);
+            REQUIRE_FALSE(d->report().reset);  // power-on: nothing to reset
+            REQUIRE(d->asic().name == rig.name());
+            cold_ops = d->report().mmio_ops();
+            REQUIRE(cold_ops > 0);
+        }
+        {
+            Rig rig(dirs, which);  // a new "process" on the same state
+            auto d = rig.open();
+            INFO(rig.name() << " violations:\n" << rig.violations());
+            REQUIRE(rig.bus.violations().empty());
+            REQUIRE(d->report().warm);
+            REQUIRE_FALSE(d->report().reset);
+            REQUIRE(rig.model->mode1_resets() == 0);
+            INFO("cold " << cold_ops << " ops, warm " << d->report().mmio_ops());
+            REQUIRE(d->report().mmio_ops() * 10 <= cold_ops);
+        }
+    }
+}
+
+TEST_CASE("a dirty marker, a latched VM fault or a forced reset each mean a full boot") {
+    TempDirs dirs;
+    { Rig rig(dirs, sim::amdgpu::Asic::navi31); rig.open()->leave_dirty(); }
+    {
+        Rig rig(dirs, sim::amdgpu::Asic::navi31);
+        auto d = rig.open();
+        INFO(rig.violations());
+        REQUIRE(rig.bus.violations().empty());  // includes: bus mastering was off for the reset
+        REQUIRE_FALSE(d->report().warm);
+        REQUIRE_THAT(d->report().why_cold, Catch::Contains("SCRATCH_REG6"));
+        REQUIRE(d->report().reset);  // sOS and SMU were alive
+        REQUIRE(rig.model->mode1_resets() == 1);
+    }
+    {
+        Rig rig(dirs, sim::amdgpu::Asic::navi31);
+        rig.model->latch_vm_fault();
+        auto d = rig.open();
+        INFO(rig.violations());
+        REQUIRE(rig.bus.violations().empty());
+        REQUIRE_FALSE(d->report().warm);
+        REQUIRE_THAT(d->report().why_cold, Catch::Contains("fault"));
+    }
+    {
+        Rig rig(dirs, sim::amdgpu::Asic::navi31);
+        am::AmOptions o;
+        o.force_reset = true;
+        auto d = rig.open(o);
+        REQUIRE_FALSE(d->report().warm);
+        REQUIRE(d->report().reset);
+    }
+    {
+        Rig rig(dirs, sim::amdgpu::Asic::navi31);
+        REQUIRE(rig.open()->report().warm);  // and clean again after all that
+    }
+}
+
+TEST_CASE("firmware for the wrong ASIC is refused before it reaches the device") {
+    TempDirs dirs;
+    fs::path fw = dirs.root / "fw";
+    fs::create_directories(fw / "amdgpu");
+    for (const auto& e : fs::directory_iterator(fs::path(firmware_dir()) / "amdgpu")) {
+        fs::copy_file(e.path(), fw / "amdgpu" / e.path().filename());
+    }
+    fs::copy_file(fw / "amdgpu" / "smu_14_0_3.bin", fw / "amdgpu" / "smu_13_0_0.bin", fs::copy_options::overwrite_existing);
+    Rig rig(dirs, sim::amdgpu::Asic::navi31);
+    am::AmOptions o;
+    o.firmware_dirs = {fw.string()};
+    try {
+        rig.open(o);
+        FAIL("opened with Navi48's SMU firmware");
+    } catch (const FirmwareError& e) {
+        REQUIRE_THAT(e.what(), Catch::Contains("smu_13_0_0.bin") && Catch::Contains("another ASIC"));
+    }
+    REQUIRE(rig.bus.violations().empty());
+}
+
+TEST_CASE("truncated firmware is refused by its parser") {
+    TempDirs dirs;
+    fs::path fw = dirs.root / "fw";
+    fs::create_directories(fw / "amdgpu");
+    for (const auto& e : fs::directory_iterator(fs::path(firmware_dir()) / "amdgpu")) {
+        fs::copy_file(e.path(), fw / "amdgpu" / e.path().filename());
+    }
+    fs::resize_file(fw / "amdgpu" / "gc_11_0_0_mec.bin", 4000);
+    Rig rig(dirs, sim::amdgpu::Asic::navi31);
+    am::AmOptions o;
+    o.firmware_dirs = {fw.string()};
+    REQUIRE_THROWS_AS(rig.open(o), FirmwareError);
+    REQUIRE(rig.bus.violations().empty());
+}
+
+TEST_CASE("a PSP command before the ring exists is a violation and never completes") {
+    TempDirs dirs;
+    Rig rig(dirs, sim::amdgpu::Asic::navi31);
+    auto pci = rig.bus.open(rig.address);
+    am::Mmio mmio(*pci, pci->bar(5));
+    am::Vram vram(mmio, &pci->bar(0), am::read_vram_size(mmio));
+    am::DiscoveryResult disc = am::run_discovery(mmio, vram);
+    am::Registers regs(mmio, am::register_table(*disc.asic), disc.bases);
+    am::BootLayout layout = am::make_boot_layout(*disc.asic);
+    uint64_t fb_base = uint64_t{regs.read(regs.table().mmmc_vm_fb_location_base) & 0xffffff} << 24;
+    am::Psp psp(regs, vram, {fb_base, layout.psp_msg1, layout.psp_cmd, layout.psp_fence, layout.psp_ring, am::kPspRingSize},
+                [] {});
+    REQUIRE_THROWS_AS(psp.submit(am::encode_autoload_rlc(), "AUTOLOAD_RLC"), TimeoutError);
+    REQUIRE_FALSE(rig.bus.violations().empty());
+    REQUIRE_THAT(rig.violations(), Catch::Contains("ring"));
+}
+
+TEST_CASE("a PSP error status names the command that failed") {
+    TempDirs dirs;
+    Rig rig(dirs, sim::amdgpu::Asic::navi48);
+    rig.model->inject_psp_error(0x6, 0xffff000a);  // GFX_CMD_ID_LOAD_IP_FW
+    try {
+        rig.open();
+        FAIL("bring-up ignored a PSP error");
+    } catch (const ProtocolError& e) {
+        REQUIRE_THAT(e.what(), Catch::Contains("LOAD_IP_FW") && Catch::Contains("0xffff000a"));
+    }
+}
+
+TEST_CASE("an SMU that stops answering is a timeout naming the message") {
+    TempDirs dirs;
+    Rig rig(dirs, sim::amdgpu::Asic::navi31);
+    rig.model->inject_smu_hang(true);
+    try {
+        rig.open();
+        FAIL("bring-up went on with a silent SMU");
+    } catch (const TimeoutError& e) {
+        REQUIRE_THAT(e.what(), Catch::Contains("SMU") && Catch::Contains("SetDriverDramAddrHigh"));
+    }
+}
+
+TEST_CASE("all-ones reads from a removed device are DeviceLostError") {
+    TempDirs dirs;
+    Rig rig(dirs, sim::amdgpu::Asic::navi31);
+    auto d = rig.open();
+    rig.bus.inject(rig.address, pci::sim::Fault{pci::sim::FaultKind::SurpriseRemoval});
+    REQUIRE_THROWS_AS(d->gc_fault_status(), DeviceLostError);
+    d->leave_dirty();
+}
+
+TEST_CASE("a discovery table with a bad checksum is refused") {
+    TempDirs dirs;
+    uint64_t table = 0;
+    {
+        Rig rig(dirs, sim::amdgpu::Asic::navi31);
+        auto d = rig.open();
+        table = d->discovery().table_offset;
+    }
+    {
+        Rig rig(dirs, sim::amdgpu::Asic::navi31);
+        {
+            auto pci = rig.bus.open(rig.address);
+            uint32_t v = pci->bar(0).read32(BarOffset(table + 0x100));
+            pci->bar(0).write32(BarOffset(table + 0x100), v ^ 0x5a5a);
+        }
+        try {
+            rig.open();
+            FAIL("a corrupt discovery table was accepted");
+        } catch (const ProtocolError& e) {
+            REQUIRE_THAT(e.what(), Catch::Contains("discovery") && Catch::Contains("checksum"));
+        }
+    }
+}
+
+TEST_CASE("an unmapped GPU access is a page fault decoded from the IH ring") {
+    for (sim::amdgpu::Asic which : kBoth) {
+        TempDirs dirs;
+        Rig rig(dirs, which);
+        auto d = rig.open();
+        uint64_t va = am::kVmStart + (64ull << 20);
+        d->map(va, 64ull << 20, 2ull << 20);
+        REQUIRE(rig.model->gpu_access(va + 0x1000, 4, true));
+        uint64_t bad = am::kVmStart + (1ull << 30) + 0x3000;
+        // gpu_write, not gpu_access(write=true): the model's gpu_access reads first, so an
+        // unmapped target faults as a read there.
+        std::array<std::byte, 4> word{};
+        REQUIRE_FALSE(rig.model->gpu_write(bad, word));
+        auto pending = d->pending_interrupts();
+        REQUIRE(pending.size() == 1);
+        INFO(pending[0].describe());
+        REQUIRE(pending[0].kind() == am::IhEntry::Kind::page_fault);
+        REQUIRE(pending[0].fault_address() == (bad & ~0xfffull));
+        REQUIRE(pending[0].client_id == am::kIhClientGfx);
+        REQUIRE(d->gc_fault_status() != 0);
+        auto faults = d->take_page_faults();
+        REQUIRE(faults.size() == 1);
+        INFO(faults[0].describe());
+        REQUIRE(faults[0].hub == "GC");
+        REQUIRE(faults[0].address == (bad & ~0xfffull));
+        REQUIRE(faults[0].write());
+        REQUIRE(faults[0].mapping_error());
+        REQUIRE(d->pending_interrupts().empty());
+        REQUIRE(d->gc_fault_status() == 0);  // cleared, so the next owner may start warm
+        REQUIRE_FALSE(rig.model->gpu_access(bad, 4, false));
+        auto again = d->take_page_faults();
+        REQUIRE(again.size() == 1);
+        REQUIRE_FALSE(again[0].write());
+        INFO(rig.violations());
+        REQUIRE(rig.bus.violations().empty());
+    }
+}
+
+TEST_CASE("a second owner gets BusyError with the owner's pid") {
+    TempDirs dirs;
+    Rig first(dirs, sim::amdgpu::Asic::navi31);
+    auto d = first.open();
+    Rig second(dirs, sim::amdgpu::Asic::navi31);
+    try {
+        second.open();
+        FAIL("two owners");
+    } catch (const BusyError& e) {
+        REQUIRE(e.owner_pid() == ::getpid());
+    }
+}
+
+TEST_CASE("a stale PSP ring from a previous owner is destroyed before ours is created") {
+    TempDirs dirs;
+    Rig rig(dirs, sim::amdgpu::Asic::navi31);
+    auto d = rig.open();
+    am::BootLayout layout = d->layout();
+    am::Psp psp(d->regs(), d->vram(),
+                {d->fb_base(), layout.psp_msg1, layout.psp_cmd, layout.psp_fence, layout.psp_ring, am::kPspRingSize},
+                [] {});
+    REQUIRE(psp.ring_exists());
+    REQUIRE(psp.ring_create());  // destroyed the stale one
+    REQUIRE(psp.sos_alive());
+    INFO(rig.violations());
+    REQUIRE(rig.bus.violations().empty());
+}
