@@ -145,7 +145,7 @@ std::string am_lock_key(std::string_view uri) {
 
 std::optional<pid_t> am_owner(std::string_view uri) { return pci::DeviceLock::owner_of(am_lock_key(uri)); }
 
-AmTarget open_am(std::string_view uri, am::AmOptions options) {
+AmTarget open_am(std::string_view uri, am::AmOptions options, std::string_view sim_link) {
     if (options.lock_key.empty()) options.lock_key = am_lock_key(uri);
     AmTarget target;
     target.uri = std::string(uri);
@@ -159,7 +159,14 @@ AmTarget open_am(std::string_view uri, am::AmOptions options) {
         } else {
             throw Error(std::string(uri), "unknown simulated AMD GPU: the models are sim-am:navi31 and sim-am:navi48");
         }
-        auto bus = std::make_shared<pci::sim::SimBus>();
+        pci::sim::Transport link = pci::sim::Transport::pcie_gen4_x16();
+        if (sim_link == "usb") {
+            // Every register access one 100 µs USB round trip; bulk VRAM copies at the bridge's ~0.32 GB/s.
+            link = {"usb-100us", 100'000, 100'000, 100'000, 0.32, 100'000, 0.32, 50'000'000};
+        } else if (!sim_link.empty() && sim_link != "pcie") {
+            throw Error(std::string(uri), fmt::format("unknown simulated link '{}': pcie or usb", sim_link));
+        }
+        auto bus = std::make_shared<pci::sim::SimBus>(link);
         pci::PciAddress address = bus->attach(make_navi(which));
         target.keepalive = bus;
         target.device = am::AmDevice::open(bus->open(address), std::move(options));

@@ -5,10 +5,12 @@
 #include "drivers/am/am_device.hpp"
 #include "drivers/am/discovery.hpp"
 #include "drivers/am/psp.hpp"
+#include "drivers/pci/mmio_region.hpp"
 #include "drivers/pci/sim_bus.hpp"
 #include "drivers/sim/amdgpu/navi.hpp"
 
 #include <array>
+#include <vector>
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
@@ -311,6 +313,66 @@ TEST_CASE("a stale PSP ring from a previous owner is destroyed before ours is cr
     REQUIRE(psp.ring_exists());
     REQUIRE(psp.ring_create());  // destroyed the stale one
     REQUIRE(psp.sos_alive());
+    INFO(rig.violations());
+    REQUIRE(rig.bus.violations().empty());
+}
+
+namespace {
+// BAR5 as a driver with a smaller register BAR sees it: accesses forwarded, size cut.
+struct SmallBar5 final : pci::MmioHandler {
+    explicit SmallBar5(pci::MmioRegion& real) : bar(real) {}
+    uint64_t mmio_read(uint64_t offset, unsigned width) override {
+        ++reads;
+        return width == 4 ? bar.read32(BarOffset(offset)) : bar.read64(BarOffset(offset));
+    }
+    void mmio_write(uint64_t offset, unsigned width, uint64_t value) override {
+        ++writes;
+        if (width == 4) {
+            bar.write32(BarOffset(offset), static_cast<uint32_t>(value));
+        } else {
+            bar.write64(BarOffset(offset), value);
+        }
+    }
+    pci::MmioRegion& bar;
+    uint64_t reads = 0, writes = 0;
+};
+}  // namespace
+
+TEST_CASE("registers past BAR5 go through the RSMU index/data pair; small-BAR VRAM through MM_INDEX/MM_DATA") {
+    TempDirs dirs;
+    Rig rig(dirs, sim::amdgpu::Asic::navi31);
+    { rig.open(); }  // a booted chip: fb location and markers set
+    auto pci = rig.bus.open(rig.address);
+    am::Mmio direct(*pci, pci->bar(5));
+    am::Vram bar0(direct, &pci->bar(0), am::read_vram_size(direct));
+    am::DiscoveryResult disc = am::run_discovery(direct, bar0);
+    am::Registers regs(direct, am::register_table(*disc.asic), disc.bases);
+
+    // A 256 KiB register BAR: MMHUB (base 0x1a000 dwords = 0x68000 bytes) is past it.
+    SmallBar5 small_handler(pci->bar(5));
+    pci::MmioRegion small_region("small BAR5", &small_handler, 256 << 10);
+    am::Mmio indirect(*pci, small_region);
+    uint32_t fb = regs.read(regs.table().mmmc_vm_fb_location_base);
+    uint32_t fb_addr = regs.address(regs.table().mmmc_vm_fb_location_base);
+    REQUIRE_FALSE(indirect.direct(fb_addr));
+    REQUIRE_THROWS_WITH(indirect.read(fb_addr, "MMMC_VM_FB_LOCATION_BASE"), Catch::Contains("RSMU"));
+    indirect.set_indirect(regs.address(regs.table().rsmu_index), regs.address(regs.table().rsmu_data));
+    REQUIRE(indirect.read(fb_addr, "MMMC_VM_FB_LOCATION_BASE") == fb);
+    REQUIRE(fb == 0x8000);  // the contract's fb_base 0x80_0000_0000 >> 24
+    REQUIRE(small_handler.writes == 1);  // RSMU_INDEX = byte address
+    REQUIRE(small_handler.reads == 1);   // RSMU_DATA
+    uint32_t scratch = regs.address(regs.table().scratch_reg7);
+    REQUIRE(indirect.direct(scratch));
+    REQUIRE(indirect.read(scratch) == am::kLayoutMagic);
+
+    // Small BAR0: the same discovery table through MM_INDEX/MM_DATA.
+    am::Vram windowed(direct, nullptr, bar0.size());
+    REQUIRE_FALSE(windowed.large_bar());
+    std::vector<std::byte> a(256), b(256);
+    bar0.read(disc.table_offset, a);
+    windowed.read(disc.table_offset, b);
+    REQUIRE(a == b);
+    REQUIRE(am::run_discovery(direct, windowed).asic->name == "navi31");
     INFO(rig.violations());
     REQUIRE(rig.bus.violations().empty());
 }

@@ -72,6 +72,12 @@ with tempfile.TemporaryDirectory() as tmp:
     rc, out, err = run("load", "--device", "sim-am:navi31", "--json")
     check(rc == 0 and json.loads(out)["start"] == "cold", "the load after a reset is cold")
 
+    # The USB latency model: same operations, every register access a 100 us round trip.
+    rc, out, err = run("load", "--device", "sim-am:navi31", "--json", "--link", "usb")
+    usb = json.loads(out) if rc == 0 else {}
+    check(usb.get("link") == "usb" and usb.get("start") == "warm" and usb["time_ms"] >= 100 * usb["mmio_reads"] / 1000,
+          f"--link usb: a warm start costing >= 100 us per register read ({usb})")
+
     rc, out, err = run("load", "--device", "sim-am:navi99")
     check(rc == 1 and "sim-am:navi31 and sim-am:navi48" in err, f"an unknown model is an error naming the known ones ({err})")
     rc, out, err = run("frobnicate")

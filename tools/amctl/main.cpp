@@ -3,6 +3,7 @@
 //   amctl reset  [--device URI] [--json]                   mode1 reset, with the time it took
 //   amctl load   [--device URI] [--json] [--force-reset]   bring-up, a line per stage, a summary
 //   amctl status [--device URI] [--json]                   up or not, owner, pending faults
+// --link pcie|usb (load, sim-am:* only): the simulated link's cost model, for bring-up cost numbers.
 // URI: am:<pci address> (real hardware) or sim-am:navi31 / sim-am:navi48 (the simulated chips).
 // Without --device: the first supported AMD GPU, else sim-am:navi31 (amctl says which).
 #include "base/error.hpp"
@@ -25,12 +26,14 @@ struct Args {
     std::string device;
     bool json = false;
     bool force_reset = false;
+    std::string link;  // sim-am:* only: pcie (default) or usb
 };
 
 int usage(std::FILE* to) {
     fmt::print(to,
-               "usage: amctl info|reset|load|status [--device URI] [--json] [--force-reset]\n"
-               "  URI: am:<pci address>, sim-am:navi31, sim-am:navi48 (default: the first AMD GPU, else sim-am:navi31)\n");
+               "usage: amctl info|reset|load|status [--device URI] [--json] [--force-reset] [--link pcie|usb]\n"
+               "  URI: am:<pci address>, sim-am:navi31, sim-am:navi48 (default: the first AMD GPU, else sim-am:navi31)\n"
+               "  --link: the simulated bus's cost model for sim-am:* (usb: 100 us per register round trip)\n");
     return to == stdout ? 0 : 2;
 }
 
@@ -85,13 +88,14 @@ int cmd_load(const Args& a) {
         fmt::print("{}: bringing up\n", a.device);
         o.progress = stage_line;
     }
-    registry::AmTarget t = registry::open_am(a.device, o);
+    registry::AmTarget t = registry::open_am(a.device, o, a.link);
     const am::BringUpReport& r = t.device->report();
     if (a.json) {
         tools::JsonWriter j;
         j.begin_object();
         j.key("device"); j.value(a.device);
         j.key("asic"); j.value(std::string(t.device->asic().name));
+        j.key("link"); j.value(a.link.empty() ? "pcie" : a.link);
         json_summary(j, r);
         json_stages(j, r);
         j.end_object();
@@ -241,6 +245,8 @@ int main(int argc, char** argv) {
             a.device = rest[++i];
         } else if (s.starts_with("--device=")) {
             a.device = s.substr(9);
+        } else if (s == "--link" && i + 1 < rest.size()) {
+            a.link = rest[++i];
         } else if (s == "-h" || s == "--help") {
             return usage(stdout);
         } else if (a.command.empty() && !s.starts_with("-")) {
