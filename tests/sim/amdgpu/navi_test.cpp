@@ -7,6 +7,8 @@
 #include "firmware-loader/amd/smc.hpp"
 
 #include <catch2/catch.hpp>
+#include <cstdio>
+#include <sys/stat.h>
 
 using namespace baregpu;
 using namespace baregpu::test::sim_am;
@@ -557,4 +559,39 @@ TEST_CASE("sim-am: mode1 reset with bus mastering on is a violation", "[sim-am]"
     rig.wr(rig.r.smu_debug_msg, 2);
     CHECK(rig.has_violation("bus mastering on"));
     CHECK(rig.model->mode1_resets() == 1);  // the reset still happens
+}
+
+TEST_CASE("sim-am: the state file is sparse and a mismatched one means power-on", "[sim-am]") {
+    TempDir dir;
+    std::filesystem::path path;
+    {
+        Rig rig(Asic::navi48, dir.path, /*with_firmware=*/false);
+        path = rig.model->state_path();
+        CHECK(path.parent_path() == dir.path);
+        CHECK(path.filename() == "sim-am-navi48.state");
+        rig.wr(rig.r.scratch_reg7, 0x1234);
+        rig.vram_write32(300u << 20, 0x99);
+    }
+    struct stat st {};
+    REQUIRE(::stat(path.c_str(), &st) == 0);
+    CHECK(static_cast<uint64_t>(st.st_size) > (1ull << 30));           // VRAM is in it
+    CHECK(static_cast<uint64_t>(st.st_blocks) * 512 < (64ull << 20));  // but untouched VRAM costs nothing
+    {
+        Rig rig(Asic::navi48, dir.path, /*with_firmware=*/false);
+        CHECK_FALSE(rig.model->powered_on_at_open());
+        CHECK(rig.rd(rig.r.scratch_reg7) == 0x1234);
+    }
+    {
+        // Another version of the format (the u32 after the magic): power-on, VRAM dropped.
+        FILE* f = std::fopen(path.c_str(), "r+b");
+        REQUIRE(f != nullptr);
+        std::fseek(f, 8, SEEK_SET);
+        uint32_t version = 999;
+        std::fwrite(&version, 4, 1, f);
+        std::fclose(f);
+        Rig rig(Asic::navi48, dir.path, /*with_firmware=*/false);
+        CHECK(rig.model->powered_on_at_open());
+        CHECK(rig.rd(rig.r.scratch_reg7) == 0);
+        CHECK(rig.vram32(300u << 20) == 0);
+    }
 }
