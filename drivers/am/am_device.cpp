@@ -185,8 +185,10 @@ void AmDevice::bring_up() {
         regs_ = std::make_unique<Registers>(*mmio_, register_table(*discovery_.asic), discovery_.bases);
         mmio_->set_indirect(regs_->address(regs_->table().rsmu_index), regs_->address(regs_->table().rsmu_data));
         layout_ = make_boot_layout(*discovery_.asic);
-        s.detail = fmt::format("{}, VRAM {} MiB, GC {}, {} BAR0", discovery_.asic->name, vram >> 20,
-                               discovery_.find(HwIp::gc)->version.str(), vram_->large_bar() ? "large" : "small");
+        s.detail = fmt::format("{}, VRAM {} MiB, GC {}{}, {} BAR0", discovery_.asic->name, vram >> 20,
+                               discovery_.find(HwIp::gc)->version.str(),
+                               discovery_.gc_info ? fmt::format(" ({} CUs)", discovery_.gc_info->compute_units()) : "",
+                               vram_->large_bar() ? "large" : "small");
     });
 
     soc_ = std::make_unique<Soc>(*regs_);

@@ -47,6 +47,9 @@ DiscoveryResult run_discovery(Mmio& mmio, Vram& vram) {
         throw ProtocolError(dev, fmt::format("the IP discovery binary at VRAM top - 64 KiB is invalid: {}", e.what()));
     }
 
+    out.harvested = parsed.harvested;
+    out.gc_info = parsed.gc_info;
+
     const HwIp wanted[] = {HwIp::gc, HwIp::mp0, HwIp::mp1, HwIp::mmhub, HwIp::nbio, HwIp::hdp, HwIp::osssys,
                            HwIp::sdma0, HwIp::sdma1};
     for (HwIp ip : wanted) {

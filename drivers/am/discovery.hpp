@@ -6,8 +6,10 @@
 #include "drivers/am/asic.hpp"
 #include "drivers/am/registers.hpp"
 #include "drivers/am/vram.hpp"
+#include "firmware-loader/amd/discovery.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +32,8 @@ struct DiscoveryResult {
     std::vector<DiscoveredBlock> blocks;  // instance 0 of each block drivers/am uses
     const AsicInfo* asic = nullptr;       // matched by the GC version
     IpBases bases;
+    std::vector<fw::amd::HarvestedIp> harvested;  // from the HARVEST_INFO table
+    std::optional<fw::amd::GcInfo> gc_info;        // from the GC table (SEs, WGPs, LDS, waves)
 
     const DiscoveredBlock* find(HwIp ip) const;
 };

@@ -89,6 +89,11 @@ TEST_CASE("cold bring-up of both ASICs with the real firmware and no violations,
             REQUIRE_FALSE(d->report().warm);
             REQUIRE_FALSE(d->report().reset);  // power-on: nothing to reset
             REQUIRE(d->asic().name == rig.name());
+            // Discovery's GC and harvest tables (Navi31: 96 CUs; Navi48: 64; the model says which).
+            REQUIRE(d->discovery().gc_info);
+            INFO("CUs " << d->discovery().gc_info->compute_units());
+            REQUIRE(d->discovery().gc_info->compute_units() >= 32);
+            REQUIRE(d->discovery().harvested.empty());
             cold_ops = d->report().mmio_ops();
             REQUIRE(cold_ops > 0);
         }

@@ -126,6 +126,23 @@ int cmd_info(const Args& a) {
         for (const auto& b : blocks) { j.key(std::string(am::to_string(b.ip))); j.value(b.version.str()); }
         j.end_object();
         j.key("vram_bytes"); j.value(static_cast<int64_t>(d.vram_size()));
+        j.key("gc_info");
+        if (const auto& g = d.discovery().gc_info) {
+            j.begin_object();
+            j.key("shader_engines"); j.value(static_cast<int64_t>(g->num_se));
+            j.key("shader_arrays_per_se"); j.value(static_cast<int64_t>(g->num_sa_per_se));
+            j.key("wgp_per_sa"); j.value(static_cast<int64_t>(g->num_wgp0_per_sa + g->num_wgp1_per_sa));
+            j.key("compute_units"); j.value(static_cast<int64_t>(g->compute_units()));
+            j.key("max_waves_per_simd"); j.value(static_cast<int64_t>(g->max_waves_per_simd));
+            j.key("lds_size"); j.value(static_cast<int64_t>(g->lds_size));
+            j.end_object();
+        } else {
+            j.null();
+        }
+        j.key("harvested");
+        j.begin_array();
+        for (const auto& h : d.discovery().harvested) j.value(fmt::format("{} instance {}", fw::amd::hw_id_name(h.hw_id), h.instance));
+        j.end_array();
         j.key("bars");
         j.begin_object();
         for (unsigned i : {0u, 2u, 5u}) { j.key(fmt::format("bar{}", i)); j.value(static_cast<int64_t>(d.pci().bar_info(i).size)); }
@@ -149,6 +166,14 @@ int cmd_info(const Args& a) {
     fmt::print("{}: {} ({})\n", a.device, d.asic().name, d.asic().marketing);
     fmt::print("  IP versions:");
     for (const auto& b : blocks) fmt::print(" {} {}", am::to_string(b.ip), b.version.str());
+    fmt::print("\n");
+    if (const auto& g = d.discovery().gc_info) {
+        fmt::print("  GC: {} SE x {} SA x {} WGP = {} CUs, {} waves/SIMD, LDS {}\n", g->num_se, g->num_sa_per_se,
+                   g->num_wgp0_per_sa + g->num_wgp1_per_sa, g->compute_units(), g->max_waves_per_simd, g->lds_size);
+    }
+    fmt::print("  harvested:");
+    if (d.discovery().harvested.empty()) fmt::print(" nothing");
+    for (const auto& h : d.discovery().harvested) fmt::print(" {} instance {}", fw::amd::hw_id_name(h.hw_id), h.instance);
     fmt::print("\n  VRAM {} MiB; BAR0 {} MiB, BAR2 {} KiB, BAR5 {} KiB\n", d.vram_size() >> 20,
                d.pci().bar_info(0).size >> 20, d.pci().bar_info(2).size >> 10, d.pci().bar_info(5).size >> 10);
     fmt::print("  firmware running: PSP sOS {:#010x}, SMU {:#010x}\n", fw.sos, fw.smu);
