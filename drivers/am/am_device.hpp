@@ -82,6 +82,8 @@ public:
     uint64_t smu_features();
     // Temperature and power from the SMU's metrics table; nullopt when the SMU does not report them.
     std::optional<SmuMetrics> smu_metrics();
+    // DPM levels (MHz) of a PPCLK_e clock (kPpclkGfx, kPpclkUclk, ...), from GetDpmFreqByIndex.
+    std::vector<uint32_t> dpm_levels(uint32_t clk) { return smu_->dpm_levels(clk); }
     // Mode1 reset now (amctl reset); the device must be opened again afterwards.
     std::chrono::nanoseconds mode1_reset();
     // Interrupt entries not yet consumed, and consuming them.

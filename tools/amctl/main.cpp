@@ -114,6 +114,12 @@ int cmd_info(const Args& a) {
     am::FirmwareVersions fw = d.firmware_versions();
     uint64_t features = d.smu_features();
     std::optional<am::SmuMetrics> metrics = d.smu_metrics();
+    std::vector<uint32_t> gfxclk = d.dpm_levels(am::kPpclkGfx), uclk = d.dpm_levels(am::kPpclkUclk);
+    auto levels = [](const std::vector<uint32_t>& v) {
+        std::string s;
+        for (uint32_t f : v) s += (s.empty() ? "" : " ") + std::to_string(f);
+        return s.empty() ? std::string("not reported") : s + " MHz";
+    };
     const auto& blocks = d.discovery().blocks;
     if (a.json) {
         tools::JsonWriter j;
@@ -150,6 +156,14 @@ int cmd_info(const Args& a) {
         j.key("psp_sos_version"); j.value(static_cast<int64_t>(fw.sos));
         j.key("smu_version"); j.value(static_cast<int64_t>(fw.smu));
         j.key("smu_features"); j.value(static_cast<int64_t>(features));
+        j.key("gfxclk_levels_mhz");
+        j.begin_array();
+        for (uint32_t f : gfxclk) j.value(static_cast<int64_t>(f));
+        j.end_array();
+        j.key("uclk_levels_mhz");
+        j.begin_array();
+        for (uint32_t f : uclk) j.value(static_cast<int64_t>(f));
+        j.end_array();
         j.key("temperature_c");
         if (metrics) j.value(static_cast<int64_t>(metrics->edge_temperature_c)); else j.null();
         j.key("hotspot_temperature_c");
@@ -178,6 +192,7 @@ int cmd_info(const Args& a) {
                d.pci().bar_info(0).size >> 20, d.pci().bar_info(2).size >> 10, d.pci().bar_info(5).size >> 10);
     fmt::print("  firmware running: PSP sOS {:#010x}, SMU {:#010x}\n", fw.sos, fw.smu);
     fmt::print("  SMU features enabled: {:#018x}\n", features);
+    fmt::print("  GFXCLK levels: {}; UCLK levels: {}\n", levels(gfxclk), levels(uclk));
     if (metrics) {
         fmt::print("  temperature {} C (hotspot {} C), power {} W, GFX activity {}%\n", metrics->edge_temperature_c,
                    metrics->hotspot_temperature_c, metrics->socket_power_w, metrics->gfx_activity_percent);
