@@ -67,10 +67,13 @@ void Ih::init_hw() {
     regs_.write(t.ih_rb_rptr, 0);
     regs_.write(t.ih_doorbell_rptr, 0);
     // IH_RB_CNTL.RB_SIZE = log2(ring size in dwords) (ih_v6_0.c: order_base_2(ring_size / 4)),
-    // WPTR_WRITEBACK_ENABLE, WPTR_OVERFLOW_CLEAR, then RB_ENABLE.
+    // WPTR_WRITEBACK_ENABLE, WPTR_OVERFLOW_ENABLE (so a full ring is flagged, not overwritten
+    // silently), WPTR_OVERFLOW_CLEAR; then RB_ENABLE and ENABLE_INTR as ih_v6_0_toggle_ring_interrupts
+    // does for ring 0 (drivers/am polls the ring; the interrupt enable is what Linux leaves set).
     uint32_t rb_size = static_cast<uint32_t>(std::countr_zero(kIhRingSize / 4));
-    uint32_t cntl = (rb_size << field::kIhRbSizeShift) | field::kIhWptrWritebackEnable | field::kIhWptrOverflowClear;
-    regs_.write(t.ih_rb_cntl, cntl | field::kIhRbEnable);
+    uint32_t cntl = (rb_size << field::kIhRbSizeShift) | field::kIhWptrWritebackEnable | field::kIhWptrOverflowEnable |
+                    field::kIhWptrOverflowClear;
+    regs_.write(t.ih_rb_cntl, cntl | field::kIhRbEnable | field::kIhEnableIntr);
 }
 
 std::vector<IhEntry> Ih::pending() {

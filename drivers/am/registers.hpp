@@ -82,11 +82,13 @@ namespace field {
 inline constexpr uint32_t kPspReady = 0x80000000;
 // gc_11_0_0_sh_mask.h / gc_12_0_0_sh_mask.h RLC_RLCS_BOOTLOAD_STATUS__BOOTLOAD_COMPLETE_MASK
 inline constexpr uint32_t kRlcBootloadComplete = 0x80000000;
-// osssys_6_0_0_sh_mask.h IH_RB_CNTL: RB_ENABLE bit 0, RB_SIZE bits 5:1, WPTR_WRITEBACK_ENABLE bit 8,
-// WPTR_OVERFLOW_CLEAR bit 31, MC_SPACE bits 25:24? (see ih.cpp for the value composed)
+// osssys_6_0_0_sh_mask.h / osssys_7_0_0_sh_mask.h IH_RB_CNTL: RB_ENABLE bit 0, RB_SIZE bits 5:1,
+// WPTR_WRITEBACK_ENABLE bit 8, WPTR_OVERFLOW_ENABLE bit 16, ENABLE_INTR bit 17, WPTR_OVERFLOW_CLEAR 31.
 inline constexpr uint32_t kIhRbEnable = 1u << 0;
 inline constexpr uint32_t kIhRbSizeShift = 1;
 inline constexpr uint32_t kIhWptrWritebackEnable = 1u << 8;
+inline constexpr uint32_t kIhWptrOverflowEnable = 1u << 16;
+inline constexpr uint32_t kIhEnableIntr = 1u << 17;
 inline constexpr uint32_t kIhWptrOverflowClear = 1u << 31;
 // IH_RB_WPTR / IH_RB_RPTR: OFFSET field bits 17:2 holds a BYTE offset (research/am.md 1.9, Linux).
 inline constexpr uint32_t kIhPtrOffsetMask = 0x3fffc;
