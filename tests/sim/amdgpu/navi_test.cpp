@@ -90,6 +90,12 @@ TEST_CASE("sim-am: discovery round-trips through parse_discovery with the contra
         CHECK(d.find(34)->base_addresses[0] == 0x1A000);
         CHECK(d.find(255)->base_addresses[0] == 0x16000);
         CHECK(d.find(40)->base_addresses[0] == 0x10A0);
+        // firmware-loader decodes the harvest and GC tables too (checksums, signatures).
+        CHECK(d.has_harvest_table);
+        CHECK(d.harvested.empty());
+        REQUIRE(d.gc_info.has_value());
+        CHECK(d.gc_info->compute_units() == (asic == Asic::navi31 ? 96u : 64u));
+        CHECK(d.gc_info->wave_size == 32);
         // The GC table (gc_info_v1_2) and the harvest table, located through table_list.
         const auto& b = rig.discovery_bytes;
         const uint16_t gc = u16_at(b, 16 + 8 * 1);
