@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fmt/format.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 using namespace baregpu;
@@ -296,28 +297,79 @@ TEST_CASE("an unmapped GPU access is a page fault decoded from the IH ring") {
 
 TEST_CASE("a second owner gets BusyError with the owner's pid") {
     TempDirs dirs;
-    Rig first(dirs, sim::amdgpu::Asic::navi31);
-    auto d = first.open();
-    Rig second(dirs, sim::amdgpu::Asic::navi31);
-    try {
-        second.open();
-        FAIL("two owners");
-    } catch (const BusyError& e) {
-        REQUIRE(e.owner_pid() == ::getpid());
+    SECTION("in this process") {
+        Rig first(dirs, sim::amdgpu::Asic::navi31);
+        auto d = first.open();
+        Rig second(dirs, sim::amdgpu::Asic::navi31);
+        try {
+            second.open();
+            FAIL("two owners");
+        } catch (const BusyError& e) {
+            REQUIRE(e.owner_pid() == ::getpid());
+        }
+    }
+    SECTION("in another process") {
+        int ready[2], release[2];
+        REQUIRE(::pipe(ready) == 0);
+        REQUIRE(::pipe(release) == 0);
+        pid_t child = ::fork();
+        REQUIRE(child >= 0);
+        if (child == 0) {
+            ::close(release[1]);  // or the read below never sees the parent's close
+            ::close(ready[0]);
+            int rc = 0;
+            try {
+                Rig rig(dirs, sim::amdgpu::Asic::navi31);
+                auto d = rig.open();
+                char c = 1;
+                if (::write(ready[1], &c, 1) != 1) rc = 2;
+                ::read(release[0], &c, 1);  // until the parent is done
+            } catch (...) {
+                rc = 3;
+            }
+            ::_exit(rc);
+        }
+        ::close(ready[1]);
+        ::close(release[0]);
+        char c = 0;
+        REQUIRE(::read(ready[0], &c, 1) == 1);
+        Rig rig(dirs, sim::amdgpu::Asic::navi31);
+        pid_t owner = 0;
+        try {
+            rig.open();
+        } catch (const BusyError& e) {
+            owner = e.owner_pid();
+        }
+        ::close(release[1]);
+        int status = 0;
+        ::waitpid(child, &status, 0);
+        REQUIRE(owner == child);
+        REQUIRE(WIFEXITED(status));
+        REQUIRE(WEXITSTATUS(status) == 0);
+        ::close(ready[0]);
     }
 }
 
 TEST_CASE("a stale PSP ring from a previous owner is destroyed before ours is created") {
     TempDirs dirs;
-    Rig rig(dirs, sim::amdgpu::Asic::navi31);
-    auto d = rig.open();
-    am::BootLayout layout = d->layout();
-    am::Psp psp(d->regs(), d->vram(),
-                {d->fb_base(), layout.psp_msg1, layout.psp_cmd, layout.psp_fence, layout.psp_ring, am::kPspRingSize},
+    { Rig owner(dirs, sim::amdgpu::Asic::navi31); owner.open(); }  // leaves the sOS running with its ring
+    Rig rig(dirs, sim::amdgpu::Asic::navi31);                      // the next "process"
+    auto pci = rig.bus.open(rig.address);
+    am::Mmio mmio(*pci, pci->bar(5));
+    am::Vram vram(mmio, &pci->bar(0), am::read_vram_size(mmio));
+    am::DiscoveryResult disc = am::run_discovery(mmio, vram);
+    am::Registers regs(mmio, am::register_table(*disc.asic), disc.bases);
+    mmio.set_indirect(regs.address(regs.table().rsmu_index), regs.address(regs.table().rsmu_data));
+    am::BootLayout layout = am::make_boot_layout(*disc.asic);
+    uint64_t fb_base = uint64_t{regs.read(regs.table().mmmc_vm_fb_location_base) & 0xffffff} << 24;
+    am::Psp psp(regs, vram, {fb_base, layout.psp_msg1, layout.psp_cmd, layout.psp_fence, layout.psp_ring, am::kPspRingSize},
                 [] {});
-    REQUIRE(psp.ring_exists());
-    REQUIRE(psp.ring_create());  // destroyed the stale one
     REQUIRE(psp.sos_alive());
+    REQUIRE(psp.ring_exists());
+    REQUIRE(psp.ring_create());  // destroyed the previous owner's ring first
+    // Ours now: the sOS reports the ring created (C2PMSG_64 ready, no error) with our size.
+    REQUIRE((regs.read(regs.table().psp_c2pmsg_64) & 0x8000ffff) == 0x80000000);
+    REQUIRE(regs.read(regs.table().psp_c2pmsg_71) == am::kPspRingSize);
     INFO(rig.violations());
     REQUIRE(rig.bus.violations().empty());
 }
