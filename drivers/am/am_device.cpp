@@ -269,6 +269,9 @@ void AmDevice::full_boot() {
         }
     });
     pci_->set_bus_master(true);
+    // Until this boot completes the chip is not in our layout: a boot that fails half-way must not
+    // look warm to the next owner (the reset cleared this already when there was one).
+    regs_->write(regs_->table().scratch_reg7, 0);
 
     stage("nbio", [&] { soc_->init_hw(); });
     stage("mmhub", [&] { gmc_->init_hub(false, layout_.root_pt, layout_.gmc_scratch, layout_.gmc_dummy); });

@@ -224,6 +224,24 @@ TEST_CASE("an SMU that stops answering is a timeout naming the message") {
     }
 }
 
+TEST_CASE("a full boot that fails half-way does not leave the chip looking warm") {
+    TempDirs dirs;
+    { Rig rig(dirs, sim::amdgpu::Asic::navi31); rig.open(); }  // clean and warm-startable
+    {
+        Rig rig(dirs, sim::amdgpu::Asic::navi31);
+        rig.model->inject_smu_hang(true);  // no mode1 reset possible: the boot runs over the live sOS and fails
+        am::AmOptions o;
+        o.force_reset = true;
+        REQUIRE_THROWS_AS(rig.open(o), Error);
+    }
+    Rig rig(dirs, sim::amdgpu::Asic::navi31);
+    am::AmOptions o;
+    o.inspect_only = true;
+    auto d = rig.open(o);
+    REQUIRE_FALSE(d->report().warm);  // SCRATCH_REG7 was cleared when that boot started
+    REQUIRE_THAT(d->report().why_cold, Catch::Contains("SCRATCH_REG7"));
+}
+
 TEST_CASE("all-ones reads from a removed device are DeviceLostError") {
     TempDirs dirs;
     Rig rig(dirs, sim::amdgpu::Asic::navi31);
