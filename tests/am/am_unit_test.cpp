@@ -7,6 +7,7 @@
 #include "drivers/am/page_table.hpp"
 #include "drivers/am/psp.hpp"
 #include "drivers/am/registers.hpp"
+#include "firmware-loader/manifest.hpp"
 
 #include <catch2/catch.hpp>
 #include <cstring>
@@ -48,6 +49,21 @@ TEST_CASE("asic table: lookup by device id, GC version and name") {
     REQUIRE(find_asic("navi31")->psp_setup_tmr);
     REQUIRE_FALSE(find_asic("navi48")->psp_setup_tmr);
     REQUIRE(find_asic("navi48")->cp.size() == 3);
+}
+
+TEST_CASE("asic table: every firmware file drivers/am loads is in firmware-loader's manifest for that ASIC") {
+    for (const AsicInfo& a : asics()) {
+        const fw::AsicManifest* m = fw::find_asic(a.name);
+        REQUIRE(m != nullptr);
+        std::vector<std::string_view> names = {a.psp_sos, a.smu, a.sdma_fw, a.imu, a.rlc};
+        names.insert(names.end(), a.cp.begin(), a.cp.end());
+        for (std::string_view n : names) {
+            INFO(a.name << ": " << n);
+            bool listed = false;
+            for (const fw::FirmwareNeed& need : m->files) listed = listed || need.name == n;
+            REQUIRE(listed);
+        }
+    }
 }
 
 TEST_CASE("page table: GC11 2 MiB leaf encoding matches the amdgpu_vm.h example") {
