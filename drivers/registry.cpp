@@ -1,8 +1,15 @@
 #include "drivers/registry.hpp"
 
+#include "base/error.hpp"
+#include "drivers/am/am_device.hpp"
 #include "drivers/cpu/cpu_device.hpp"
 #include "drivers/pci/bar.hpp"
+#include "drivers/pci/device_lock.hpp"
+#include "drivers/pci/enumerate.hpp"
+#include "drivers/pci/open.hpp"
 #include "drivers/pci/sim_bus.hpp"
+#include "drivers/registry_am.hpp"
+#include "drivers/sim/amdgpu/navi.hpp"
 #include "drivers/sim/edu.hpp"
 
 #include <fmt/format.h>
@@ -26,9 +33,20 @@ struct SimulatedModel {
     std::unique_ptr<pci::sim::SimDeviceModel> (*build)();
 };
 
+std::unique_ptr<pci::sim::SimDeviceModel> make_navi(sim::amdgpu::Asic asic) {
+    sim::amdgpu::ModelOptions options;
+    options.asic = asic;
+    return sim::amdgpu::make_model(options);
+}
+
+// The AM models are not HCQ devices until drivers/am has queues (issue 5 brings up the chip only).
 const SimulatedModel kSimulatedModels[] = {
     {"sim-edu", "QEMU's edu test DMA device (docs/specs/edu.rst)", false,
      [] { return std::unique_ptr<pci::sim::SimDeviceModel>(std::make_unique<sim::EduDevice>()); }},
+    {"sim-am:navi31", "AMD Navi31 / RX 7900 XTX (RDNA3) for drivers/am bring-up", false,
+     [] { return make_navi(sim::amdgpu::Asic::navi31); }},
+    {"sim-am:navi48", "AMD Navi48 / RX 9070 XT (RDNA4) for drivers/am bring-up", false,
+     [] { return make_navi(sim::amdgpu::Asic::navi48); }},
 };
 
 // What the model presents on the simulated bus: "1234:11e8, BAR0 1 MiB".
@@ -99,6 +117,68 @@ std::vector<BuiltinDevice> builtin_devices() {
                                        presented(entry), role)});
     }
     return devices;
+}
+
+bool is_am_uri(std::string_view uri) { return uri.starts_with("am:") || uri.starts_with("sim-am:"); }
+
+std::string default_am_uri(std::string* note) {
+    try {
+        for (const pci::GpuFunction& gpu : pci::enumerate_gpus().gpus) {
+            if (gpu.vendor_id == 0x1002 && am::find_asic_by_device_id(gpu.device_id) != nullptr) {
+                if (note) *note = fmt::format("using the AMD GPU at {}", gpu.address.to_string());
+                return "am:" + gpu.address.to_string();
+            }
+        }
+    } catch (const Error&) {
+        // No visible PCI bus (containers): the simulated chip it is.
+    }
+    if (note) *note = "no supported AMD GPU on the PCI bus: using the simulated sim-am:navi31";
+    return "sim-am:navi31";
+}
+
+namespace {
+std::string am_lock_key(std::string_view uri) {
+    if (uri.starts_with("sim-am:")) return "sim-am-" + std::string(uri.substr(7));
+    return "am-" + std::string(uri.substr(3));
+}
+}  // namespace
+
+std::optional<pid_t> am_owner(std::string_view uri) { return pci::DeviceLock::owner_of(am_lock_key(uri)); }
+
+AmTarget open_am(std::string_view uri, am::AmOptions options, std::string_view sim_link) {
+    if (options.lock_key.empty()) options.lock_key = am_lock_key(uri);
+    AmTarget target;
+    target.uri = std::string(uri);
+    if (uri.starts_with("sim-am:")) {
+        std::string_view asic = uri.substr(7);
+        sim::amdgpu::Asic which;
+        if (asic == "navi31") {
+            which = sim::amdgpu::Asic::navi31;
+        } else if (asic == "navi48") {
+            which = sim::amdgpu::Asic::navi48;
+        } else {
+            throw Error(std::string(uri), "unknown simulated AMD GPU: the models are sim-am:navi31 and sim-am:navi48");
+        }
+        pci::sim::Transport link = pci::sim::Transport::pcie_gen4_x16();
+        if (sim_link == "usb") {
+            // Every register access one 100 µs USB round trip; bulk VRAM copies at the bridge's ~0.32 GB/s.
+            link = {"usb-100us", 100'000, 100'000, 100'000, 0.32, 100'000, 0.32, 50'000'000};
+        } else if (!sim_link.empty() && sim_link != "pcie") {
+            throw Error(std::string(uri), fmt::format("unknown simulated link '{}': pcie or usb", sim_link));
+        }
+        auto bus = std::make_shared<pci::sim::SimBus>(link);
+        pci::PciAddress address = bus->attach(make_navi(which));
+        target.keepalive = bus;
+        target.device = am::AmDevice::open(bus->open(address), std::move(options));
+        return target;
+    }
+    if (uri.starts_with("am:")) {
+        auto address = pci::PciAddress::parse(uri.substr(3));
+        if (!address) throw Error(std::string(uri), "not a PCI address: expected am:0000:03:00.0");
+        target.device = am::AmDevice::open(pci::open_device(*address), std::move(options));
+        return target;
+    }
+    throw Error(std::string(uri), "not an AM device URI (am:<pci address> or sim-am:navi31 / sim-am:navi48)");
 }
 
 }  // namespace baregpu::registry

@@ -102,6 +102,10 @@ void PciDevice::set_dma_address_bits(unsigned bits) {
 
 void PciDevice::delay(std::chrono::nanoseconds duration) { std::this_thread::sleep_for(duration); }
 
+std::chrono::nanoseconds PciDevice::now() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch());
+}
+
 void PciDevice::check_alive() {
     if (config_read16(cfg::kVendorId) == 0xffff) {
         throw DeviceLostError(name_, "config space reads all-ones: the device was removed or its link is down");

@@ -88,6 +88,9 @@ public:
     // Waits as the hardware requires (after FLR, between reset steps). Real backends sleep;
     // the simulated bus advances its modelled clock instead, so tests do not wait for real.
     virtual void delay(std::chrono::nanoseconds duration);
+    // The clock waits measure themselves with: the steady clock on real backends, the modelled
+    // clock on the simulated bus (which delay() advances), so a simulated timeout costs no wall time.
+    virtual std::chrono::nanoseconds now();
 
     // Throws DeviceLostError when config space reads all-ones (surprise removal, link down).
     void check_alive();

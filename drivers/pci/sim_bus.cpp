@@ -62,7 +62,16 @@ SimBus::Function::Function(SimBus& owner, PciAddress addr, std::unique_ptr<SimDe
     : bus(owner), address(addr), name("sim:" + addr.to_string()), model(std::move(m)), spec(model->spec()),
       config_(spec, bar_addresses) {
     for (const BarSpec& bar : spec.bars) {
-        if (bar.kind == BarSpec::Kind::Memory) memory[bar.index].assign(bar.size, std::byte{0});
+        if (bar.kind != BarSpec::Kind::Memory) continue;
+        if (bar.storage.empty()) {
+            owned_memory[bar.index].assign(bar.size, std::byte{0});
+            memory[bar.index] = owned_memory[bar.index];
+        } else if (bar.storage.size() != bar.size) {
+            throw Error(name, fmt::format("BAR{}: the model's storage is {} bytes, the BAR {}", bar.index,
+                                          bar.storage.size(), bar.size));
+        } else {
+            memory[bar.index] = bar.storage;
+        }
     }
     msix_.resize(spec.msix.vectors);
     msix_pending_.assign(spec.msix.vectors, false);

@@ -24,6 +24,10 @@ struct BarSpec {
     bool is_64bit = false;
     bool prefetchable = false;
     Kind kind = Kind::Registers;
+    // Memory BARs only: the bytes, when the model owns them (a file mapping that outlives the
+    // process, so a "crash" leaves VRAM as the hardware would). Exactly `size` bytes; the model
+    // keeps them alive while it is attached. Empty: the bus allocates zeroed bytes.
+    std::span<std::byte> storage = {};
 };
 
 struct MsixSpec {
@@ -69,6 +73,10 @@ public:
     // Signals interrupt vector `vector` through MSI or MSI-X as the driver configured them.
     // Masked vectors stay pending (MSI-X PBA); unconfigured ones are dropped and counted.
     virtual void raise_interrupt(unsigned vector) = 0;
+
+    // Whether the driver has bus mastering on (PCI_COMMAND bit 2): models whose protocol wants it
+    // off (an AMD mode1 reset) check it.
+    virtual bool bus_master_enabled() = 0;
 
     // The bytes of a Memory BAR (VRAM) for the model's own engines.
     virtual std::span<std::byte> bar_memory(unsigned bar) = 0;

@@ -40,6 +40,7 @@ struct SimBus::Function final : SimPort {
     bool dma_write(BusAddress address, std::span<const std::byte> data) override;
     void raise_interrupt(unsigned vector) override;
     std::span<std::byte> bar_memory(unsigned bar) override;
+    bool bus_master_enabled() override;
     void violation(const std::string& what, const std::string& where, const std::string& source) override;
     uint64_t now_ns() const override { return bus.now_ns(); }
     void spend_ns(uint64_t ns) override { bus.clock_ns_.fetch_add(ns, std::memory_order_relaxed); }
@@ -66,7 +67,8 @@ struct SimBus::Function final : SimPort {
     const std::string name;
     const std::unique_ptr<SimDeviceModel> model;
     const DeviceSpec spec;
-    std::array<std::vector<std::byte>, kBarCount> memory;  // Memory BARs
+    std::array<std::span<std::byte>, kBarCount> memory;  // Memory BARs: the bus's bytes or the model's
+    std::array<std::vector<std::byte>, kBarCount> owned_memory;  // Memory BARs without BarSpec::storage
     std::shared_ptr<IommuDomain> iommu = std::make_shared<IommuDomain>();
     std::atomic<bool> opened{false};
 
@@ -83,7 +85,6 @@ private:
         uint32_t control = cfg::kMsixEntryMasked;  // masked at reset (PCI 3.0 6.8.2.9)
     };
 
-    bool bus_master_enabled();
     bool memory_decode_enabled(const char* access, unsigned bar, uint64_t offset);
     bool completion_times_out(unsigned bar, uint64_t offset, unsigned width);
     bool in_msix_table(unsigned bar, uint64_t offset) const;

@@ -134,6 +134,8 @@ public:
         std::this_thread::yield();  // let model threads run, as real time passing would
     }
 
+    std::chrono::nanoseconds now() override { return std::chrono::nanoseconds(function_.now_ns()); }
+
 protected:
     MmioRegion map_bar(unsigned index) override {
         function_.check_not_gone("BAR mapping");

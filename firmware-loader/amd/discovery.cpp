@@ -137,6 +137,65 @@ Discovery parse_discovery(const ByteReader& file) {
         }
         d.dies.push_back(std::move(die));
     }
+
+    // The other tables of table_list[] (discovery.h: IP_DISCOVERY 0, GC 1, HARVEST_INFO 2, ...).
+    uint16_t num_tables = d.version_major == 2 ? file.u16(kTableList, "num_tables") : 6;
+    auto table = [&](unsigned index, const char* name) -> std::optional<Region> {
+        if (index >= num_tables) return std::nullopt;
+        uint64_t entry = list + 8u * index;
+        uint16_t offset = file.u16(entry, "table_list[].offset");
+        if (offset == 0) return std::nullopt;
+        uint16_t expected_sum = file.u16(entry + 2, "table_list[].checksum");
+        uint16_t size = file.u16(entry + 4, "table_list[].size");
+        std::string field = std::string("table_list[") + name + "]";
+        binary_region(file, binary, offset, size, field, entry);
+        Region r = file.region(offset, size, field);
+        uint16_t got = byte_sum(r.bytes);
+        file.expect(got == expected_sum, field + ".checksum", entry + 2, hex(expected_sum) + " (the byte sum of the table)",
+                    hex(got));
+        return r;
+    };
+    if (auto h = table(2, "HARVEST_INFO")) {
+        // harvest_info_header {signature, version}, then harvest_info list[32] {hw_id u16, number_instance u8, reserved u8}.
+        file.expect(h->size() >= 8 + 4 * 32, "harvest table size", h->offset, "at least 136 bytes", std::to_string(h->size()));
+        file.expect_eq(file.u32(h->offset, "harvest_info_header.signature"), Discovery::kHarvestSignature,
+                       "harvest_info_header.signature (\"HARV\")", h->offset);
+        d.has_harvest_table = true;
+        for (unsigned i = 0; i < 32; ++i) {
+            uint64_t at = h->offset + 8 + 4u * i;
+            uint16_t id = file.u16(at, "harvest_info.hw_id");
+            if (id == 0) continue;
+            d.harvested.push_back({id, file.u8(at + 2, "harvest_info.number_instance")});
+        }
+    }
+    if (auto g = table(1, "GC")) {
+        // gpu_info_header {table_id u32, version_major u16, version_minor u16, size u32}, then gc_info_v1_x.
+        file.expect_eq(file.u32(g->offset, "gpu_info_header.table_id"), Discovery::kGcTableId,
+                       "gpu_info_header.table_id (GC_TABLE_ID)", g->offset);
+        uint16_t major = file.u16(g->offset + 4, "gpu_info_header.version_major");
+        if (major == 1) {
+            file.expect(g->size() >= 12 + 19 * 4, "gc_info_v1_0 size", g->offset, "at least 88 bytes", std::to_string(g->size()));
+            GcInfo gc;
+            gc.version_major = major;
+            gc.version_minor = file.u16(g->offset + 6, "gpu_info_header.version_minor");
+            auto f = [&](unsigned n, const char* name) { return file.u32(g->offset + 12 + 4u * n, name); };
+            gc.num_se = f(0, "gc_num_se");
+            gc.num_wgp0_per_sa = f(1, "gc_num_wgp0_per_sa");
+            gc.num_wgp1_per_sa = f(2, "gc_num_wgp1_per_sa");
+            gc.num_rb_per_se = f(3, "gc_num_rb_per_se");
+            gc.num_gl2c = f(4, "gc_num_gl2c");
+            gc.num_gprs = f(5, "gc_num_gprs");
+            gc.wave_size = f(11, "gc_wave_size");
+            gc.max_waves_per_simd = f(12, "gc_max_waves_per_simd");
+            gc.max_scratch_slots_per_cu = f(13, "gc_max_scratch_slots_per_cu");
+            gc.lds_size = f(14, "gc_lds_size");
+            gc.num_sc_per_se = f(15, "gc_num_sc_per_se");
+            gc.num_sa_per_se = f(16, "gc_num_sa_per_se");
+            gc.num_packer_per_sc = f(17, "gc_num_packer_per_sc");
+            gc.num_gl2a = f(18, "gc_num_gl2a");
+            d.gc_info = gc;
+        }
+    }
     return d;
 }
 

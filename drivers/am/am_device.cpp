@@ -1,0 +1,400 @@
+#include "drivers/am/am_device.hpp"
+
+#include "base/error.hpp"
+#include "drivers/am/reset.hpp"
+#include "drivers/am/wait.hpp"
+#include "firmware-loader/amd/gfx.hpp"
+#include "firmware-loader/amd/imu.hpp"
+#include "firmware-loader/amd/psp.hpp"
+#include "firmware-loader/amd/rlc.hpp"
+#include "firmware-loader/amd/sdma.hpp"
+#include "firmware-loader/amd/smc.hpp"
+#include "firmware-loader/search_path.hpp"
+
+#include <bitset>
+#include <cstdlib>
+#include <fmt/format.h>
+
+namespace baregpu::am {
+
+// Page tables below the root: 4 KiB pages from a fixed VRAM pool, zeroed when handed out.
+struct AmDevice::PtPool final : PtMemory {
+    explicit PtPool(Vram& v) : vram(v) {}
+    uint64_t read64(uint64_t paddr) override { return vram.read64(paddr); }
+    void write64(uint64_t paddr, uint64_t value) override { vram.write64(paddr, value); }
+    uint64_t alloc_table() override {
+        for (size_t i = 0; i < used.size(); ++i) {
+            if (!used[i]) {
+                used[i] = true;
+                uint64_t at = kPageTablePoolStart + i * 0x1000;
+                vram.fill_zero(at, 0x1000);
+                return at;
+            }
+        }
+        throw Error("", "page-table pool exhausted");
+    }
+    void free_table(uint64_t paddr) override { used[(paddr - kPageTablePoolStart) / 0x1000] = false; }
+    Vram& vram;
+    std::bitset<kPageTablePoolSize / 0x1000> used;
+};
+
+namespace {
+// The firmware of one bring-up, read and validated before any byte reaches the device.
+struct Blob {
+    std::string what;
+    std::vector<std::byte> bytes;
+    PspFwType type;
+};
+
+struct LoadedFirmware {
+    fw::FirmwareFile sos_file;
+    fw::amd::PspFirmware sos;
+    std::vector<Blob> ip;  // SMU first, then in Linux's AMDGPU_UCODE_ID order
+};
+
+std::vector<std::byte> copy(fw::Region r) { return {r.bytes.begin(), r.bytes.end()}; }
+
+void expect_ip_major(const fw::FirmwareFile& f, const fw::amd::UcodeHeader& h, unsigned major) {
+    if (h.ip_version_major != major) {
+        throw FirmwareError(f.path.string(), "common_firmware_header.ip_version_major", 8, std::to_string(major),
+                            std::to_string(h.ip_version_major) + " (firmware for another ASIC)");
+    }
+}
+
+LoadedFirmware load_firmware(const AsicInfo& asic, const AmOptions& options) {
+    fw::FirmwareSearchPath path = options.firmware_dirs.empty()
+                                      ? fw::FirmwareSearchPath::from_environment()
+                                      : fw::FirmwareSearchPath(std::vector<std::filesystem::path>(
+                                            options.firmware_dirs.begin(), options.firmware_dirs.end()));
+    LoadedFirmware out;
+    out.sos_file = path.load(asic.psp_sos);
+    {
+        fw::ByteReader r(out.sos_file.bytes, out.sos_file.path.string());
+        out.sos = fw::amd::parse_psp_sos(r);
+        expect_ip_major(out.sos_file, out.sos.header, asic.mp0.major);
+    }
+    auto read = [&](std::string_view name) { return path.load(name); };
+
+    // SMU first: "SMU fw should be loaded before TMR" (amdgpu_psp.c psp_hw_start).
+    fw::FirmwareFile smu = read(asic.smu);
+    {
+        auto p = fw::amd::parse_smc(fw::ByteReader(smu.bytes, smu.path.string()));
+        expect_ip_major(smu, p.header, asic.mp1.major);
+        out.ip.push_back({std::string(asic.smu), copy(p.code), PspFwType::smu});
+    }
+    fw::FirmwareFile sdma = read(asic.sdma_fw);
+    {
+        auto p = fw::amd::parse_sdma(fw::ByteReader(sdma.bytes, sdma.path.string()));
+        expect_ip_major(sdma, p.header, asic.sdma.major);
+        out.ip.push_back({std::string(asic.sdma_fw) + " TH0", copy(p.ucode), PspFwType::sdma_th0});
+        if (p.ctl_ucode) out.ip.push_back({std::string(asic.sdma_fw) + " TH1", copy(*p.ctl_ucode), PspFwType::sdma_th1});
+    }
+    // RS64 CP: code of PFP, ME, MEC, then their P0 stacks (AMDGPU_UCODE_ID_CP_RS64_* order).
+    std::vector<Blob> stacks;
+    for (std::string_view name : asic.cp) {
+        fw::FirmwareFile f = read(name);
+        auto p = fw::amd::parse_gfx(fw::ByteReader(f.bytes, f.path.string()));
+        expect_ip_major(f, p.header, asic.gc.major);
+        bool pfp = name.find("_pfp") != std::string_view::npos, me = name.find("_me.") != std::string_view::npos;
+        PspFwType code = pfp ? PspFwType::rs64_pfp : me ? PspFwType::rs64_me : PspFwType::rs64_mec;
+        PspFwType stack = pfp ? PspFwType::rs64_pfp_p0_stack : me ? PspFwType::rs64_me_p0_stack : PspFwType::rs64_mec_p0_stack;
+        if (!p.rs64 || !p.data) {
+            throw FirmwareError(f.path.string(), "gfx_firmware_header", 0, "an RS64 (v2.0) CP image", "a v1 image");
+        }
+        out.ip.push_back({std::string(name), copy(p.instructions), code});
+        stacks.push_back({std::string(name) + " stack", copy(*p.data), stack});
+    }
+    for (Blob& s : stacks) out.ip.push_back(std::move(s));
+    fw::FirmwareFile imu = read(asic.imu);
+    {
+        auto p = fw::amd::parse_imu(fw::ByteReader(imu.bytes, imu.path.string()));
+        expect_ip_major(imu, p.header, asic.gc.major);
+        out.ip.push_back({std::string(asic.imu) + " IRAM", copy(p.iram), PspFwType::imu_i});
+        out.ip.push_back({std::string(asic.imu) + " DRAM", copy(p.dram), PspFwType::imu_d});
+    }
+    fw::FirmwareFile rlc = read(asic.rlc);
+    {
+        auto p = fw::amd::parse_rlc(fw::ByteReader(rlc.bytes, rlc.path.string()));
+        expect_ip_major(rlc, p.header, asic.gc.major);
+        const fw::amd::RlcRegion* g = p.find("RLC_G");
+        if (g == nullptr) throw FirmwareError(rlc.path.string(), "RLC_G", 0, "an RLC_G image", "none");
+        out.ip.push_back({std::string(asic.rlc) + " RLC_G", copy(g->bytes), PspFwType::rlc_g});
+    }
+    return out;
+}
+
+bool env_force_reset() {
+    const char* v = std::getenv("BAREGPU_AM_RESET");
+    return v != nullptr && std::string_view(v) == "1";
+}
+}  // namespace
+
+template <class F>
+void AmDevice::stage(const std::string& name, F&& body) {
+    std::chrono::nanoseconds start = pci_->now();
+    uint64_t r0 = mmio_ ? mmio_->reads() : 0, w0 = mmio_ ? mmio_->writes() : 0;
+    StageReport s{name, {}, 0, 0, {}};
+    if constexpr (std::is_invocable_v<F, StageReport&>) {
+        body(s);
+    } else {
+        body();
+    }
+    s.time = pci_->now() - start;
+    s.mmio_reads = (mmio_ ? mmio_->reads() : 0) - r0;
+    s.mmio_writes = (mmio_ ? mmio_->writes() : 0) - w0;
+    report_.stages.push_back(s);
+    if (options_.progress) options_.progress(s);
+}
+
+AmDevice::AmDevice(std::unique_ptr<pci::PciDevice> device, pci::DeviceLock lock, AmOptions options)
+    : pci_(std::move(device)), lock_(std::move(lock)), options_(std::move(options)) {}
+
+std::unique_ptr<AmDevice> AmDevice::open(std::unique_ptr<pci::PciDevice> device, AmOptions options) {
+    if (options.lock_key.empty()) options.lock_key = device->name();
+    // One owner per chip, across processes (BusyError names the owner's pid).
+    pci::DeviceLock lock = pci::DeviceLock::acquire(options.lock_key);
+    std::unique_ptr<AmDevice> am(new AmDevice(std::move(device), std::move(lock), std::move(options)));
+    am->bring_up();
+    return am;
+}
+
+AmDevice::~AmDevice() {
+    if (!regs_ || !report_.total.count() || dirty_) return;
+    try {
+        regs_->write(regs_->table().scratch_reg6, 0);  // clean exit
+    } catch (const Error&) {
+        // A lost device cannot be marked; the next owner will find it dirty and boot fully.
+    }
+}
+
+void AmDevice::bring_up() {
+    std::chrono::nanoseconds start = pci_->now();
+    pci::PciIdentity id = pci_->identity();
+    if (id.vendor_id != 0x1002 || find_asic_by_device_id(id.device_id) == nullptr) {
+        throw UnsupportedError(name(), fmt::format("{:04x}:{:04x} is not an AMD GPU drivers/am supports (Navi31 744c, "
+                                                   "Navi48 7550)", id.vendor_id, id.device_id));
+    }
+    pci::MmioRegion& bar5 = pci_->bar(5);
+    mmio_ = std::make_unique<Mmio>(*pci_, bar5);
+
+    stage("discovery", [&](StageReport& s) {
+        uint64_t vram = read_vram_size(*mmio_);
+        pci::MmioRegion* bar0 = pci_->bar_info(0).size != 0 ? &pci_->bar(0) : nullptr;
+        vram_ = std::make_unique<Vram>(*mmio_, bar0, vram);
+        discovery_ = run_discovery(*mmio_, *vram_);
+        regs_ = std::make_unique<Registers>(*mmio_, register_table(*discovery_.asic), discovery_.bases);
+        mmio_->set_indirect(regs_->address(regs_->table().rsmu_index), regs_->address(regs_->table().rsmu_data));
+        layout_ = make_boot_layout(*discovery_.asic);
+        s.detail = fmt::format("{}, VRAM {} MiB, GC {}{}, {} BAR0", discovery_.asic->name, vram >> 20,
+                               discovery_.find(HwIp::gc)->version.str(),
+                               discovery_.gc_info ? fmt::format(" ({} CUs)", discovery_.gc_info->compute_units()) : "",
+                               vram_->large_bar() ? "large" : "small");
+    });
+
+    soc_ = std::make_unique<Soc>(*regs_);
+    auto flush = [this] { soc_->flush_hdp(); };
+    gmc_ = std::make_unique<Gmc>(*regs_, flush);
+    gmc_->read_fb_location();
+    ih_ = std::make_unique<Ih>(*regs_, *vram_, gmc_->fb_base(), layout_.ih_ring, layout_.ih_wptr);
+    psp_ = std::make_unique<Psp>(*regs_, *vram_,
+                                 PspBuffers{gmc_->fb_base(), layout_.psp_msg1, layout_.psp_cmd, layout_.psp_fence,
+                                            layout_.psp_ring, kPspRingSize},
+                                 flush);
+    smu_ = std::make_unique<Smu>(*regs_);
+    pt_pool_ = std::make_unique<PtPool>(*vram_);
+
+    report_.warm = can_start_warm();
+    if (options_.inspect_only) return;
+    if (!report_.warm) full_boot();
+
+    stage(report_.warm ? "vm (warm)" : "gc hub", [&] {
+        // Every process starts with an empty VMID0 (the page-table pool is per process). A cold
+        // chip gets its GC hub programmed; a warm one already points at this root (the layout is
+        // the same), so flushing both hubs' TLBs is all it needs.
+        vram_->fill_zero(layout_.root_pt, 0x1000);
+        page_table_ = std::make_unique<PageTable>(*pt_pool_, layout_.root_pt, discovery_.asic->gc_generation);
+        if (report_.warm) {
+            gmc_->flush_tlb(true);
+            gmc_->flush_tlb(false);
+        } else {
+            gmc_->init_hub(true, layout_.root_pt, layout_.gmc_scratch, layout_.gmc_dummy);
+        }
+    });
+    regs_->write(regs_->table().scratch_reg7, kLayoutMagic);
+    regs_->write(regs_->table().scratch_reg6, 1);  // owned; a crash leaves it set
+    report_.total = pci_->now() - start;
+    report_.mmio_reads = mmio_->reads();
+    report_.mmio_writes = mmio_->writes();
+    report_.vram_bytes_read = vram_->bytes_read();
+    report_.vram_bytes_written = vram_->bytes_written();
+}
+
+bool AmDevice::can_start_warm() {
+    const RegisterTable& t = regs_->table();
+    if (options_.force_reset || env_force_reset()) {
+        report_.why_cold = "a full boot was asked for (--force-reset / BAREGPU_AM_RESET=1)";
+        return false;
+    }
+    uint32_t magic = regs_->read(t.scratch_reg7);
+    if (magic != kLayoutMagic) {
+        report_.why_cold = fmt::format("SCRATCH_REG7 is {:#x}, not drivers/am's layout {:#x}", magic, kLayoutMagic);
+        return false;
+    }
+    if (uint32_t dirty = regs_->read(t.scratch_reg6); dirty != 0) {
+        report_.why_cold = "the previous owner did not exit cleanly (SCRATCH_REG6 set)";
+        return false;
+    }
+    if (uint32_t fault = gmc_->gc_fault_status(); fault != 0) {
+        report_.why_cold = fmt::format("a GC VM fault is latched ({} {:#x})", t.gc_hub.l2_protection_fault_status.name, fault);
+        return false;
+    }
+    return true;
+}
+
+void AmDevice::full_boot() {
+    const AsicInfo& asic = *discovery_.asic;
+    LoadedFirmware fw;
+    stage("firmware", [&](StageReport& s) {
+        fw = load_firmware(asic, options_);
+        s.detail = fmt::format("{} blobs validated", fw.ip.size() + fw.sos.binaries.size());
+    });
+
+    stage("mode1 reset", [&](StageReport& s) {
+        if (psp_->sos_alive() && smu_->alive()) {
+            am::mode1_reset(*pci_, asic, *smu_);
+            report_.reset = true;
+            s.detail = "firmware was running: reset";
+        } else {
+            s.detail = "skipped: sOS or SMU not running (power-on state)";
+        }
+    });
+    pci_->set_bus_master(true);
+    // Until this boot completes the chip is not in our layout: a boot that fails half-way must not
+    // look warm to the next owner (the reset cleared this already when there was one).
+    regs_->write(regs_->table().scratch_reg7, 0);
+
+    stage("nbio", [&] { soc_->init_hw(); });
+    stage("mmhub", [&] { gmc_->init_hub(false, layout_.root_pt, layout_.gmc_scratch, layout_.gmc_dummy); });
+    stage("ih", [&] { ih_->init_hw(); });
+
+    stage("psp bootloader", [&](StageReport& s) {
+        if (psp_->sos_alive()) {
+            s.detail = "sOS already running";
+            return;
+        }
+        using fw::amd::PspFwType;
+        struct Component {
+            PspFwType type;
+            PspBootloaderCmd cmd;
+        };
+        // psp_v13_0_bootloader_load_* / psp_v14_0: KDB, SPL, SYS_DRV, SOC_DRV, INTF_DRV, DBG_DRV,
+        // RAS_DRV, SOS. Linux sends the SPL component with LOAD_TOS_SPL_TABLE (tinygrad re-sends KDB).
+        const Component order[] = {
+            {PspFwType::kdb, PspBootloaderCmd::load_key_database}, {PspFwType::spl, PspBootloaderCmd::load_tos_spl_table},
+            {PspFwType::sys_drv, PspBootloaderCmd::load_sysdrv},   {PspFwType::soc_drv, PspBootloaderCmd::load_socdrv},
+            {PspFwType::intf_drv, PspBootloaderCmd::load_intfdrv}, {PspFwType::dbg_drv, PspBootloaderCmd::load_dbgdrv},
+            {PspFwType::ras_drv, PspBootloaderCmd::load_rasdrv},   {PspFwType::sos, PspBootloaderCmd::load_sosdrv},
+        };
+        unsigned n = 0;
+        for (const Component& c : order) {
+            const fw::amd::PspBinary* bin = fw.sos.find(c.type);
+            if (bin == nullptr) continue;
+            psp_->load_bootloader_component(bin->name, bin->bytes.bytes, c.cmd);
+            ++n;
+        }
+        psp_->wait_sos_alive();
+        s.detail = fmt::format("{} components, sOS {:#x}", n, psp_->sos_version());
+    });
+
+    stage("psp ring", [&](StageReport& s) {
+        report_.stale_ring_destroyed = psp_->ring_create();
+        s.detail = report_.stale_ring_destroyed ? "destroyed the previous owner's ring first" : "";
+    });
+
+    stage("psp firmware", [&](StageReport& s) {
+        uint32_t tmr_size = 0;
+        if (const fw::amd::PspBinary* toc = fw.sos.find(fw::amd::PspFwType::toc)) {
+            tmr_size = psp_->load_toc(toc->bytes.bytes);
+            if (tmr_size > kPspTmrMax) {
+                throw ProtocolError(name(), fmt::format("LOAD_TOC asks for a {:#x}-byte TMR, more than the {:#x} "
+                                                        "reserved", tmr_size, kPspTmrMax));
+            }
+        }
+        const Blob& smu = fw.ip.front();
+        psp_->load_ip_fw(smu.what, smu.bytes, smu.type);
+        if (asic.psp_setup_tmr) {
+            psp_->submit(encode_setup_tmr(gmc_->mc(layout_.psp_tmr), layout_.psp_tmr,
+                                          tmr_size != 0 ? tmr_size : static_cast<uint32_t>(kPspTmrMax)),
+                         "SETUP_TMR");
+        }
+        for (size_t i = 1; i < fw.ip.size(); ++i) psp_->load_ip_fw(fw.ip[i].what, fw.ip[i].bytes, fw.ip[i].type);
+        psp_->submit(encode_autoload_rlc(), "AUTOLOAD_RLC");
+        s.detail = fmt::format("{} PSP commands", psp_->commands_submitted());
+    });
+
+    stage("rlc autoload", [&] {
+        // gfx_v11_0_wait_for_rlc_autoload_complete: CP idle AND bootload complete (tinygrad waits
+        // for the bit to be clear, which is inverted).
+        const RegisterTable& t = regs_->table();
+        uint32_t cp = 0, bl = 0;
+        if (!poll_until(*pci_, kDefaultTimeout, [&] {
+                cp = regs_->read(t.cp_stat);
+                bl = regs_->read(t.rlc_rlcs_bootload_status);
+                return cp == 0 && (bl & field::kRlcBootloadComplete) != 0;
+            })) {
+            throw TimeoutError(name(), fmt::format("timed out waiting for the RLC autoload: CP_STAT {:#x} (want 0), "
+                                                   "RLC_RLCS_BOOTLOAD_STATUS {:#x} (want bit 31)", cp, bl));
+        }
+    });
+
+    stage("smu", [&](StageReport& s) {
+        smu_->init(gmc_->mc(layout_.smu_table));
+        s.detail = fmt::format("SMU {:#x}", smu_->version());
+    });
+}
+
+FirmwareVersions AmDevice::firmware_versions() { return {psp_->sos_version(), smu_->version()}; }
+uint64_t AmDevice::smu_features() { return smu_->enabled_features(); }
+
+std::optional<SmuMetrics> AmDevice::smu_metrics() {
+    try {
+        smu_->transfer_metrics();
+    } catch (const ProtocolError&) {
+        return std::nullopt;  // this SMU does not transfer the metrics table
+    }
+    std::vector<std::byte> table(smu_metrics_layout(asic().mp1.major).size);
+    vram_->read(layout_.smu_table, table);
+    return decode_smu_metrics(table, asic().mp1.major);
+}
+
+std::chrono::nanoseconds AmDevice::mode1_reset() {
+    if (!psp_->sos_alive() || !smu_->alive()) {
+        throw ProtocolError(name(), "mode1 reset needs the PSP sOS and the SMU running; the chip is already in its "
+                                    "power-on state");
+    }
+    std::chrono::nanoseconds t = am::mode1_reset(*pci_, *discovery_.asic, *smu_);
+    dirty_ = true;  // nothing to mark: the chip forgot us
+    return t;
+}
+
+void AmDevice::map(uint64_t va, uint64_t paddr, uint64_t size, const MapFlags& flags) {
+    page_table_->map(va, paddr, size, flags);
+    gmc_->flush_tlb(true);
+    gmc_->flush_tlb(false);
+}
+
+void AmDevice::unmap(uint64_t va, uint64_t size) { page_table_->unmap(va, size); }
+
+std::vector<PageFault> AmDevice::take_page_faults() {
+    std::vector<PageFault> out;
+    for (const IhEntry& e : ih_->drain()) {
+        if (e.kind() != IhEntry::Kind::page_fault) continue;
+        bool gc = e.client_id != kIhClientVmc;
+        uint32_t status = gmc_->fault_status(gc);
+        gmc_->clear_fault(gc);
+        out.push_back(PageFault{e.hub(), e.fault_address(), e.client_id, status});
+    }
+    return out;
+}
+
+}  // namespace baregpu::am

@@ -1,0 +1,159 @@
+// Registers by name. Each definition is (IP block, BASE_IDX, dword offset) as Linux's asic_reg
+// <ip>_<ver>_offset.h gives it (regX, regX_BASE_IDX); the absolute dword address is the IP's
+// discovery base[BASE_IDX] + offset (research/am.md 1.3). No base is hard-coded: they all come
+// from the discovery table. Mmio carries the accesses: BAR5 directly when the byte address fits
+// in it, otherwise through the NBIO/NBIF RSMU index/data pair, counting both.
+#pragma once
+
+#include "drivers/am/asic.hpp"
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace baregpu::pci {
+class PciDevice;
+class MmioRegion;
+}  // namespace baregpu::pci
+
+namespace baregpu::am {
+
+// Hardware ids of the IP blocks drivers/am programs (Linux include/soc15_hw_ip.h).
+enum class HwIp : uint16_t {
+    mp1 = 1,      // MP1_HWID: the SMU
+    gc = 11,      // GC_HWID
+    mmhub = 34,   // MMHUB_HWID
+    osssys = 40,  // OSSSYS_HWID: the interrupt handler
+    hdp = 41,     // HDP_HWID
+    sdma0 = 42,   // SDMA0_HWID
+    sdma1 = 43,   // SDMA1_HWID
+    nbio = 108,   // NBIF_HWID: NBIO on GC 11, NBIF on GC 12 (amdgpu_discovery.c hw_id_map)
+    mp0 = 255,    // MP0_HWID: the PSP
+};
+std::string_view to_string(HwIp ip);
+
+struct RegDef {
+    std::string_view name;  // Linux's name without the "reg" prefix
+    HwIp ip = HwIp::gc;
+    uint8_t base_idx = 0;
+    uint32_t offset = 0;  // dwords
+    bool valid() const { return !name.empty(); }
+};
+
+// The registers bring-up touches, for one ASIC (its IP versions). Members named as in Linux;
+// GC-hub and MM-hub registers share a layout, so they are grouped per hub.
+struct VmHubRegs {
+    RegDef agp_base, agp_bot, agp_top;
+    RegDef system_aperture_low, system_aperture_high, system_aperture_default_lsb, system_aperture_default_msb;
+    RegDef fault_default_addr_lo, fault_default_addr_hi;
+    RegDef mx_l1_tlb_cntl, l2_cntl, l2_cntl2, l2_cntl3;
+    RegDef l2_protection_fault_cntl, l2_protection_fault_status, l2_protection_fault_addr_lo,
+        l2_protection_fault_addr_hi;
+    RegDef context0_cntl, context0_pt_base_lo, context0_pt_base_hi, context0_pt_start_lo, context0_pt_start_hi,
+        context0_pt_end_lo, context0_pt_end_hi;
+    RegDef invalidate_eng17_sem, invalidate_eng17_req, invalidate_eng17_ack;
+};
+
+struct RegisterTable {
+    // MP0 (PSP) C2PMSG mailbox: mp_13_0_0_offset.h regMP0_SMN_C2PMSG_n / mp_14_0_2_offset.h regMPASP_SMN_C2PMSG_n
+    RegDef psp_c2pmsg_35, psp_c2pmsg_36, psp_c2pmsg_64, psp_c2pmsg_67, psp_c2pmsg_69, psp_c2pmsg_70, psp_c2pmsg_71,
+        psp_c2pmsg_81;
+    // MP1 (SMU) mailboxes: mp_13_0_0_offset.h / mp_14_0_2_offset.h regMP1_SMN_C2PMSG_n
+    RegDef smu_msg_66, smu_param_82, smu_resp_90, smu_debug_msg_75, smu_debug_param_53, smu_debug_resp_54;
+    // GC
+    RegDef scratch_reg6, scratch_reg7, cp_stat, rlc_rlcs_bootload_status;
+    VmHubRegs gc_hub;
+    // MMHUB
+    RegDef mmmc_vm_fb_location_base, mmmc_vm_fb_location_top;
+    VmHubRegs mm_hub;
+    // OSSSYS (IH ring 0)
+    RegDef ih_rb_cntl, ih_rb_rptr, ih_rb_wptr, ih_rb_base, ih_rb_base_hi, ih_rb_wptr_addr_hi, ih_rb_wptr_addr_lo,
+        ih_doorbell_rptr;
+    // NBIO / NBIF
+    RegDef rsmu_index, rsmu_data, remap_hdp_mem_flush_cntl, doorbell_aper_en;
+};
+
+const RegisterTable& register_table(const AsicInfo& asic);
+
+// Fields used by the driver, from <ip>_<ver>_sh_mask.h.
+namespace field {
+// psp_v13_0.c / psp_v14_0.c: the bootloader and the sOS ring signal "ready/done" in bit 31.
+inline constexpr uint32_t kPspReady = 0x80000000;
+// gc_11_0_0_sh_mask.h / gc_12_0_0_sh_mask.h RLC_RLCS_BOOTLOAD_STATUS__BOOTLOAD_COMPLETE_MASK
+inline constexpr uint32_t kRlcBootloadComplete = 0x80000000;
+// osssys_6_0_0_sh_mask.h / osssys_7_0_0_sh_mask.h IH_RB_CNTL: RB_ENABLE bit 0, RB_SIZE bits 5:1,
+// WPTR_WRITEBACK_ENABLE bit 8, WPTR_OVERFLOW_ENABLE bit 16, ENABLE_INTR bit 17, WPTR_OVERFLOW_CLEAR 31.
+inline constexpr uint32_t kIhRbEnable = 1u << 0;
+inline constexpr uint32_t kIhRbSizeShift = 1;
+inline constexpr uint32_t kIhWptrWritebackEnable = 1u << 8;
+inline constexpr uint32_t kIhWptrOverflowEnable = 1u << 16;
+inline constexpr uint32_t kIhEnableIntr = 1u << 17;
+inline constexpr uint32_t kIhWptrOverflowClear = 1u << 31;
+// IH_RB_WPTR / IH_RB_RPTR: OFFSET field bits 17:2 holds a BYTE offset (research/am.md 1.9, Linux).
+inline constexpr uint32_t kIhPtrOffsetMask = 0x3fffc;
+}  // namespace field
+
+// The IP bases discovery found: bases[ip][base_idx], instance 0.
+class IpBases {
+public:
+    void set(HwIp ip, std::array<uint32_t, 8> bases, unsigned count);
+    bool has(HwIp ip) const;
+    // Absolute dword address of `reg`. Throws ProtocolError when its IP or BASE_IDX is missing.
+    uint32_t address(const RegDef& reg, const std::string& device) const;
+
+private:
+    struct Entry {
+        uint16_t hw_id = 0;
+        unsigned count = 0;
+        std::array<uint32_t, 8> bases{};
+    };
+    std::array<Entry, 16> entries_{};
+    unsigned used_ = 0;
+};
+
+// The register path: BAR5 for addresses whose byte offset fits, the RSMU index/data pair past it.
+class Mmio {
+public:
+    Mmio(pci::PciDevice& device, pci::MmioRegion& bar5);
+
+    // Once NBIO's base is known: where the indirect pair lives (absolute dword addresses).
+    void set_indirect(uint32_t index_addr, uint32_t data_addr);
+    bool direct(uint32_t addr) const { return uint64_t{addr} * 4 + 4 <= bar5_size_; }
+
+    // `what` names the register in errors. A read of all-ones is checked against the link:
+    // config space all-ones means the device is gone (DeviceLostError).
+    uint32_t read(uint32_t addr, std::string_view what = {});
+    void write(uint32_t addr, uint32_t value);
+
+    uint64_t reads() const { return reads_; }
+    uint64_t writes() const { return writes_; }
+    pci::PciDevice& device() { return device_; }
+
+private:
+    pci::PciDevice& device_;
+    pci::MmioRegion& bar5_;
+    uint64_t bar5_size_ = 0;
+    uint32_t index_addr_ = 0, data_addr_ = 0;
+    bool have_indirect_ = false;
+    uint64_t reads_ = 0, writes_ = 0;
+};
+
+// Registers resolved against discovery, read and written by name.
+class Registers {
+public:
+    Registers(Mmio& mmio, const RegisterTable& table, IpBases bases);
+    const RegisterTable& table() const { return table_; }
+    const IpBases& bases() const { return bases_; }
+    uint32_t address(const RegDef& reg) const;
+    uint32_t read(const RegDef& reg);
+    void write(const RegDef& reg, uint32_t value);
+    Mmio& mmio() { return mmio_; }
+
+private:
+    Mmio& mmio_;
+    const RegisterTable& table_;
+    IpBases bases_;
+};
+
+}  // namespace baregpu::am

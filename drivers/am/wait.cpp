@@ -1,0 +1,39 @@
+#include "drivers/am/wait.hpp"
+
+#include "base/error.hpp"
+#include "drivers/pci/pci_device.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+namespace baregpu::am {
+
+bool poll_until(pci::PciDevice& device, std::chrono::nanoseconds timeout, const std::function<bool()>& check) {
+    std::chrono::nanoseconds start = device.now();
+    std::chrono::nanoseconds pause = std::chrono::microseconds(1);
+    for (;;) {
+        if (check()) return true;
+        if (device.now() - start >= timeout) return check();
+        device.delay(pause);
+        pause = std::min<std::chrono::nanoseconds>(pause * 2, std::chrono::milliseconds(1));
+    }
+}
+
+uint32_t wait_reg(Registers& regs, const RegDef& reg, uint32_t mask, uint32_t expected,
+                  std::chrono::nanoseconds timeout, std::string_view why) {
+    uint32_t last = 0;
+    bool ok = poll_until(regs.mmio().device(), timeout, [&] {
+        last = regs.read(reg);
+        return (last & mask) == expected;
+    });
+    if (!ok) {
+        throw TimeoutError(regs.mmio().device().name(),
+                           fmt::format("timed out after {} ms waiting for {}: {} (dword {:#x}) & {:#010x} should be "
+                                       "{:#010x}, last read {:#010x}",
+                                       std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count(), why,
+                                       reg.name, regs.address(reg), mask, expected, last));
+    }
+    return last;
+}
+
+}  // namespace baregpu::am

@@ -1,0 +1,211 @@
+#include "drivers/sim/amdgpu/gmc.hpp"
+
+#include <cstring>
+#include <fmt/format.h>
+
+namespace baregpu::sim::amdgpu {
+
+namespace {
+constexpr const char* kGmcSource = "Linux amdgpu/gmc_v11_0.c, gmc_v12_0.c, mmhub_v3_0.c, gfxhub_v3_0.c";
+constexpr uint32_t kFbBaseField = static_cast<uint32_t>(kFbBase >> 24);
+constexpr uint32_t kFbTopField = static_cast<uint32_t>((kFbBase + kVramBytes - 1) >> 24);
+}  // namespace
+
+void Gmc::power_on() { chip_.store(chip_.reg.remap_hdp_mem_flush_cntl, gmc::kHdpFlushRemap); }
+
+bool Gmc::read(uint32_t address, uint32_t& value) {
+    for (const RegisterMap::Hub* h : {&chip_.reg.gc, &chip_.reg.mm}) {
+        if (address == h->fb_location_base) {
+            value = kFbBaseField;
+            return true;
+        }
+        if (address == h->fb_location_top) {
+            value = kFbTopField;
+            return true;
+        }
+        if (address == h->inv_eng17_sem) {
+            // Reading the semaphore acquires it: 1 = acquired, 0 = another agent holds it. Only the MM
+            // hub's is modelled (Linux uses it only there); the GC hub's always grants.
+            GmcState& g = chip_.state().gmc;
+            if (h == &chip_.reg.mm) {
+                value = g.mm_sem_held ? 0 : 1;
+                g.mm_sem_held = 1;
+            } else {
+                value = 1;
+            }
+            return true;
+        }
+    }
+    return false;
+}
+
+bool Gmc::write(uint32_t address, uint32_t value) {
+    GmcState& g = chip_.state().gmc;
+    for (const RegisterMap::Hub* h : {&chip_.reg.gc, &chip_.reg.mm}) {
+        const bool mm = h == &chip_.reg.mm;
+        if (address == h->fb_location_base || address == h->fb_location_top) {
+            chip_.violation("MC_VM_FB_LOCATION_BASE/TOP are set by the firmware; the driver only reads them",
+                            reg_name(address), "Linux mmhub_v3_0.c get_fb_location (read only)");
+            return true;
+        }
+        if (address == h->inv_eng17_sem) {
+            if (mm) {
+                if (value == 0 && !g.mm_sem_held) {
+                    chip_.violation("VM_INVALIDATE_ENG17_SEM released without being acquired", reg_name(address),
+                                    kGmcSource);
+                }
+                g.mm_sem_held = value & 1;
+            }
+            chip_.store(address, value);
+            return true;
+        }
+        if (address == h->inv_eng17_req) {
+            if (mm && !g.mm_sem_held) {
+                chip_.violation("MM hub TLB invalidation without holding VM_INVALIDATE_ENG17_SEM", reg_name(address),
+                                "Linux gmc_v11_0.c flush_gpu_tlb: acquire the semaphore on the MMHUB first");
+            }
+            chip_.store(address, value);
+            chip_.store(h->inv_eng17_ack, value & field::kPerVmidMask);  // done at once
+            (mm ? g.mm_invalidations : g.gc_invalidations)++;
+            return true;
+        }
+        if (address == h->inv_eng17_ack || address == h->fault_status || address == h->fault_addr_lo ||
+            address == h->fault_addr_hi) {
+            chip_.violation("read-only VM register written", reg_name(address), kGmcSource);
+            return true;
+        }
+        if (h->fault_cntl != 0 && address == h->fault_cntl) {
+            if (value & field::kFaultClearStatusAddr) {
+                chip_.store(h->fault_status, 0);
+                chip_.store(h->fault_addr_lo, 0);
+                chip_.store(h->fault_addr_hi, 0);
+                (mm ? g.mm_fault_latched : g.gc_fault_latched) = 0;
+            }
+            chip_.store(address, value & ~field::kFaultClearStatusAddr);
+            return true;
+        }
+    }
+    if (address == chip_.reg.gpu_hdp_flush_req) {
+        // nbio_v4_3.c hdp_flush without a ring: write the engine's bit to GPU_HDP_FLUSH_REQ, poll the
+        // same bit in GPU_HDP_FLUSH_DONE. The flush completes at once.
+        chip_.store(address, value);
+        chip_.store(chip_.reg.gpu_hdp_flush_done, value);
+        g.hdp_flushes++;
+        return true;
+    }
+    if (address == chip_.reg.gpu_hdp_flush_done) {
+        chip_.violation("GPU_HDP_FLUSH_DONE is written by the hardware", reg_name(address), "Linux nbio_v4_3.c");
+        return true;
+    }
+    if (address == chip_.load(chip_.reg.remap_hdp_mem_flush_cntl) / 4) {
+        g.hdp_flushes++;  // a write to the remapped HDP_MEM_FLUSH_CNTL flushes the HDP
+        return true;
+    }
+    return false;
+}
+
+std::optional<Gmc::Translation> Gmc::translate(uint64_t va, VmClient client) {
+    // The system aperture: MC addresses inside [fb_base, fb_top] are VRAM, untranslated.
+    if (auto off = chip_.vram_offset(va, 1)) return Translation{*off, false, true};
+    const RegisterMap::Hub& h = hub(client);
+    const uint32_t cntl = chip_.load(h.context0_cntl);
+    if (!(cntl & field::kContextEnable)) return std::nullopt;
+    const uint64_t start = ((uint64_t{chip_.load(h.pt_start_hi) & 0xf} << 32) | chip_.load(h.pt_start_lo)) << 12;
+    const uint64_t end = ((uint64_t{chip_.load(h.pt_end_hi) & 0xf} << 32) | chip_.load(h.pt_end_lo)) << 12;
+    if (va < start || va > end + 0xfff) return std::nullopt;
+    const unsigned depth = (cntl >> field::kPageTableDepthShift) & 3;  // 3: PDB2 -> PDB1 -> PDB0 -> PTB
+    const uint64_t base = (uint64_t{chip_.load(h.pt_base_hi)} << 32) | chip_.load(h.pt_base_lo);
+    if (!(base & gmc::kPteValid)) return std::nullopt;
+    const uint64_t pde_pte = chip_.asic.gc_major() >= 12 ? gmc::kPdePteGfx12 : gmc::kPdePteGfx11;
+    const uint64_t rel = va - start;  // the walk indexes with VA - PAGE_TABLE_START_ADDR
+    uint64_t table = base & gmc::kPteAddressMask;
+    for (unsigned level = 0; level <= depth; ++level) {
+        const unsigned shift = 12 + 9 * (depth - level);
+        const uint64_t index = (rel >> shift) & 511;
+        if (table + index * 8 + 8 > kVramBytes) return std::nullopt;
+        uint64_t entry = 0;
+        std::memcpy(&entry, chip_.vram().data() + table + index * 8, 8);
+        if (!(entry & gmc::kPteValid)) return std::nullopt;
+        const bool leaf = level == depth || (level > 0 && (entry & pde_pte));
+        if (leaf) {
+            const uint64_t page = uint64_t{1} << shift;
+            Translation t;
+            t.address = (entry & gmc::kPteAddressMask & ~(page - 1)) + (rel & (page - 1));
+            t.system = (entry & gmc::kPteSystem) != 0;
+            t.writeable = (entry & gmc::kPteWriteable) != 0;
+            if (!(entry & gmc::kPteReadable) && !t.writeable) return std::nullopt;
+            return t;
+        }
+        table = entry & gmc::kPteAddressMask;
+    }
+    return std::nullopt;
+}
+
+void Gmc::fault(uint64_t va, bool write, VmClient client) {
+    const RegisterMap::Hub& h = hub(client);
+    GmcState& g = chip_.state().gmc;
+    uint32_t& latched = client == VmClient::gfx ? g.gc_fault_latched : g.mm_fault_latched;
+    if (latched) {
+        chip_.store(h.fault_status, chip_.load(h.fault_status) | field::kFaultMoreFaults);
+    } else {
+        latched = 1;
+        chip_.store(h.fault_status, field::kFaultMappingError | (gmc::kCidShader << field::kFaultCidShift) |
+                                        (write ? field::kFaultRw : 0));  // VMID 0
+        if (h.fault_addr_lo != 0) {
+            chip_.store(h.fault_addr_lo, static_cast<uint32_t>(va >> 12));
+            chip_.store(h.fault_addr_hi, static_cast<uint32_t>(va >> 44) & 0xf);
+        }
+    }
+    // gmc_v11_0_process_interrupt: addr = src_data[0] << 12 | (src_data[1] & 0xf) << 44.
+    IhEntry e;
+    e.client_id = client == VmClient::gfx ? gmc::kIhClientGfx : gmc::kIhClientVmc;
+    e.source_id = gmc::kIhSrcFault;
+    e.vmid = 0;
+    e.src_data = {static_cast<uint32_t>(va >> 12), static_cast<uint32_t>(va >> 44) & 0xf, 0, 0};
+    ih_.push(e);
+}
+
+bool Gmc::probe(uint64_t va, uint64_t bytes, bool write, VmClient client) {
+    for (uint64_t done = 0; done < bytes;) {
+        const uint64_t at = va + done;
+        auto t = translate(at, client);
+        if (!t || (write && !t->writeable) || (!t->system && t->address >= kVramBytes)) {
+            fault(at, write, client);
+            return false;
+        }
+        done += std::min<uint64_t>(bytes - done, 4096 - (at & 0xfff));
+    }
+    return true;
+}
+
+bool Gmc::access(uint64_t va, std::span<std::byte> data, bool write, VmClient client) {
+    for (uint64_t done = 0; done < data.size();) {
+        const uint64_t at = va + done;
+        const uint64_t n = std::min<uint64_t>(data.size() - done, 4096 - (at & 0xfff));
+        auto t = translate(at, client);
+        if (!t || (write && !t->writeable)) {
+            fault(at, write, client);
+            return false;
+        }
+        auto chunk = data.subspan(done, n);
+        if (t->system) {
+            bool ok = chip_.port != nullptr &&
+                      (write ? chip_.port->dma_write(BusAddress(t->address), chunk) : chip_.port->dma_read(BusAddress(t->address), chunk));
+            if (!ok) return false;
+        } else {
+            if (t->address + n > kVramBytes) {
+                fault(at, write, client);
+                return false;
+            }
+            if (write) {
+                std::memcpy(chip_.vram().data() + t->address, chunk.data(), n);
+            } else {
+                std::memcpy(chunk.data(), chip_.vram().data() + t->address, n);
+            }
+        }
+        done += n;
+    }
+    return true;
+}
+
+}  // namespace baregpu::sim::amdgpu

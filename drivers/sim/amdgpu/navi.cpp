@@ -1,0 +1,183 @@
+#include "drivers/sim/amdgpu/navi.hpp"
+
+#include "drivers/sim/amdgpu/chip.hpp"
+#include "drivers/sim/amdgpu/discovery_image.hpp"
+#include "drivers/sim/amdgpu/ih.hpp"
+#include "drivers/sim/amdgpu/psp.hpp"
+#include "drivers/sim/amdgpu/reference_firmware.hpp"
+#include "drivers/sim/amdgpu/register_file.hpp"
+#include "drivers/sim/amdgpu/smu.hpp"
+#include "drivers/sim/amdgpu/state_file.hpp"
+
+#include <cstring>
+#include <fmt/format.h>
+#include <vector>
+
+namespace baregpu::sim::amdgpu {
+
+struct NaviModel::Impl {
+    Impl(const ModelOptions& o)
+        : asic(asic_info(o.asic)), file(o.asic, o.state_dir), firmware(asic, o.firmware_dir), chip(asic, file),
+          psp(chip, firmware), smu(chip, firmware), ih(chip), gmc(chip, ih), registers(chip, psp, smu, gmc, ih) {}
+
+    const AsicInfo& asic;
+    StateFile file;
+    ReferenceFirmware firmware;
+    Chip chip;
+    Psp psp;
+    Smu smu;
+    Ih ih;
+    Gmc gmc;
+    RegisterFile registers;
+};
+
+std::unique_ptr<pci::sim::SimDeviceModel> make_model(const ModelOptions& options) {
+    return std::make_unique<NaviModel>(options);
+}
+
+NaviModel::NaviModel(const ModelOptions& options) : options_(options), impl_(std::make_unique<Impl>(options)) {
+    impl_->chip.mode1_reset = [this] { mode1_reset(); };
+    powered_on_at_open_ = impl_->file.powered_on();
+    if (powered_on_at_open_) power_on(/*keep_vram=*/false);
+}
+
+NaviModel::~NaviModel() = default;
+
+pci::sim::DeviceSpec NaviModel::spec() const {
+    const AsicInfo& a = impl_->asic;
+    pci::sim::DeviceSpec s;
+    s.identity.vendor_id = a.vendor_id;
+    s.identity.device_id = a.device_id;
+    s.identity.subsystem_vendor_id = a.vendor_id;
+    s.identity.subsystem_id = 0x0e3b;
+    s.identity.revision = a.revision;
+    s.identity.class_code = 0x030000;  // VGA-compatible display controller
+    using Kind = pci::sim::BarSpec::Kind;
+    s.bars.push_back({0, kVramBytes, true, true, Kind::Memory, impl_->file.vram()});
+    s.bars.push_back({2, kBar2Bytes, true, true, Kind::Registers, {}});
+    s.bars.push_back({5, kBar5Bytes, false, false, Kind::Registers, {}});
+    s.msi_vectors = 1;
+    s.pci_express = true;
+    return s;
+}
+
+void NaviModel::connect(pci::sim::SimPort& port) {
+    SimDeviceModel::connect(port);
+    std::lock_guard lock(mutex_);
+    impl_->chip.port = &port;
+    // A new bus starts its clock at 0: whatever was "working" when the last owner left is done.
+    impl_->psp.reconnect();
+    impl_->smu.reconnect();
+}
+
+void NaviModel::power_on(bool keep_vram) {
+    Impl& m = *impl_;
+    m.file.power_on(keep_vram);
+    const RegisterMap& r = m.chip.reg;
+    // Power-on values: the GC is not booted (CP busy, RLC bootload not complete), the PSP's ring
+    // response register idle, the HDP flush remapped where Linux puts it.
+    m.chip.store(r.cp_stat, field::kCpStatCpBusy);
+    m.gmc.power_on();
+    // The discovery table the VBIOS leaves at the top of VRAM.
+    std::vector<std::byte> image = build_discovery_image(m.asic);
+    std::memcpy(m.file.vram().data() + kDiscoveryOffset, image.data(), image.size());
+}
+
+void NaviModel::mode1_reset() {
+    // Everything but VRAM contents goes back to power-on; the chip then needs time to come back
+    // (Linux waits SMU13_MODE1_RESET_WAIT_TIME_IN_MS = 500 ms before touching it).
+    Impl& m = *impl_;
+    if (m.chip.port != nullptr && m.chip.port->bus_master_enabled()) {
+        // DMA in flight across the reset would land anywhere: Linux amdgpu_device_mode1_reset
+        // clears bus mastering first (pci_clear_master), as does tinygrad (am.md 1.2).
+        m.chip.violation("mode1 reset requested with PCI bus mastering on", "PCI_COMMAND.BUS_MASTER",
+                         "Linux amdgpu_device.c amdgpu_device_mode1_reset (pci_clear_master first)");
+    }
+    const uint32_t resets = m.chip.state().smu.mode1_resets;
+    const uint32_t hung = m.chip.state().smu.hung;
+    power_on(/*keep_vram=*/true);
+    m.chip.state().smu.mode1_resets = resets + 1;
+    m.chip.state().smu.hung = hung;
+    m.chip.state().smu.reset_done_at_ns = m.chip.now() + smu::kMode1ResetNs;
+}
+
+uint64_t NaviModel::mmio_read(unsigned bar, uint64_t offset, unsigned width) {
+    std::lock_guard lock(mutex_);
+    if (bar == 5) return impl_->registers.bar5_read(offset, width);
+    return 0;  // BAR2: doorbells read as 0
+}
+
+void NaviModel::mmio_write(unsigned bar, uint64_t offset, unsigned width, uint64_t value) {
+    std::lock_guard lock(mutex_);
+    if (bar == 5) impl_->registers.bar5_write(offset, width, value);
+    // BAR2: doorbell writes are accepted; no queue engine is modelled.
+}
+
+void NaviModel::inject_smu_hang(bool hang) {
+    std::lock_guard lock(mutex_);
+    impl_->chip.state().smu.hung = hang ? 1 : 0;
+}
+
+void NaviModel::inject_psp_error(uint32_t gfx_cmd_id, uint32_t status) {
+    std::lock_guard lock(mutex_);
+    PspState& p = impl_->chip.state().psp;
+    p.inject_cmd_id = gfx_cmd_id;
+    p.inject_status = status;
+    p.inject_armed = 1;
+}
+
+bool NaviModel::gpu_access(uint64_t va, size_t bytes, bool write, VmClient client) {
+    std::lock_guard lock(mutex_);
+    return impl_->gmc.probe(va, bytes, write, client);
+}
+
+bool NaviModel::gpu_read(uint64_t va, std::span<std::byte> out, VmClient client) {
+    std::lock_guard lock(mutex_);
+    return impl_->gmc.access(va, out, false, client);
+}
+
+bool NaviModel::gpu_write(uint64_t va, std::span<const std::byte> data, VmClient client) {
+    std::vector<std::byte> copy(data.begin(), data.end());
+    std::lock_guard lock(mutex_);
+    return impl_->gmc.access(va, copy, true, client);
+}
+
+void NaviModel::latch_vm_fault(uint64_t va) {
+    std::lock_guard lock(mutex_);
+    impl_->gmc.fault(va, false, VmClient::gfx);
+}
+
+void NaviModel::power_cycle() {
+    std::lock_guard lock(mutex_);
+    power_on(/*keep_vram=*/false);
+}
+
+const std::filesystem::path& NaviModel::state_path() const { return impl_->file.path(); }
+
+uint32_t NaviModel::register_value(uint32_t dword_address) {
+    std::lock_guard lock(mutex_);
+    return impl_->registers.read(dword_address);
+}
+
+uint32_t NaviModel::hdp_flushes() const {
+    std::lock_guard lock(mutex_);
+    return impl_->chip.state().gmc.hdp_flushes;
+}
+
+uint32_t NaviModel::tlb_invalidations(VmClient hub) const {
+    std::lock_guard lock(mutex_);
+    const GmcState& g = impl_->chip.state().gmc;
+    return hub == VmClient::gfx ? g.gc_invalidations : g.mm_invalidations;
+}
+
+uint32_t NaviModel::mode1_resets() const {
+    std::lock_guard lock(mutex_);
+    return impl_->chip.state().smu.mode1_resets;
+}
+
+uint32_t NaviModel::ih_entries_written() const {
+    std::lock_guard lock(mutex_);
+    return impl_->chip.state().ih.entries_written;
+}
+
+}  // namespace baregpu::sim::amdgpu

@@ -1,0 +1,82 @@
+// A strict simulated AMD Navi31 (RX 7900 XTX) or Navi48 (RX 9070 XT) for the simulated PCI bus:
+// the registers, firmware handshakes and memory structures a kernel-bypass driver (drivers/am,
+// research/am.md) meets during bring-up, each checked the way the chip or its firmware checks it.
+//
+// BARs: BAR0 = VRAM (64-bit prefetchable, 1 GiB — real boards have 24 / 16 GiB; the model's
+// VRAM is its state file's), BAR2 = doorbells (2 MiB, writes are accepted and ignored: no
+// queues are modelled), BAR5 = MMIO registers (1 MiB). State lives in a MAP_SHARED file
+// (state_file.hpp) so it survives the model, the bus and the process. What is modelled and what
+// is not: README.md next to this file.
+#pragma once
+
+#include "drivers/pci/sim_device_model.hpp"
+#include "drivers/sim/amdgpu/asic.hpp"
+#include "drivers/sim/amdgpu/gmc.hpp"
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+
+namespace baregpu::sim::amdgpu {
+
+struct ModelOptions {
+    Asic asic = Asic::navi31;
+    std::string state_dir;     // empty: $BAREGPU_SIM_STATE_DIR or /tmp/baregpu-sim-<uid>
+    std::string firmware_dir;  // where the PSP finds the known-good files; empty: firmware-loader's search path
+};
+
+std::unique_ptr<pci::sim::SimDeviceModel> make_model(const ModelOptions& options);
+
+class NaviModel final : public pci::sim::SimDeviceModel {
+public:
+    explicit NaviModel(const ModelOptions& options);
+    ~NaviModel() override;
+
+    pci::sim::DeviceSpec spec() const override;
+    void connect(pci::sim::SimPort& port) override;
+    uint64_t mmio_read(unsigned bar, uint64_t offset, unsigned width) override;
+    void mmio_write(unsigned bar, uint64_t offset, unsigned width, uint64_t value) override;
+    // Navi dGPUs advertise no FLR (spec: function_level_reset = false): never called by the bus.
+    void function_reset() override {}
+
+    // ---- fault injection and test hooks ----
+    // The SMU stops answering messages (both mailboxes) until cleared or power_cycle().
+    void inject_smu_hang(bool hang);
+    // The next PSP ring command with this GFX_CMD_ID answers `status` instead of executing.
+    void inject_psp_error(uint32_t gfx_cmd_id, uint32_t status);
+    // What an engine does when it touches GPU virtual address `va` in VMID 0: translated through
+    // the hub's page table (or the system aperture); an unmapped or read-only target raises a
+    // protection fault (latched status + address, an IH entry) and returns false.
+    bool gpu_access(uint64_t va, size_t bytes, bool write, VmClient client = VmClient::gfx);
+    bool gpu_read(uint64_t va, std::span<std::byte> out, VmClient client = VmClient::gfx);
+    bool gpu_write(uint64_t va, std::span<const std::byte> data, VmClient client = VmClient::gfx);
+    // Latches a GC VM protection fault as an unmapped access would (without needing one).
+    void latch_vm_fault(uint64_t va = 0xDEADBEEF000ull);
+    // Cold power cycle: every register, every block and VRAM back to power-on.
+    void power_cycle();
+
+    // ---- introspection for tests ----
+    Asic asic() const { return options_.asic; }
+    const std::filesystem::path& state_path() const;
+    bool powered_on_at_open() const { return powered_on_at_open_; }
+    uint32_t register_value(uint32_t dword_address);  // what a BAR5/RSMU read would return
+    uint32_t hdp_flushes() const;
+    uint32_t tlb_invalidations(VmClient hub) const;
+    uint32_t mode1_resets() const;
+    uint32_t ih_entries_written() const;
+
+private:
+    struct Impl;
+    void power_on(bool keep_vram);
+    void mode1_reset();
+
+    ModelOptions options_;
+    mutable std::mutex mutex_;
+    std::unique_ptr<Impl> impl_;
+    bool powered_on_at_open_ = false;
+};
+
+}  // namespace baregpu::sim::amdgpu

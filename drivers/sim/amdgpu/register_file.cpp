@@ -1,0 +1,104 @@
+#include "drivers/sim/amdgpu/register_file.hpp"
+
+#include <cstring>
+#include <fmt/format.h>
+
+namespace baregpu::sim::amdgpu {
+
+namespace {
+constexpr const char* kMmAccessSource = "Linux amdgpu_device.c amdgpu_device_mm_access (MM_INDEX/MM_INDEX_HI/MM_DATA)";
+constexpr uint32_t kMmIndexVram = 0x80000000u;  // MM_INDEX bit 31: the index is a VRAM address
+}  // namespace
+
+bool RegisterFile::mm_vram_offset(uint64_t& offset) {
+    const ChipState& s = chip_.state();
+    offset = (uint64_t{s.mm_index_hi} << 31) | (s.mm_index & 0x7fffffffu);
+    if (offset % 4 != 0 || offset + 4 > kVramBytes) {
+        chip_.violation(fmt::format("MM_DATA access at VRAM offset {}: not a dword inside VRAM", hex(offset)),
+                        reg_name(fixed::kMmData), kMmAccessSource);
+        return false;
+    }
+    return true;
+}
+
+uint32_t RegisterFile::read(uint32_t address) {
+    ChipState& s = chip_.state();
+    switch (address) {
+        case fixed::kMmIndex: return s.mm_index;
+        case fixed::kMmIndexHi: return s.mm_index_hi;
+        case fixed::kMmData: {
+            if (!(s.mm_index & kMmIndexVram)) {  // a register by byte address
+                uint32_t target = s.mm_index / 4;
+                return target <= fixed::kMmIndexHi ? 0 : read(target);
+            }
+            uint64_t off = 0;
+            if (!mm_vram_offset(off)) return 0xffffffff;
+            uint32_t v = 0;
+            std::memcpy(&v, chip_.vram().data() + off, 4);
+            return v;
+        }
+        case fixed::kRccConfigMemsize: return static_cast<uint32_t>(kVramBytes >> 20);
+        default: break;
+    }
+    if (address == chip_.reg.rsmu_data) {
+        uint32_t target = chip_.load(chip_.reg.rsmu_index) / 4;
+        return target == address ? 0 : read(target);
+    }
+    uint32_t v = 0;
+    if (psp_.read(address, v) || smu_.read(address, v) || gmc_.read(address, v) || ih_.read(address, v)) return v;
+    return chip_.load(address);
+}
+
+void RegisterFile::write(uint32_t address, uint32_t value) {
+    ChipState& s = chip_.state();
+    switch (address) {
+        case fixed::kMmIndex: s.mm_index = value; return;
+        case fixed::kMmIndexHi: s.mm_index_hi = value; return;
+        case fixed::kMmData: {
+            if (!(s.mm_index & kMmIndexVram)) {
+                uint32_t target = s.mm_index / 4;
+                if (target > fixed::kMmIndexHi) write(target, value);
+                return;
+            }
+            uint64_t off = 0;
+            if (mm_vram_offset(off)) std::memcpy(chip_.vram().data() + off, &value, 4);
+            return;
+        }
+        case fixed::kRccConfigMemsize:
+            chip_.violation("RCC_CONFIG_MEMSIZE is read-only", reg_name(address), "Linux nbio_v4_3.c get_memsize");
+            return;
+        default: break;
+    }
+    if (address == chip_.reg.rsmu_data) {
+        uint32_t target = chip_.load(chip_.reg.rsmu_index) / 4;
+        if (target != address) write(target, value);
+        return;
+    }
+    if (address == chip_.reg.rsmu_index && value % 4 != 0) {
+        chip_.violation(fmt::format("BIF_BX_PF0_RSMU_INDEX {} is not a register's byte address", hex(value)),
+                        reg_name(address), "am.md 1.3 (index = dword address * 4)");
+    }
+    if (psp_.write(address, value) || smu_.write(address, value) || gmc_.write(address, value) || ih_.write(address, value))
+        return;
+    chip_.store(address, value);
+}
+
+uint64_t RegisterFile::bar5_read(uint64_t offset, unsigned width) {
+    if (width != 4) {
+        chip_.violation(fmt::format("{}-byte MMIO read: the register BAR takes 32-bit accesses", width),
+                        fmt::format("BAR5+0x{:x}", offset), "Linux amdgpu_device.c amdgpu_device_rreg (readl)");
+        return width == 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * width)) - 1;
+    }
+    return read(static_cast<uint32_t>(offset / 4));
+}
+
+void RegisterFile::bar5_write(uint64_t offset, unsigned width, uint64_t value) {
+    if (width != 4) {
+        chip_.violation(fmt::format("{}-byte MMIO write: the register BAR takes 32-bit accesses", width),
+                        fmt::format("BAR5+0x{:x}", offset), "Linux amdgpu_device.c amdgpu_device_wreg (writel)");
+        return;
+    }
+    write(static_cast<uint32_t>(offset / 4), static_cast<uint32_t>(value));
+}
+
+}  // namespace baregpu::sim::amdgpu
