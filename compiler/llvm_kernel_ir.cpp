@@ -58,6 +58,11 @@ public:
             if (inner) outer.push_back(*inner);
             inner = d;
         }
+        if (std::optional<MatmulPlan> plan = match_matmul(outer, inner)) {
+            emit_matmul(*plan, target, group, groups);
+            b_.CreateRetVoid();
+            return fn_;
+        }
         const int64_t total = k_.output_elements();
         const int64_t row_len = inner ? full[*inner] : 1;
         const Expr* red = find_reduce(*k_.root);
@@ -82,6 +87,9 @@ public:
             llvm::Value* row_start = b_.CreateMul(row, c64(row_len));
             llvm::Value* lo = b_.CreateSub(umax(begin, row_start), row_start);
             llvm::Value* hi = b_.CreateSub(umin(end, b_.CreateAdd(row_start, c64(row_len))), row_start);
+            // This row's row reductions, before its elements: each reads the row once (from
+            // memory; the next one and the element loop find it in cache).
+            for (const Expr* r : row_reduces(*k_.root)) row_value(*r, idx);
             llvm::AllocaInst* partial = nullptr;
             if (interchange) {
                 // Reduction loops outside, the output's inner axis inside: one accumulator per
@@ -118,6 +126,7 @@ public:
                 llvm::Value* v = value(*k_.root, idx, above_);
                 store(v, b_.CreateAdd(row_start, i));
             });
+            row_values_.clear();  // defined in this row's body only
         });
         b_.CreateRetVoid();
         return fn_;
@@ -161,9 +170,223 @@ public:
         return fn_;
     }
 
+    // Stack the kernel needs beyond the CPU ABI's 64 KiB (the descriptor's private_bytes).
+    uint64_t private_bytes() const { return private_bytes_; }
+
 private:
     // Accumulators an interchanged reduction keeps per row (on the kernel's stack).
     static constexpr int64_t kMaxPartials = 4096;
+
+    // A sum over one axis of a product whose left factor does not vary along the output's
+    // inner axis n and whose right factor does not vary along the axis m before it: C[m, n] =
+    // sum_k A(m, k) B(k, n), with any views, batch axes and an elementwise epilogue above the
+    // sum. A and B are arbitrary expressions (a transposed load, a broadcast, a cast).
+    struct MatmulPlan {
+        size_t m, n, k;
+        std::vector<size_t> batch;  // the other output axes, outermost first
+        const Expr* red;
+        const Expr* a;
+        const Expr* b;
+    };
+
+    // Register blocking (Goto/BLIS): the micro-kernel keeps an kMr x nr block of C in vector
+    // registers over a K slice; nr is two vectors (32 floats with AVX-512: 24 of the 32 zmm
+    // registers are accumulators, two hold B, one the broadcast A element). A workgroup takes
+    // whole kMc x kNc tiles of C; per K slice of kKc it packs A (kMc x kKc, 192 KiB) and B
+    // (kKc x kNc, 256 KiB) into contiguous zero-padded panels on its stack, so the micro-kernel
+    // reads unit-stride memory whatever the views were, its B panel (kKc x nr, 32 KiB) stays
+    // in L1 while it walks the A panels in L2, and edges need no special case: padded rows and
+    // columns compute zeros that the epilogue does not store. C accumulates in a kMc x kNc
+    // stack buffer across K slices; the epilogue evaluates the fused expression above the sum
+    // once per element.
+    static constexpr int64_t kMr = 12, kMc = 192, kNc = 256, kKc = 256;
+
+    // Whether e's value changes along kernel axis d.
+    bool varies_along(const Expr& e, size_t d) const {
+        if (k_.full_shape[d] == 1) return false;
+        auto view_varies = [&](const ShapeTracker& st) {
+            const View& v = st.views().back();
+            auto [lo, hi] = v.mask_of(d);
+            return v.strides[d] != 0 || lo != 0 || hi != v.shape[d];
+        };
+        if ((e.kind == ExprKind::load || e.kind == ExprKind::masked) && view_varies(e.view)) return true;
+        if (e.kind == ExprKind::reduce) return true;
+        for (const ExprRef& s : e.src) {
+            if (varies_along(*s, d)) return true;
+        }
+        return false;
+    }
+
+    std::optional<MatmulPlan> match_matmul(const std::vector<size_t>& outer, std::optional<size_t> inner) const {
+        const Expr* red = find_reduce(*k_.root);
+        if (!red || !inner || outer.empty() || k_.reduce_axes.size() != 1 || red->op != Op::reduce_sum || red->dtype != DType::float32) return std::nullopt;
+        const Expr& prod = *red->src[0];
+        if (prod.kind != ExprKind::alu || prod.op != Op::mul || prod.dtype != DType::float32) return std::nullopt;
+        MatmulPlan p{outer.back(), *inner, size_t(k_.reduce_axes[0]), {outer.begin(), outer.end() - 1}, red, prod.src[0].get(), prod.src[1].get()};
+        if (p.a->dtype != DType::float32 || p.b->dtype != DType::float32) return std::nullopt;
+        if (varies_along(*p.a, p.n) || varies_along(*p.b, p.m)) std::swap(p.a, p.b);
+        if (varies_along(*p.a, p.n) || varies_along(*p.b, p.m)) return std::nullopt;
+        return p;
+    }
+
+    static bool has_feature(const Target& target, const char* feature) {
+        const std::string& f = target.features;
+        for (size_t at = f.find(feature); at != std::string::npos; at = f.find(feature, at + 1)) {
+            size_t end = at + std::strlen(feature);
+            if (at > 0 && f[at - 1] == '+' && (end == f.size() || f[end] == ',')) return true;
+        }
+        return false;
+    }
+
+    llvm::AllocaInst* entry_buffer(int64_t floats, const char* name) {
+        llvm::AllocaInst* a = entry_alloca(llvm::ArrayType::get(f32_, uint64_t(floats)), name);
+        a->setAlignment(llvm::Align(64));
+        private_bytes_ += uint64_t(floats) * 4 + 64;
+        return a;
+    }
+
+    llvm::Value* fptr(llvm::Value* base, llvm::Value* index) { return b_.CreateGEP(f32_, base, index); }
+
+    void emit_matmul(const MatmulPlan& p, const Target& target, llvm::Value* group, llvm::Value* groups) {
+        const Shape& full = k_.full_shape;
+        const int64_t vl = has_feature(target, "avx512f") ? 16 : 8;  // floats per vector register
+        const int64_t nr = 2 * vl;
+        const int64_t M = full[p.m], N = full[p.n], K = full[p.k];
+        auto* vt = llvm::FixedVectorType::get(f32_, unsigned(vl));
+        llvm::AllocaInst* apack = entry_buffer(kMc * kKc, "apack");
+        llvm::AllocaInst* bpack = entry_buffer(kKc * kNc, "bpack");
+        llvm::AllocaInst* cbuf = entry_buffer(kMc * kNc, "cbuf");
+        std::vector<std::vector<llvm::AllocaInst*>> acc(size_t(kMr), std::vector<llvm::AllocaInst*>(size_t(nr / vl)));
+        for (auto& row : acc) {
+            for (auto*& a : row) a = entry_alloca(vt, "acc");
+        }
+
+        // Row-major strides of the output (reduced axes have size 1 there).
+        Shape out_shape = k_.output_shape();
+        std::vector<int64_t> out_stride(full.size(), 0);
+        for (int64_t s = 1, d = int64_t(full.size()); d-- > 0;) {
+            out_stride[size_t(d)] = s;
+            s *= out_shape[size_t(d)];
+        }
+        int64_t batches = 1;
+        for (size_t d : p.batch) batches *= full[d];
+        const int64_t m_tiles = (M + kMc - 1) / kMc, n_tiles = (N + kNc - 1) / kNc;
+        const int64_t tiles = batches * m_tiles * n_tiles;
+        // This workgroup's tiles: [g * T / G, (g + 1) * T / G).
+        llvm::Value* t_begin = b_.CreateUDiv(b_.CreateMul(group, c64(tiles)), groups);
+        llvm::Value* t_end = b_.CreateUDiv(b_.CreateMul(b_.CreateAdd(group, c64(1)), c64(tiles)), groups);
+        loop(t_begin, t_end, "tile", [&](llvm::Value* t) {
+            std::vector<llvm::Value*> idx(full.size(), c64(0));
+            llvm::Value* nt = b_.CreateURem(t, c64(n_tiles));
+            llvm::Value* rest = b_.CreateUDiv(t, c64(n_tiles));
+            llvm::Value* mt = b_.CreateURem(rest, c64(m_tiles));
+            rest = b_.CreateUDiv(rest, c64(m_tiles));
+            for (size_t j = p.batch.size(); j-- > 0;) {
+                size_t d = p.batch[j];
+                idx[d] = b_.CreateURem(rest, c64(full[d]));
+                rest = b_.CreateUDiv(rest, c64(full[d]));
+            }
+            llvm::Value* m0 = b_.CreateMul(mt, c64(kMc));
+            llvm::Value* n0 = b_.CreateMul(nt, c64(kNc));
+            llvm::Value* mlen = umin(c64(kMc), b_.CreateSub(c64(M), m0));
+            llvm::Value* nlen = umin(c64(kNc), b_.CreateSub(c64(N), n0));
+            llvm::Value* mpanels = b_.CreateUDiv(b_.CreateAdd(mlen, c64(kMr - 1)), c64(kMr));
+            llvm::Value* npanels = b_.CreateUDiv(b_.CreateAdd(nlen, c64(nr - 1)), c64(nr));
+            b_.CreateMemSet(cbuf, b_.getInt8(0), c64(kMc * kNc * 4), llvm::MaybeAlign(64));
+            loop(c64(0), c64((K + kKc - 1) / kKc), "kslice", [&](llvm::Value* ks) {
+                llvm::Value* k0 = b_.CreateMul(ks, c64(kKc));
+                llvm::Value* kc = umin(c64(kKc), b_.CreateSub(c64(K), k0));
+                // B panel q holds B(k0 + kk, n0 + q*nr + j) at [q][kk][j], zero past N.
+                loop(c64(0), npanels, "bq", [&](llvm::Value* q) {
+                    llvm::Value* nq = b_.CreateAdd(n0, b_.CreateMul(q, c64(nr)));
+                    llvm::Value* jvalid = umin(c64(nr), b_.CreateSub(c64(N), nq));
+                    llvm::Value* panel = fptr(bpack, b_.CreateMul(q, c64(kKc * nr)));
+                    loop(c64(0), kc, "bk", [&](llvm::Value* kk) {
+                        llvm::Value* dst = fptr(panel, b_.CreateMul(kk, c64(nr)));
+                        loop(c64(0), jvalid, "bj", [&](llvm::Value* j) {
+                            std::vector<llvm::Value*> at = idx;
+                            at[p.n] = b_.CreateAdd(nq, j);
+                            at[p.k] = b_.CreateAdd(k0, kk);
+                            Memo memo;
+                            b_.CreateStore(value(*p.b, at, memo), fptr(dst, j));
+                        });
+                        loop(jvalid, c64(nr), "bz", [&](llvm::Value* j) { b_.CreateStore(cf(0), fptr(dst, j)); });
+                    });
+                });
+                // A panel r holds A(m0 + r*kMr + i, k0 + kk) at [r][kk][i], zero past M.
+                loop(c64(0), mpanels, "ar", [&](llvm::Value* r) {
+                    llvm::Value* mr = b_.CreateAdd(m0, b_.CreateMul(r, c64(kMr)));
+                    llvm::Value* ivalid = umin(c64(kMr), b_.CreateSub(c64(M), mr));
+                    llvm::Value* panel = fptr(apack, b_.CreateMul(r, c64(kKc * kMr)));
+                    loop(c64(0), ivalid, "ai", [&](llvm::Value* i) {
+                        loop(c64(0), kc, "ak", [&](llvm::Value* kk) {
+                            std::vector<llvm::Value*> at = idx;
+                            at[p.m] = b_.CreateAdd(mr, i);
+                            at[p.k] = b_.CreateAdd(k0, kk);
+                            Memo memo;
+                            b_.CreateStore(value(*p.a, at, memo), fptr(panel, b_.CreateAdd(b_.CreateMul(kk, c64(kMr)), i)));
+                        });
+                    });
+                    loop(ivalid, c64(kMr), "az", [&](llvm::Value* i) {
+                        loop(c64(0), kc, "azk", [&](llvm::Value* kk) {
+                            b_.CreateStore(cf(0), fptr(panel, b_.CreateAdd(b_.CreateMul(kk, c64(kMr)), i)));
+                        });
+                    });
+                });
+                // The micro-kernels: B panel outside (it stays in L1), A panels inside.
+                loop(c64(0), npanels, "q", [&](llvm::Value* q) {
+                    llvm::Value* bpanel = fptr(bpack, b_.CreateMul(q, c64(kKc * nr)));
+                    loop(c64(0), mpanels, "r", [&](llvm::Value* r) {
+                        llvm::Value* apanel = fptr(apack, b_.CreateMul(r, c64(kKc * kMr)));
+                        llvm::Value* c = fptr(cbuf, b_.CreateAdd(b_.CreateMul(r, c64(kMr * kNc)), b_.CreateMul(q, c64(nr))));
+                        auto cvec = [&](int64_t i, int64_t v) { return fptr(c, c64(i * kNc + v * vl)); };
+                        for (int64_t i = 0; i < kMr; ++i) {
+                            for (int64_t v = 0; v < nr / vl; ++v) {
+                                b_.CreateStore(b_.CreateAlignedLoad(vt, cvec(i, v), llvm::Align(4 * vl)), acc[size_t(i)][size_t(v)]);
+                            }
+                        }
+                        loop(c64(0), kc, "kk", [&](llvm::Value* kk) {
+                            std::vector<llvm::Value*> bv;
+                            llvm::Value* brow = fptr(bpanel, b_.CreateMul(kk, c64(nr)));
+                            for (int64_t v = 0; v < nr / vl; ++v) bv.push_back(b_.CreateAlignedLoad(vt, fptr(brow, c64(v * vl)), llvm::Align(4 * vl)));
+                            llvm::Value* arow = fptr(apanel, b_.CreateMul(kk, c64(kMr)));
+                            for (int64_t i = 0; i < kMr; ++i) {
+                                llvm::Value* a = b_.CreateVectorSplat(unsigned(vl), b_.CreateLoad(f32_, fptr(arow, c64(i))));
+                                for (int64_t v = 0; v < nr / vl; ++v) {
+                                    llvm::AllocaInst* slot = acc[size_t(i)][size_t(v)];
+                                    llvm::Value* sum = b_.CreateIntrinsic(llvm::Intrinsic::fma, {vt}, {a, bv[size_t(v)], b_.CreateLoad(vt, slot)});
+                                    b_.CreateStore(sum, slot);
+                                }
+                            }
+                        });
+                        for (int64_t i = 0; i < kMr; ++i) {
+                            for (int64_t v = 0; v < nr / vl; ++v) {
+                                b_.CreateAlignedStore(b_.CreateLoad(vt, acc[size_t(i)][size_t(v)]), cvec(i, v), llvm::Align(4 * vl));
+                            }
+                        }
+                    });
+                });
+            });
+            // The epilogue: whatever lies above the sum, at each valid element of the tile.
+            loop(c64(0), mlen, "em", [&](llvm::Value* i) {
+                loop(c64(0), nlen, "en", [&](llvm::Value* j) {
+                    std::vector<llvm::Value*> at = idx;
+                    at[p.m] = b_.CreateAdd(m0, i);
+                    at[p.n] = b_.CreateAdd(n0, j);
+                    out_index_ = at;
+                    above_.clear();
+                    reduced_ = b_.CreateLoad(f32_, fptr(cbuf, b_.CreateAdd(b_.CreateMul(i, c64(kNc)), j)));
+                    llvm::Value* v = value(*k_.root, at, above_);
+                    llvm::Value* off = c64(0);
+                    for (size_t d = 0; d < full.size(); ++d) {
+                        if (d != p.k && out_shape[d] != 1) off = b_.CreateAdd(off, b_.CreateMul(at[d], c64(out_stride[d])));
+                    }
+                    store(v, off);
+                });
+            });
+            reduced_ = nullptr;
+        });
+    }
 
     static const Expr* find_reduce(const Expr& e) {
         if (e.kind == ExprKind::reduce) return &e;
@@ -365,6 +588,7 @@ private:
                 return valid ? b_.CreateSelect(valid, inner, zero(e.dtype)) : inner;
             }
             case ExprKind::reduce: return reduce(e);
+            case ExprKind::row_reduce: return row_value(e, idx);
             case ExprKind::alu: {
                 std::vector<llvm::Value*> s;
                 for (const ExprRef& src : e.src) s.push_back(value(*src, idx, memo));
@@ -385,6 +609,18 @@ private:
 
     llvm::Value* reduce_combine(const Expr& e, llvm::Value* a, llvm::Value* x) {
         DType t = e.dtype;
+        if (e.op != Op::reduce_sum && is_float(t)) {
+            // maxnum ignores NaN: so does replacing a NaN by -inf first. Then neither operand is
+            // ever NaN (the accumulator starts at -inf), and saying so (nnan, and nsz: maxnum
+            // may return either zero anyway) lets the loop vectorizer keep one maximum per lane.
+            llvm::Value* clean = b_.CreateSelect(b_.CreateFCmpUNO(x, x), llvm::ConstantFP::getInfinity(f32_, true), x);
+            auto* m = llvm::cast<llvm::Instruction>(b_.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, a, clean));
+            llvm::FastMathFlags fmf;
+            fmf.setNoNaNs();
+            fmf.setNoSignedZeros();
+            m->setFastMathFlags(fmf);
+            return m;
+        }
         if (e.op != Op::reduce_sum) return maximum(t, a, x);
         if (t == DType::int32) return b_.CreateAdd(a, x);
         if (t == DType::boolean) return b_.CreateOr(a, x);
@@ -418,6 +654,42 @@ private:
         };
         nest(0);
         return b_.CreateLoad(vt, acc);
+    }
+
+    // The row reductions under e (not those nested in another one), each once.
+    static std::vector<const Expr*> row_reduces(const Expr& e) {
+        std::vector<const Expr*> out;
+        std::unordered_map<const Expr*, bool> seen;
+        std::function<void(const Expr&)> visit = [&](const Expr& x) {
+            if (!seen.emplace(&x, true).second) return;
+            if (x.kind == ExprKind::row_reduce) {
+                out.push_back(&x);
+                return;
+            }
+            for (const ExprRef& s : x.src) visit(*s);
+        };
+        visit(e);
+        return out;
+    }
+
+    // A row reduction at the row of idx (its last axis is ignored), emitted once per row:
+    // first the row reductions it depends on, then its loop over the row.
+    llvm::Value* row_value(const Expr& e, const std::vector<llvm::Value*>& idx) {
+        if (auto it = row_values_.find(&e); it != row_values_.end()) return it->second;
+        for (const Expr* r : row_reduces(*e.src[0])) row_value(*r, idx);
+        llvm::Type* vt = value_type(e.dtype);
+        llvm::AllocaInst* acc = entry_alloca(vt, "rowacc");
+        b_.CreateStore(reduce_init(e), acc);
+        loop(c64(0), c64(e.row), "row_r", [&](llvm::Value* j) {
+            std::vector<llvm::Value*> at = idx;
+            at.back() = j;
+            Memo below;
+            llvm::Value* x = value(*e.src[0], at, below);
+            b_.CreateStore(reduce_combine(e, b_.CreateLoad(vt, acc), x), acc);
+        });
+        llvm::Value* v = b_.CreateLoad(vt, acc);
+        row_values_.emplace(&e, v);
+        return v;
     }
 
     llvm::Value* maximum(DType t, llvm::Value* a, llvm::Value* b) {
@@ -532,6 +804,8 @@ private:
     std::vector<llvm::Value*> out_index_;
     llvm::Value* reduced_ = nullptr;  // the reduction's value at the current output element, when precomputed
     Memo above_;
+    Memo row_values_;  // row reductions of the row being emitted
+    uint64_t private_bytes_ = 0;
 };
 
 std::string module_text(const llvm::Module& module) {
@@ -567,9 +841,12 @@ std::unique_ptr<llvm::TargetMachine> make_target_machine(const Target& target) {
     return machine;
 }
 
-llvm::Function* build_kernel_function(llvm::Module& module, const Kernel& kernel, const Target& target, KernelFlavor flavor) {
+llvm::Function* build_kernel_function(llvm::Module& module, const Kernel& kernel, const Target& target, KernelFlavor flavor,
+                                      uint64_t* private_bytes) {
     Emitter e(module, kernel);
-    return flavor == KernelFlavor::cpu ? e.emit_cpu(target) : e.emit_amdgpu(target);
+    llvm::Function* fn = flavor == KernelFlavor::cpu ? e.emit_cpu(target) : e.emit_amdgpu(target);
+    if (private_bytes) *private_bytes = e.private_bytes();
+    return fn;
 }
 
 std::vector<std::byte> optimize_and_emit(llvm::Module& module, llvm::TargetMachine& machine, const Kernel& kernel) {

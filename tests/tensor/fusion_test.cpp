@@ -51,28 +51,54 @@ TEST_CASE("fusion: an elementwise chain and a reduction are one kernel") {
     check_close(out, want, 1e-5, 1e-4);
 }
 
-TEST_CASE("fusion: matmul is one kernel; softmax splits at its two reductions") {
+TEST_CASE("fusion: matmul is one kernel; softmax over the last axis is one kernel") {
     std::mt19937 gen(13);
     Ref a = Ref::random({8, 12}, gen, -1, 1), b = Ref::random({12, 6}, gen, -1, 1);
     Tensor ta = Tensor::from_vector(a.floats(), a.shape, cpu_runtime());
     Tensor tb = Tensor::from_vector(b.floats(), b.shape, cpu_runtime());
     Tensor mm = ta.matmul(tb).relu();
     CHECK(launches([&] { mm.realize(); }) == 1);
+    // Its max and sum are row reductions of the one kernel (computed per row, before the row's
+    // elements); over another axis they are kernels of their own.
     Tensor sm = ta.softmax();
-    CHECK(compiler::schedule(sm.node()).size() == 3);
-    CHECK(launches([&] { sm.realize(); }) == 3);
+    CHECK(compiler::schedule(sm.node()).size() == 1);
+    CHECK(launches([&] { sm.realize(); }) == 1);
+    Tensor sm0 = ta.softmax(0);
+    CHECK(compiler::schedule(sm0.node()).size() == 3);
+    CHECK(launches([&] { sm0.realize(); }) == 3);
+    // A kernel with a reduction of its own takes no row reductions: sum(softmax(x)) over rows
+    // is max, then sum(exp), then the outer sum.
+    Tensor total = ta.softmax().sum({0});
+    CHECK(launches([&] { total.realize(); }) == 3);
+    Ref mx = a.reduce({1}, -INFINITY, [](double x, double y) { return std::max(x, y); });
+    Ref e = Ref::zip(a, mx, [](double x, double m) { return std::exp(x - m); });
+    Ref s = e.reduce({1}, 0, [](double x, double y) { return x + y; });
+    check_close(total, Ref::zip(e, s, [](double x, double y) { return x / y; }).reduce({0}, 0, [](double x, double y) { return x + y; }).reshape({12}),
+                1e-5, 1e-6);
 }
 
 TEST_CASE("fusion: a shared reduction is computed once") {
     std::mt19937 gen(14);
     Ref a = Ref::random({5, 9}, gen, -1, 1);
     Tensor t = Tensor::from_vector(a.floats(), a.shape, cpu_runtime());
-    Tensor m = t.max({1}, true);
-    Tensor out = (t - m) * (t + m);  // m broadcast twice: one kernel for m, one for out
-    CHECK(launches([&] { out.realize(); }) == 2);
-    Ref mr = a.reduce({1}, -INFINITY, [](double x, double y) { return std::max(x, y); });
-    check_close(out, Ref::zip(Ref::zip(a, mr, [](double x, double y) { return x - y; }), Ref::zip(a, mr, [](double x, double y) { return x + y; }),
-                              [](double x, double y) { return x * y; }));
+    for (int axis : {0, 1}) {
+        Tensor m = t.max({axis}, true);
+        // m broadcast twice. Over axis 0: one kernel for m, one for out. Over the last axis
+        // the one kernel computes m once per row (one row reduction shared by both uses).
+        Tensor out = (t - m) * (t + m);
+        auto items = compiler::schedule(out.node());
+        CHECK(items.size() == (axis == 1 ? 1u : 2u));
+        if (axis == 1) {
+            const std::string key = items[0].kernel->key();
+            size_t first = key.find("row_reduce");
+            CHECK(first != std::string::npos);
+            CHECK(key.find("row_reduce", first + 1) == std::string::npos);
+        }
+        CHECK(launches([&] { out.realize(); }) == (axis == 1 ? 1 : 2));
+        Ref mr = a.reduce({axis}, -INFINITY, [](double x, double y) { return std::max(x, y); });
+        check_close(out, Ref::zip(Ref::zip(a, mr, [](double x, double y) { return x - y; }), Ref::zip(a, mr, [](double x, double y) { return x + y; }),
+                                  [](double x, double y) { return x * y; }));
+    }
 }
 
 TEST_CASE("cache: a damaged cache file is regenerated, not fatal") {
