@@ -26,6 +26,7 @@ public:
           i32_(b_.getInt32Ty()), i64_(b_.getInt64Ty()), f32_(b_.getFloatTy()), ptr_(b_.getPtrTy()) {}
 
     llvm::Function* emit_cpu(const Target& target) {
+        cpu_ = true;
         auto* fn_type = llvm::FunctionType::get(b_.getVoidTy(), {ptr_, ptr_}, false);
         fn_ = llvm::Function::Create(fn_type, llvm::Function::ExternalLinkage, k_.name(), module_);
         fn_->addFnAttr(llvm::Attribute::NoUnwind);
@@ -127,6 +128,7 @@ public:
                 store(v, b_.CreateAdd(row_start, i));
             });
             row_values_.clear();  // defined in this row's body only
+            row_cache_.clear();
         });
         b_.CreateRetVoid();
         return fn_;
@@ -559,6 +561,12 @@ private:
 
     llvm::Value* value(const Expr& e, const std::vector<llvm::Value*>& idx, Memo& memo) {
         if (auto it = memo.find(&e); it != memo.end()) return it->second;
+        if (auto it = row_cache_.find(&e); it != row_cache_.end()) {
+            llvm::Type* t = value_type(e.dtype);
+            llvm::Value* v = b_.CreateLoad(t, b_.CreateGEP(t, it->second, idx.back()));
+            memo.emplace(&e, v);
+            return v;
+        }
         llvm::Value* v = compute(e, idx, memo);
         // A 16-bit float result is rounded to its type at once, whether stored or fused into
         // the next op (loads are exact already; casts round themselves).
@@ -680,16 +688,47 @@ private:
         llvm::Type* vt = value_type(e.dtype);
         llvm::AllocaInst* acc = entry_alloca(vt, "rowacc");
         b_.CreateStore(reduce_init(e), acc);
+        // What is reduced is often used again at the same row index (softmax's exp(x - max)
+        // is summed, then divided by the sum): keep the row of values on the stack instead
+        // of computing them twice (a plain load is cheaper to repeat: the row is in cache).
+        const Expr& src = *e.src[0];
+        llvm::AllocaInst* keep = nullptr;
+        if (cpu_ && src.kind != ExprKind::load && src.kind != ExprKind::constant && uses(src) > 1 && !row_cache_.count(&src) &&
+            e.row == k_.full_shape.back()) {
+            llvm::Type* st = value_type(src.dtype);
+            keep = entry_alloca(llvm::ArrayType::get(st, uint64_t(e.row)), "rowkeep");
+            keep->setAlignment(llvm::Align(64));
+            private_bytes_ += uint64_t(e.row) * 4 + 64;
+        }
         loop(c64(0), c64(e.row), "row_r", [&](llvm::Value* j) {
             std::vector<llvm::Value*> at = idx;
             at.back() = j;
             Memo below;
-            llvm::Value* x = value(*e.src[0], at, below);
+            llvm::Value* x = value(src, at, below);
+            if (keep) b_.CreateStore(x, b_.CreateGEP(value_type(src.dtype), keep, j));
             b_.CreateStore(reduce_combine(e, b_.CreateLoad(vt, acc), x), acc);
         });
+        if (keep) row_cache_.emplace(&src, keep);
         llvm::Value* v = b_.CreateLoad(vt, acc);
         row_values_.emplace(&e, v);
         return v;
+    }
+
+    // How many expressions of the kernel use e as a source.
+    int uses(const Expr& e) {
+        if (uses_.empty()) {
+            std::unordered_map<const Expr*, bool> seen;
+            std::function<void(const Expr&)> visit = [&](const Expr& x) {
+                if (!seen.emplace(&x, true).second) return;
+                for (const ExprRef& s : x.src) {
+                    ++uses_[s.get()];
+                    visit(*s);
+                }
+            };
+            visit(*k_.root);
+        }
+        auto it = uses_.find(&e);
+        return it == uses_.end() ? 0 : it->second;
     }
 
     llvm::Value* maximum(DType t, llvm::Value* a, llvm::Value* b) {
@@ -713,6 +752,9 @@ private:
             case Op::sub: return f ? b_.CreateFSub(s[0], s[1]) : b_.CreateSub(s[0], s[1]);
             case Op::mul: return f ? b_.CreateFMul(s[0], s[1]) : st == DType::boolean ? b_.CreateAnd(s[0], s[1]) : b_.CreateMul(s[0], s[1]);
             case Op::div: {
+                // By a row reduction (softmax's sum): one division per row, a multiplication
+                // per element (the reciprocal is loop-invariant and hoisted; within 1 ulp).
+                if (f && e.src[1]->kind == ExprKind::row_reduce) return b_.CreateFMul(s[0], b_.CreateFDiv(cf(1.0), s[1]));
                 if (f) return b_.CreateFDiv(s[0], s[1]);
                 // x86 idiv traps on a zero divisor and on INT32_MIN / -1: both yield 0 / x instead.
                 llvm::Value* bad = b_.CreateOr(b_.CreateICmpEQ(s[1], zero(st)),
@@ -805,7 +847,10 @@ private:
     llvm::Value* reduced_ = nullptr;  // the reduction's value at the current output element, when precomputed
     Memo above_;
     Memo row_values_;  // row reductions of the row being emitted
+    std::unordered_map<const Expr*, llvm::AllocaInst*> row_cache_;  // values kept per row index, by expression
+    std::unordered_map<const Expr*, int> uses_;
     uint64_t private_bytes_ = 0;
+    bool cpu_ = false;  // a CPU workgroup (a stack of its own), not a GPU work-item
 };
 
 std::string module_text(const llvm::Module& module) {
