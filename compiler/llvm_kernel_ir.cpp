@@ -191,9 +191,10 @@ private:
         const Expr* b;
     };
 
-    // Register blocking (Goto/BLIS): the micro-kernel keeps an kMr x nr block of C in vector
-    // registers over a K slice; nr is two vectors (32 floats with AVX-512: 24 of the 32 zmm
-    // registers are accumulators, two hold B, one the broadcast A element). A workgroup takes
+    // Register blocking (Goto/BLIS): the micro-kernel keeps an mr x nr block of C in vector
+    // registers over a K slice; nr is two vectors (32 floats with AVX-512, mr = kMr: 24 of the
+    // 32 zmm registers are accumulators, two hold B, one the broadcast A element; half of kMr
+    // rows with AVX2's 16 registers). A workgroup takes
     // whole kMc x kNc tiles of C; per K slice of kKc it packs A (kMc x kKc, 192 KiB) and B
     // (kKc x kNc, 256 KiB) into contiguous zero-padded panels on its stack, so the micro-kernel
     // reads unit-stride memory whatever the views were, its B panel (kKc x nr, 32 KiB) stays
@@ -201,7 +202,7 @@ private:
     // columns compute zeros that the epilogue does not store. C accumulates in a kMc x kNc
     // stack buffer across K slices; the epilogue evaluates the fused expression above the sum
     // once per element.
-    static constexpr int64_t kMr = 12, kMc = 192, kNc = 256, kKc = 256;
+    static constexpr int64_t kMr = 12, kMc = 192, kNc = 256, kKc = 256;  // kMc: a multiple of kMr and kMr / 2
 
     // Whether e's value changes along kernel axis d.
     bool varies_along(const Expr& e, size_t d) const {
@@ -253,12 +254,14 @@ private:
         const Shape& full = k_.full_shape;
         const int64_t vl = has_feature(target, "avx512f") ? 16 : 8;  // floats per vector register
         const int64_t nr = 2 * vl;
+        // 32 vector registers with AVX-512: 12 x 2 accumulators; 16 with AVX2: 6 x 2.
+        const int64_t mr = vl == 16 ? kMr : kMr / 2;
         const int64_t M = full[p.m], N = full[p.n], K = full[p.k];
         auto* vt = llvm::FixedVectorType::get(f32_, unsigned(vl));
         llvm::AllocaInst* apack = entry_buffer(kMc * kKc, "apack");
         llvm::AllocaInst* bpack = entry_buffer(kKc * kNc, "bpack");
         llvm::AllocaInst* cbuf = entry_buffer(kMc * kNc, "cbuf");
-        std::vector<std::vector<llvm::AllocaInst*>> acc(size_t(kMr), std::vector<llvm::AllocaInst*>(size_t(nr / vl)));
+        std::vector<std::vector<llvm::AllocaInst*>> acc(size_t(mr), std::vector<llvm::AllocaInst*>(size_t(nr / vl)));
         for (auto& row : acc) {
             for (auto*& a : row) a = entry_alloca(vt, "acc");
         }
@@ -292,7 +295,7 @@ private:
             llvm::Value* n0 = b_.CreateMul(nt, c64(kNc));
             llvm::Value* mlen = umin(c64(kMc), b_.CreateSub(c64(M), m0));
             llvm::Value* nlen = umin(c64(kNc), b_.CreateSub(c64(N), n0));
-            llvm::Value* mpanels = b_.CreateUDiv(b_.CreateAdd(mlen, c64(kMr - 1)), c64(kMr));
+            llvm::Value* mpanels = b_.CreateUDiv(b_.CreateAdd(mlen, c64(mr - 1)), c64(mr));
             llvm::Value* npanels = b_.CreateUDiv(b_.CreateAdd(nlen, c64(nr - 1)), c64(nr));
             b_.CreateMemSet(cbuf, b_.getInt8(0), c64(kMc * kNc * 4), llvm::MaybeAlign(64));
             loop(c64(0), c64((K + kKc - 1) / kKc), "kslice", [&](llvm::Value* ks) {
@@ -315,23 +318,23 @@ private:
                         loop(jvalid, c64(nr), "bz", [&](llvm::Value* j) { b_.CreateStore(cf(0), fptr(dst, j)); });
                     });
                 });
-                // A panel r holds A(m0 + r*kMr + i, k0 + kk) at [r][kk][i], zero past M.
+                // A panel r holds A(m0 + r*mr + i, k0 + kk) at [r][kk][i], zero past M.
                 loop(c64(0), mpanels, "ar", [&](llvm::Value* r) {
-                    llvm::Value* mr = b_.CreateAdd(m0, b_.CreateMul(r, c64(kMr)));
-                    llvm::Value* ivalid = umin(c64(kMr), b_.CreateSub(c64(M), mr));
-                    llvm::Value* panel = fptr(apack, b_.CreateMul(r, c64(kKc * kMr)));
+                    llvm::Value* row0 = b_.CreateAdd(m0, b_.CreateMul(r, c64(mr)));
+                    llvm::Value* ivalid = umin(c64(mr), b_.CreateSub(c64(M), row0));
+                    llvm::Value* panel = fptr(apack, b_.CreateMul(r, c64(kKc * mr)));
                     loop(c64(0), ivalid, "ai", [&](llvm::Value* i) {
                         loop(c64(0), kc, "ak", [&](llvm::Value* kk) {
                             std::vector<llvm::Value*> at = idx;
-                            at[p.m] = b_.CreateAdd(mr, i);
+                            at[p.m] = b_.CreateAdd(row0, i);
                             at[p.k] = b_.CreateAdd(k0, kk);
                             Memo memo;
-                            b_.CreateStore(value(*p.a, at, memo), fptr(panel, b_.CreateAdd(b_.CreateMul(kk, c64(kMr)), i)));
+                            b_.CreateStore(value(*p.a, at, memo), fptr(panel, b_.CreateAdd(b_.CreateMul(kk, c64(mr)), i)));
                         });
                     });
-                    loop(ivalid, c64(kMr), "az", [&](llvm::Value* i) {
+                    loop(ivalid, c64(mr), "az", [&](llvm::Value* i) {
                         loop(c64(0), kc, "azk", [&](llvm::Value* kk) {
-                            b_.CreateStore(cf(0), fptr(panel, b_.CreateAdd(b_.CreateMul(kk, c64(kMr)), i)));
+                            b_.CreateStore(cf(0), fptr(panel, b_.CreateAdd(b_.CreateMul(kk, c64(mr)), i)));
                         });
                     });
                 });
@@ -339,10 +342,10 @@ private:
                 loop(c64(0), npanels, "q", [&](llvm::Value* q) {
                     llvm::Value* bpanel = fptr(bpack, b_.CreateMul(q, c64(kKc * nr)));
                     loop(c64(0), mpanels, "r", [&](llvm::Value* r) {
-                        llvm::Value* apanel = fptr(apack, b_.CreateMul(r, c64(kKc * kMr)));
-                        llvm::Value* c = fptr(cbuf, b_.CreateAdd(b_.CreateMul(r, c64(kMr * kNc)), b_.CreateMul(q, c64(nr))));
+                        llvm::Value* apanel = fptr(apack, b_.CreateMul(r, c64(kKc * mr)));
+                        llvm::Value* c = fptr(cbuf, b_.CreateAdd(b_.CreateMul(r, c64(mr * kNc)), b_.CreateMul(q, c64(nr))));
                         auto cvec = [&](int64_t i, int64_t v) { return fptr(c, c64(i * kNc + v * vl)); };
-                        for (int64_t i = 0; i < kMr; ++i) {
+                        for (int64_t i = 0; i < mr; ++i) {
                             for (int64_t v = 0; v < nr / vl; ++v) {
                                 b_.CreateStore(b_.CreateAlignedLoad(vt, cvec(i, v), llvm::Align(4 * vl)), acc[size_t(i)][size_t(v)]);
                             }
@@ -351,8 +354,8 @@ private:
                             std::vector<llvm::Value*> bv;
                             llvm::Value* brow = fptr(bpanel, b_.CreateMul(kk, c64(nr)));
                             for (int64_t v = 0; v < nr / vl; ++v) bv.push_back(b_.CreateAlignedLoad(vt, fptr(brow, c64(v * vl)), llvm::Align(4 * vl)));
-                            llvm::Value* arow = fptr(apanel, b_.CreateMul(kk, c64(kMr)));
-                            for (int64_t i = 0; i < kMr; ++i) {
+                            llvm::Value* arow = fptr(apanel, b_.CreateMul(kk, c64(mr)));
+                            for (int64_t i = 0; i < mr; ++i) {
                                 llvm::Value* a = b_.CreateVectorSplat(unsigned(vl), b_.CreateLoad(f32_, fptr(arow, c64(i))));
                                 for (int64_t v = 0; v < nr / vl; ++v) {
                                     llvm::AllocaInst* slot = acc[size_t(i)][size_t(v)];
@@ -361,7 +364,7 @@ private:
                                 }
                             }
                         });
-                        for (int64_t i = 0; i < kMr; ++i) {
+                        for (int64_t i = 0; i < mr; ++i) {
                             for (int64_t v = 0; v < nr / vl; ++v) {
                                 b_.CreateAlignedStore(b_.CreateLoad(vt, acc[size_t(i)][size_t(v)]), cvec(i, v), llvm::Align(4 * vl));
                             }

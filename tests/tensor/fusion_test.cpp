@@ -146,3 +146,27 @@ TEST_CASE("runtime: compile time is counted on a cache miss only") {
     CHECK(again->compile_ms() == 0);
     std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("runtime: a freed kernel output is reused for the next one of its size, a live one never") {
+    auto rt = cpu_runtime();
+    // A shape no other test uses, so that no earlier output of this size waits in the pool.
+    Tensor x = Tensor::from_vector(std::vector<float>(61 * 67, 1.0f), {61, 67}, rt);
+    uint64_t freed = 0;
+    {
+        Tensor y = x + 1.0;
+        y.realize();
+        freed = y.node()->realized.address().value();
+    }
+    Tensor z = x + 2.0;
+    z.realize();
+    CHECK(z.node()->realized.address().value() == freed);
+    // z and a reshape aliasing its buffer are alive: the next output gets other memory.
+    Tensor alias = z.reshape({61 * 67});
+    alias.realize();
+    CHECK(alias.node()->realized.address().value() == freed);
+    Tensor w = x + 3.0;
+    w.realize();
+    CHECK(w.node()->realized.address().value() != freed);
+    for (float v : alias.to_vector<float>()) REQUIRE(v == 3.0f);
+    for (float v : w.to_vector<float>()) REQUIRE(v == 4.0f);
+}
