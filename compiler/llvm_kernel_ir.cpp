@@ -330,8 +330,8 @@ private:
                             at[p.k] = b_.CreateAdd(k0, kk);
                             Memo memo;
                             b_.CreateStore(value(*p.a, at, memo), fptr(panel, b_.CreateAdd(b_.CreateMul(kk, c64(mr)), i)));
-                        });
-                    });
+                        }, true);
+                    }, true);
                     loop(ivalid, c64(mr), "az", [&](llvm::Value* i) {
                         loop(c64(0), kc, "azk", [&](llvm::Value* kk) {
                             b_.CreateStore(cf(0), fptr(panel, b_.CreateAdd(b_.CreateMul(kk, c64(mr)), i)));
@@ -440,7 +440,9 @@ private:
     }
 
     // for (i = lo; i < hi; ++i) body(i), signed 64-bit.
-    void loop(llvm::Value* lo, llvm::Value* hi, const char* name, const std::function<void(llvm::Value*)>& body) {
+    // plain: neither vectorized nor unrolled by the O3 pipeline (loops where that only costs
+    // compile time and code size).
+    void loop(llvm::Value* lo, llvm::Value* hi, const char* name, const std::function<void(llvm::Value*)>& body, bool plain = false) {
         llvm::AllocaInst* counter = entry_alloca(i64_, name);
         b_.CreateStore(lo, counter);
         auto* cond = llvm::BasicBlock::Create(ctx_, std::string(name) + ".cond", fn_);
@@ -453,7 +455,16 @@ private:
         b_.SetInsertPoint(blk);
         body(i);
         b_.CreateStore(b_.CreateAdd(i, c64(1), "", true, true), counter);
-        b_.CreateBr(cond);
+        llvm::BranchInst* latch = b_.CreateBr(cond);
+        if (plain) {
+            llvm::Metadata* no_vectorize[] = {llvm::MDString::get(ctx_, "llvm.loop.vectorize.enable"),
+                                              llvm::ConstantAsMetadata::get(b_.getFalse())};
+            llvm::Metadata* no_unroll[] = {llvm::MDString::get(ctx_, "llvm.loop.unroll.disable")};
+            llvm::Metadata* ops[] = {nullptr, llvm::MDNode::get(ctx_, no_vectorize), llvm::MDNode::get(ctx_, no_unroll)};
+            llvm::MDNode* md = llvm::MDNode::getDistinct(ctx_, ops);
+            md->replaceOperandWith(0, md);  // a loop ID refers to itself
+            latch->setMetadata(llvm::LLVMContext::MD_loop, md);
+        }
         b_.SetInsertPoint(done);
     }
 
@@ -478,6 +489,11 @@ private:
             for (size_t d = 0; d < v.shape.size(); ++d) {
                 if (v.strides[d] != 0) addr = b_.CreateAdd(addr, b_.CreateMul(idx[d], c64(v.strides[d])));
             }
+            if (vi == 0) break;
+            // A contiguous view below maps its row-major index to itself: skip the unravel
+            // (divisions) and the ravel that would undo it (a reshape of a broadcast, as in a
+            // matmul operand fused from the previous layer, leaves such a view).
+            while (vi > 0 && views[vi - 1].is_contiguous()) --vi;
             if (vi == 0) break;
             // Unravel into the row-major index of the view below.
             const Shape& below = views[vi - 1].shape;
