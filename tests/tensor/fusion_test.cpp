@@ -170,3 +170,15 @@ TEST_CASE("runtime: a freed kernel output is reused for the next one of its size
     for (float v : alias.to_vector<float>()) REQUIRE(v == 3.0f);
     for (float v : w.to_vector<float>()) REQUIRE(v == 4.0f);
 }
+
+TEST_CASE("fusion: a row reduction broadcast to a row of another length") {
+    std::mt19937 gen(15);
+    Ref a = Ref::random({6, 7}, gen, -1, 1), b = Ref::random({6, 5}, gen, -1, 1);
+    Tensor ta = Tensor::from_vector(a.floats(), a.shape, cpu_runtime());
+    Tensor tb = Tensor::from_vector(b.floats(), b.shape, cpu_runtime());
+    // The sum runs over a's 7 columns inside the kernel over b's 5.
+    Tensor out = ta.sum({1}, true).expand({6, 5}) * tb;
+    CHECK(launches([&] { out.realize(); }) == 1);
+    Ref s = a.reduce({1}, 0, [](double x, double y) { return x + y; });
+    check_close(out, Ref::zip(s, b, [](double x, double y) { return x * y; }), 1e-5, 1e-5);
+}

@@ -263,8 +263,9 @@ TEST_CASE("tensor: softmax") {
     Ref e0 = Ref::zip(x, x.reduce({0}, -INFINITY, [](double a, double b) { return std::max(a, b); }), [](double a, double m) { return std::exp(a - m); });
     Ref s0 = e0.reduce({0}, 0, [](double a, double b) { return a + b; });
     check_close(upload(x).softmax(0), Ref::zip(e0, s0, [](double a, double b) { return a / b; }), 1e-5, 1e-6);
-    // Rows on both sides of the scheduler's fused-row limit (16384), batch axes in front.
-    for (auto shape : {RefShape{2, 3, 7}, RefShape{2, 16384}, RefShape{1, 16385}}) {
+    // Rows on both sides of the scheduler's fused-row limit (16384), batch axes in front, and
+    // rows that the runtime's workgroups split (5 x 7000: two groups of 17500 elements).
+    for (auto shape : {RefShape{2, 3, 7}, RefShape{2, 16384}, RefShape{1, 16385}, RefShape{5, 7000}}) {
         Ref y = Ref::random(shape, gen, -10, 10);
         int last = int(shape.size()) - 1;
         Ref ym = y.reduce({last}, -INFINITY, [](double a, double b) { return std::max(a, b); });
