@@ -194,8 +194,8 @@ private:
     // Register blocking (Goto/BLIS): the micro-kernel keeps an mr x nr block of C in vector
     // registers over a K slice; nr is two vectors (32 floats with AVX-512, mr = kMr: 24 of the
     // 32 zmm registers are accumulators, two hold B, one the broadcast A element; half of kMr
-    // rows with AVX2's 16 registers). A workgroup takes
-    // whole kMc x kNc tiles of C; per K slice of kKc it packs A (kMc x kKc, 192 KiB) and B
+    // rows with AVX2's 16 registers). A workgroup takes whole kMc x kNc tiles of C; per K
+    // slice of kKc it packs A (kMc x kKc, 192 KiB) and B
     // (kKc x kNc, 256 KiB) into contiguous zero-padded panels on its stack, so the micro-kernel
     // reads unit-stride memory whatever the views were, its B panel (kKc x nr, 32 KiB) stays
     // in L1 while it walks the A panels in L2, and edges need no special case: padded rows and
@@ -204,20 +204,25 @@ private:
     // once per element.
     static constexpr int64_t kMr = 12, kMc = 192, kNc = 256, kKc = 256;  // kMc: a multiple of kMr and kMr / 2
 
-    // Whether e's value changes along kernel axis d.
+    // Whether e's value changes along kernel axis d: some load or mask under it does (only
+    // the top view sees the kernel index; the views below see its flat offset).
     bool varies_along(const Expr& e, size_t d) const {
         if (k_.full_shape[d] == 1) return false;
-        auto view_varies = [&](const ShapeTracker& st) {
-            const View& v = st.views().back();
-            auto [lo, hi] = v.mask_of(d);
-            return v.strides[d] != 0 || lo != 0 || hi != v.shape[d];
+        std::unordered_map<const Expr*, bool> seen;  // shared subexpressions once
+        std::function<bool(const Expr&)> visit = [&](const Expr& x) {
+            if (!seen.emplace(&x, true).second) return false;
+            if (x.kind == ExprKind::load || x.kind == ExprKind::masked) {
+                const View& v = x.view.views().back();
+                auto [lo, hi] = v.mask_of(d);
+                if (v.strides[d] != 0 || lo != 0 || hi != v.shape[d]) return true;
+            }
+            if (x.kind == ExprKind::reduce || x.kind == ExprKind::row_reduce) return true;
+            for (const ExprRef& s : x.src) {
+                if (visit(*s)) return true;
+            }
+            return false;
         };
-        if ((e.kind == ExprKind::load || e.kind == ExprKind::masked) && view_varies(e.view)) return true;
-        if (e.kind == ExprKind::reduce) return true;
-        for (const ExprRef& s : e.src) {
-            if (varies_along(*s, d)) return true;
-        }
-        return false;
+        return visit(e);
     }
 
     std::optional<MatmulPlan> match_matmul(const std::vector<size_t>& outer, std::optional<size_t> inner) const {
