@@ -59,7 +59,7 @@ public:
             if (inner) outer.push_back(*inner);
             inner = d;
         }
-        if (std::optional<MatmulPlan> plan = match_matmul(outer, inner)) {
+        if (std::optional<MatmulPlan> plan = match_matmul(outer, inner, target)) {
             emit_matmul(*plan, target, group, groups);
             b_.CreateRetVoid();
             return fn_;
@@ -225,7 +225,16 @@ private:
         return visit(e);
     }
 
-    std::optional<MatmulPlan> match_matmul(const std::vector<size_t>& outer, std::optional<size_t> inner) const {
+    // The register block for the target: floats per vector (vl), rows (mr) and columns (nr).
+    struct Block {
+        int64_t vl, mr, nr;
+    };
+    static Block block_for(const Target& target) {
+        // 32 vector registers with AVX-512: 12 x 2 accumulators; 16 with AVX2: 6 x 2.
+        return has_feature(target, "avx512f") ? Block{16, kMr, 32} : Block{8, kMr / 2, 16};
+    }
+
+    std::optional<MatmulPlan> match_matmul(const std::vector<size_t>& outer, std::optional<size_t> inner, const Target& target) const {
         const Expr* red = find_reduce(*k_.root);
         if (!red || !inner || outer.empty() || k_.reduce_axes.size() != 1 || red->op != Op::reduce_sum || red->dtype != DType::float32) return std::nullopt;
         const Expr& prod = *red->src[0];
@@ -234,6 +243,13 @@ private:
         if (p.a->dtype != DType::float32 || p.b->dtype != DType::float32) return std::nullopt;
         if (varies_along(*p.a, p.n) || varies_along(*p.b, p.m)) std::swap(p.a, p.b);
         if (varies_along(*p.a, p.n) || varies_along(*p.b, p.m)) return std::nullopt;
+        // Padding M and N up to whole register blocks must not multiply the work by more than
+        // 4: a matrix-vector product (M or N of 1) is memory-bound and better served by the
+        // general loops, which the blocked kernel would do at 12 or 32 times the arithmetic.
+        const Block blk = block_for(target);
+        const int64_t M = k_.full_shape[p.m], N = k_.full_shape[p.n];
+        const int64_t padded = (M + blk.mr - 1) / blk.mr * blk.mr * ((N + blk.nr - 1) / blk.nr * blk.nr);
+        if (padded > 4 * M * N) return std::nullopt;
         return p;
     }
 
@@ -257,10 +273,8 @@ private:
 
     void emit_matmul(const MatmulPlan& p, const Target& target, llvm::Value* group, llvm::Value* groups) {
         const Shape& full = k_.full_shape;
-        const int64_t vl = has_feature(target, "avx512f") ? 16 : 8;  // floats per vector register
-        const int64_t nr = 2 * vl;
-        // 32 vector registers with AVX-512: 12 x 2 accumulators; 16 with AVX2: 6 x 2.
-        const int64_t mr = vl == 16 ? kMr : kMr / 2;
+        const Block blk = block_for(target);
+        const int64_t vl = blk.vl, mr = blk.mr, nr = blk.nr;
         const int64_t M = full[p.m], N = full[p.n], K = full[p.k];
         auto* vt = llvm::FixedVectorType::get(f32_, unsigned(vl));
         llvm::AllocaInst* apack = entry_buffer(kMc * kKc, "apack");

@@ -222,7 +222,8 @@ TEST_CASE("tensor: matmul, including transposed and batched operands") {
 
 // The CPU code generator's register-blocked matmul (compiler/llvm_kernel_ir.cpp: 12 x 32 register
 // blocks, 192 x 256 tiles, K in slices of 256): sizes that are not multiples of any block and
-// that cross a tile or a K slice, degenerate shapes, operands through views, a fused epilogue.
+// that cross a tile or a K slice, degenerate shapes (1 x N and N x 1 are matrix-vector products:
+// the general loops take them), operands through views, a fused epilogue.
 TEST_CASE("tensor: matmul edge sizes and views (blocked kernel)") {
     std::mt19937 gen(17);
     for (auto [m, k, n] : {std::tuple{200, 300, 270}, {1, 70, 300}, {300, 70, 1}, {13, 1, 45}, {12, 256, 32}, {25, 17, 33}, {193, 5, 257}}) {
