@@ -179,12 +179,13 @@ private:
     // Accumulators an interchanged reduction keeps per row (on the kernel's stack).
     static constexpr int64_t kMaxPartials = 4096;
 
-    // A sum over one axis of a product whose left factor does not vary along the output's
-    // inner axis n and whose right factor does not vary along the axis m before it: C[m, n] =
-    // sum_k A(m, k) B(k, n), with any views, batch axes and an elementwise epilogue above the
-    // sum. A and B are arbitrary expressions (a transposed load, a broadcast, a cast).
+    // A sum of a product whose left factor does not vary along the output's inner axis n and
+    // whose right factor does not vary along another output axis m: C[m, n] = sum_k A(m, k)
+    // B(k, n), k running over every reduce axis (flattened row-major: a conv2d's channels and
+    // window), with any views, batch axes and an elementwise epilogue above the sum. A and B are
+    // arbitrary expressions (a transposed load, a broadcast, a padded window, a cast).
     struct MatmulPlan {
-        size_t m, n, k;
+        size_t m, n;
         std::vector<size_t> batch;  // the other output axes, outermost first
         const Expr* red;
         const Expr* a;
@@ -236,13 +237,28 @@ private:
 
     std::optional<MatmulPlan> match_matmul(const std::vector<size_t>& outer, std::optional<size_t> inner, const Target& target) const {
         const Expr* red = find_reduce(*k_.root);
-        if (!red || !inner || outer.empty() || k_.reduce_axes.size() != 1 || red->op != Op::reduce_sum || red->dtype != DType::float32) return std::nullopt;
+        if (!red || !inner || outer.empty() || red->op != Op::reduce_sum || red->dtype != DType::float32) return std::nullopt;
         const Expr& prod = *red->src[0];
         if (prod.kind != ExprKind::alu || prod.op != Op::mul || prod.dtype != DType::float32) return std::nullopt;
-        MatmulPlan p{outer.back(), *inner, size_t(k_.reduce_axes[0]), {outer.begin(), outer.end() - 1}, red, prod.src[0].get(), prod.src[1].get()};
-        if (p.a->dtype != DType::float32 || p.b->dtype != DType::float32) return std::nullopt;
-        if (varies_along(*p.a, p.n) || varies_along(*p.b, p.m)) std::swap(p.a, p.b);
-        if (varies_along(*p.a, p.n) || varies_along(*p.b, p.m)) return std::nullopt;
+        const Expr* x = prod.src[0].get();
+        const Expr* y = prod.src[1].get();
+        if (x->dtype != DType::float32 || y->dtype != DType::float32) return std::nullopt;
+        // m: the innermost other output axis that one factor ignores while the other ignores n
+        // (a matmul's row axis; a conv2d's output channels).
+        std::optional<MatmulPlan> found;
+        for (size_t j = outer.size(); j-- > 0 && !found;) {
+            for (auto [a, b] : {std::pair{x, y}, std::pair{y, x}}) {
+                if (varies_along(*a, *inner) || varies_along(*b, outer[j])) continue;
+                MatmulPlan p{outer[j], *inner, {}, red, a, b};
+                for (size_t d : outer) {
+                    if (d != outer[j]) p.batch.push_back(d);
+                }
+                found = p;
+                break;
+            }
+        }
+        if (!found) return std::nullopt;
+        MatmulPlan p = *found;
         // Padding M and N up to whole register blocks must not multiply the work by more than
         // 4: a matrix-vector product (M or N of 1) is memory-bound and better served by the
         // general loops, which the blocked kernel would do at 12 or 32 times the arithmetic.
@@ -275,7 +291,19 @@ private:
         const Shape& full = k_.full_shape;
         const Block blk = block_for(target);
         const int64_t vl = blk.vl, mr = blk.mr, nr = blk.nr;
-        const int64_t M = full[p.m], N = full[p.n], K = full[p.k];
+        const int64_t M = full[p.m], N = full[p.n], K = k_.reduce_elements();
+        // The reduce index k into the reduce axes (row-major): plain for one axis.
+        auto set_k = [&](std::vector<llvm::Value*>& at, llvm::Value* k) {
+            for (size_t j = k_.reduce_axes.size(); j-- > 0;) {
+                auto d = size_t(k_.reduce_axes[j]);
+                if (j == 0) {
+                    at[d] = k;
+                    break;
+                }
+                at[d] = b_.CreateURem(k, c64(full[d]));
+                k = b_.CreateUDiv(k, c64(full[d]));
+            }
+        };
         auto* vt = llvm::FixedVectorType::get(f32_, unsigned(vl));
         llvm::AllocaInst* apack = entry_buffer(kMc * kKc, "apack");
         llvm::AllocaInst* bpack = entry_buffer(kKc * kNc, "bpack");
@@ -330,10 +358,10 @@ private:
                         loop(c64(0), jvalid, "bj", [&](llvm::Value* j) {
                             std::vector<llvm::Value*> at = idx;
                             at[p.n] = b_.CreateAdd(nq, j);
-                            at[p.k] = b_.CreateAdd(k0, kk);
+                            set_k(at, b_.CreateAdd(k0, kk));
                             Memo memo;
                             b_.CreateStore(value(*p.b, at, memo), fptr(dst, j));
-                        });
+                        }, p.b->kind != ExprKind::load || p.b->view.views().size() > 1 || p.b->view.has_mask());
                         loop(jvalid, c64(nr), "bz", [&](llvm::Value* j) { b_.CreateStore(cf(0), fptr(dst, j)); });
                     });
                 });
@@ -346,7 +374,7 @@ private:
                         loop(c64(0), kc, "ak", [&](llvm::Value* kk) {
                             std::vector<llvm::Value*> at = idx;
                             at[p.m] = b_.CreateAdd(row0, i);
-                            at[p.k] = b_.CreateAdd(k0, kk);
+                            set_k(at, b_.CreateAdd(k0, kk));
                             Memo memo;
                             b_.CreateStore(value(*p.a, at, memo), fptr(panel, b_.CreateAdd(b_.CreateMul(kk, c64(mr)), i)));
                         }, true);
@@ -403,7 +431,7 @@ private:
                     llvm::Value* v = value(*k_.root, at, above_);
                     llvm::Value* off = c64(0);
                     for (size_t d = 0; d < full.size(); ++d) {
-                        if (d != p.k && out_shape[d] != 1) off = b_.CreateAdd(off, b_.CreateMul(at[d], c64(out_stride[d])));
+                        if (out_shape[d] != 1) off = b_.CreateAdd(off, b_.CreateMul(at[d], c64(out_stride[d])));  // reduce axes: size 1
                     }
                     store(v, off);
                 });

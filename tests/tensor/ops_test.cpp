@@ -310,7 +310,11 @@ TEST_CASE("tensor: layernorm, tanh, gelu") {
 
 TEST_CASE("tensor: conv2d with and without padding is one kernel") {
     std::mt19937 gen(10);
-    for (auto [n, c, h, w, o, k, pad] : {std::tuple{1, 1, 5, 5, 1, 3, 0}, {2, 3, 8, 7, 4, 3, 1}, {1, 4, 6, 9, 2, 1, 0}, {2, 2, 5, 6, 3, 5, 2}}) {
+    // The last two take the register-blocked kernel (output channels as rows, output columns as
+    // columns, channels x window as K: 270 crosses a K slice; ragged blocks); the others are
+    // too narrow for it and take the general loops.
+    for (auto [n, c, h, w, o, k, pad] : {std::tuple{1, 1, 5, 5, 1, 3, 0}, {2, 3, 8, 7, 4, 3, 1}, {1, 4, 6, 9, 2, 1, 0}, {2, 2, 5, 6, 3, 5, 2},
+                                         {2, 30, 13, 34, 20, 3, 1}, {1, 5, 6, 40, 13, 1, 0}}) {
         INFO("N" << n << " C" << c << " " << h << "x" << w << " O" << o << " K" << k << " pad " << pad);
         Ref x = Ref::random({n, c, h, w}, gen, -1, 1), wt = Ref::random({o, c, k, k}, gen, -1, 1);
         Ref xp = x.pad({{0, 0}, {0, 0}, {pad, pad}, {pad, pad}});
