@@ -24,21 +24,30 @@ public:
         // The kernel's index space: the node's shape, or the shape of the reduction it folds in
         // when only reshapes lie between (same elements in the same order, so the output is the
         // same row-major array): sum(x, keepdim=false) * 2 is one kernel.
-        Shape space = node->shape;
-        std::unordered_set<const Node*> seen;
-        const Node* folded = reduce_under_reshapes(*node, seen);
-        if (folded) space = folded->shape;
-        // Row reductions only where the kernel has no reduction of its own; should one fold in
-        // anyway, the kernel is built again without them (what they would have fused is
-        // realized by earlier items instead).
-        std::optional<KernelBuilder> builder(std::in_place, *this, folded == nullptr);
+        Shape space;
         Kernel k;
-        k.full_shape = space;
-        k.output_dtype = node->dtype;
-        k.root = builder->build(node, ShapeTracker::contiguous(space));
-        if (builder->reduce && builder->used_rows) {
-            builder.emplace(*this, false);
+        std::optional<KernelBuilder> builder;
+        for (;;) {
+            space = node->shape;
+            std::unordered_set<const Node*> seen;
+            const Node* folded = reduce_under_reshapes(*node, seen);
+            if (folded) space = folded->shape;
+            // Row reductions only where the kernel has no reduction of its own; should one fold
+            // in anyway, the kernel is built again without them (what they would have fused is
+            // realized by earlier items instead).
+            builder.emplace(*this, folded == nullptr);
+            k.full_shape = space;
+            k.output_dtype = node->dtype;
             k.root = builder->build(node, ShapeTracker::contiguous(space));
+            if (builder->reduce && builder->used_rows) {
+                builder.emplace(*this, false);
+                k.root = builder->build(node, ShapeTracker::contiguous(space));
+            }
+            // The reduction this kernel folds in may have been realized meanwhile for another
+            // of its consumers (softmax(relu(a @ b)): the row max needs the matmul): then load
+            // it instead of computing it a second time. Terminates: each pass schedules more.
+            if (builder->reduce && scheduled_.count(builder->reduce)) continue;
+            break;
         }
         KernelBuilder& kb = *builder;
         if (kb.reduce) {

@@ -3,6 +3,7 @@
 #include "tests/hcq/support.hpp"
 #include "tests/tensor/support.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -68,6 +69,17 @@ TEST_CASE("fusion: matmul is one kernel; softmax over the last axis is one kerne
     CHECK(launches([&] { sm0.realize(); }) == 3);
     // A kernel with a reduction of its own takes no row reductions: sum(softmax(x)) over rows
     // is max, then sum(exp), then the outer sum.
+    // softmax(relu(a @ b)) unrealized: the row max needs the matmul realized, so the last
+    // kernel loads it rather than folding (and computing) the same sum again.
+    Tensor smm = ta.matmul(tb).relu().softmax();
+    auto smm_items = compiler::schedule(smm.node());
+    CHECK(smm_items.size() == 4);
+    CHECK(std::count_if(smm_items.begin(), smm_items.end(), [](const compiler::ScheduleItem& it) { return it.kernel && it.kernel->full_shape.size() == 3; }) == 1);
+    Ref mmr = Ref::matmul(a, b).map([](double v) { return std::max(v, 0.0); });
+    Ref mmx = mmr.reduce({1}, -INFINITY, [](double x, double y) { return std::max(x, y); });
+    Ref mme = Ref::zip(mmr, mmx, [](double x, double m) { return std::exp(x - m); });
+    Ref mms = mme.reduce({1}, 0, [](double x, double y) { return x + y; });
+    check_close(smm, Ref::zip(mme, mms, [](double x, double y) { return x / y; }), 1e-5, 1e-6);
     Tensor total = ta.softmax().sum({0});
     CHECK(launches([&] { total.realize(); }) == 3);
     Ref mx = a.reduce({1}, -INFINITY, [](double x, double y) { return std::max(x, y); });
