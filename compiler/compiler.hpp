@@ -14,7 +14,7 @@
 namespace baregpu::compiler {
 
 // Bump when generated code changes for the same kernel IR: old cache entries then miss.
-inline constexpr const char* kCompilerVersion = "baregpu-compiler 1";
+inline constexpr const char* kCompilerVersion = "baregpu-compiler 2";  // 2: blocked matmul, row reductions
 
 struct CompiledKernel {
     std::string name;               // the kernel's symbol in `object`

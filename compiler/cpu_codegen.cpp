@@ -11,7 +11,7 @@ namespace baregpu::compiler {
 namespace {
 
 // The struct baregpu_kernel_descriptor for `fn`, in section .baregpu.kernels.
-void add_descriptor(llvm::Module& module, const Kernel& kernel, const std::string& name) {
+void add_descriptor(llvm::Module& module, const Kernel& kernel, const std::string& name, uint64_t private_bytes) {
     llvm::LLVMContext& ctx = module.getContext();
     auto* i16 = llvm::Type::getInt16Ty(ctx);
     auto* i32 = llvm::Type::getInt32Ty(ctx);
@@ -26,7 +26,7 @@ void add_descriptor(llvm::Module& module, const Kernel& kernel, const std::strin
     auto u16 = [&](uint64_t v) { return llvm::ConstantInt::get(i16, v); };
     llvm::Constant* init = llvm::ConstantStruct::get(
         type, {u32(cpu_abi::kMagic), u32(cpu_abi::kVersion), llvm::ConstantDataArray::getString(ctx, padded, false), u32(8 * buffers),
-               u16(buffers), u16(0), u32(0), u32(0), u32(1), llvm::ConstantAggregateZero::get(reserved_type)});
+               u16(buffers), u16(0), u32(0), u32(private_bytes), u32(1), llvm::ConstantAggregateZero::get(reserved_type)});
     auto* gv = new llvm::GlobalVariable(module, type, true, llvm::GlobalValue::InternalLinkage, init, name + "_descriptor");
     gv->setSection(cpu_abi::kSection);
     gv->setAlignment(llvm::Align(8));
@@ -41,8 +41,9 @@ std::vector<std::byte> emit_cpu_object(const Kernel& kernel, const Target& targe
     llvm::Module module(kernel.name(), ctx);
     module.setTargetTriple(target.triple);
     module.setDataLayout(machine->createDataLayout());
-    build_kernel_function(module, kernel, target, KernelFlavor::cpu);
-    add_descriptor(module, kernel, kernel.name());
+    uint64_t private_bytes = 0;
+    build_kernel_function(module, kernel, target, KernelFlavor::cpu, &private_bytes);
+    add_descriptor(module, kernel, kernel.name(), private_bytes);
     return optimize_and_emit(module, *machine, kernel);
 }
 

@@ -35,6 +35,10 @@ struct Node {
     // Set once computed: a contiguous row-major array of numel(shape) elements of dtype. From
     // then on the node is a leaf for every later schedule.
     hcq::Buffer realized;
+    // Whoever allocated `realized` may keep it for reuse once no node needs it: this is
+    // destroyed with the last node sharing the buffer (a reshape aliasing it shares this too).
+    // Code that copies `realized` out must keep the node alive as long as it uses the copy.
+    std::shared_ptr<void> release;
 
     static NodeRef make_buffer(hcq::Buffer buffer, DType dtype, Shape shape);
     static NodeRef make_constant(double value, DType dtype, Shape shape);

@@ -38,6 +38,7 @@ std::string Kernel::key() const {
             case ExprKind::alu: text += fmt::format("{} {}", op_name(e.op), dtype_name(e.dtype)); break;
             case ExprKind::reduce: text += fmt::format("reduce {} {}", op_name(e.op), dtype_name(e.dtype)); break;
             case ExprKind::masked: text += fmt::format("masked {} {}", dtype_name(e.dtype), e.view.key()); break;
+            case ExprKind::row_reduce: text += fmt::format("row_reduce {} {} over {}", op_name(e.op), dtype_name(e.dtype), e.row); break;
         }
         for (size_t s : srcs) text += fmt::format(" %{}", s);
         text += "\n";

@@ -26,6 +26,11 @@ enum class ExprKind : uint8_t {
     alu,       // op of src
     reduce,    // op of src[0] over the kernel's reduce axes
     masked,    // src[0] where every mask of `view` holds at the index, else 0 (a pad above an op)
+    // op of src[0] over the last axis, at the index with that axis running over [0, row): a
+    // keepdim reduction broadcast back along the axis it reduced (softmax's max and sum,
+    // layernorm's mean). Computed once per output row, before the row's elements, so the
+    // row is read from memory once and re-read from cache. Only in kernels without `reduce`.
+    row_reduce,
 };
 
 struct Expr {
@@ -36,6 +41,7 @@ struct Expr {
     uint32_t input = 0;
     ShapeTracker view;
     double value = 0;
+    int64_t row = 0;  // row_reduce: the length of the reduced last axis
 };
 
 struct Kernel {

@@ -26,6 +26,7 @@ public:
           i32_(b_.getInt32Ty()), i64_(b_.getInt64Ty()), f32_(b_.getFloatTy()), ptr_(b_.getPtrTy()) {}
 
     llvm::Function* emit_cpu(const Target& target) {
+        cpu_ = true;
         auto* fn_type = llvm::FunctionType::get(b_.getVoidTy(), {ptr_, ptr_}, false);
         fn_ = llvm::Function::Create(fn_type, llvm::Function::ExternalLinkage, k_.name(), module_);
         fn_->addFnAttr(llvm::Attribute::NoUnwind);
@@ -58,6 +59,11 @@ public:
             if (inner) outer.push_back(*inner);
             inner = d;
         }
+        if (std::optional<MatmulPlan> plan = match_matmul(outer, inner, target)) {
+            emit_matmul(*plan, target, group, groups);
+            b_.CreateRetVoid();
+            return fn_;
+        }
         const int64_t total = k_.output_elements();
         const int64_t row_len = inner ? full[*inner] : 1;
         const Expr* red = find_reduce(*k_.root);
@@ -82,6 +88,9 @@ public:
             llvm::Value* row_start = b_.CreateMul(row, c64(row_len));
             llvm::Value* lo = b_.CreateSub(umax(begin, row_start), row_start);
             llvm::Value* hi = b_.CreateSub(umin(end, b_.CreateAdd(row_start, c64(row_len))), row_start);
+            // This row's row reductions, before its elements: each reads the row once (from
+            // memory; the next one and the element loop find it in cache).
+            for (const Expr* r : row_reduces(*k_.root)) row_value(*r, idx);
             llvm::AllocaInst* partial = nullptr;
             if (interchange) {
                 // Reduction loops outside, the output's inner axis inside: one accumulator per
@@ -118,6 +127,8 @@ public:
                 llvm::Value* v = value(*k_.root, idx, above_);
                 store(v, b_.CreateAdd(row_start, i));
             });
+            row_values_.clear();  // defined in this row's body only
+            row_cache_.clear();
         });
         b_.CreateRetVoid();
         return fn_;
@@ -161,9 +172,273 @@ public:
         return fn_;
     }
 
+    // Stack the kernel needs beyond the CPU ABI's 64 KiB (the descriptor's private_bytes).
+    uint64_t private_bytes() const { return private_bytes_; }
+
 private:
     // Accumulators an interchanged reduction keeps per row (on the kernel's stack).
     static constexpr int64_t kMaxPartials = 4096;
+
+    // A sum of a product whose left factor does not vary along the output's inner axis n and
+    // whose right factor does not vary along another output axis m: C[m, n] = sum_k A(m, k)
+    // B(k, n), k running over every reduce axis (flattened row-major: a conv2d's channels and
+    // window), with any views, batch axes and an elementwise epilogue above the sum. A and B are
+    // arbitrary expressions (a transposed load, a broadcast, a padded window, a cast).
+    struct MatmulPlan {
+        size_t m, n;
+        std::vector<size_t> batch;  // the other output axes, outermost first
+        const Expr* red;
+        const Expr* a;
+        const Expr* b;
+    };
+
+    // Register blocking (Goto/BLIS): the micro-kernel keeps an mr x nr block of C in vector
+    // registers over a K slice; nr is two vectors (32 floats with AVX-512, mr = kMr: 24 of the
+    // 32 zmm registers are accumulators, two hold B, one the broadcast A element; half of kMr
+    // rows with AVX2's 16 registers). A workgroup takes whole kMc x kNc tiles of C; per K
+    // slice of kKc it packs A (kMc x kKc, 192 KiB) and B
+    // (kKc x kNc, 256 KiB) into contiguous zero-padded panels on its stack, so the micro-kernel
+    // reads unit-stride memory whatever the views were, its B panel (kKc x nr, 32 KiB) stays
+    // in L1 while it walks the A panels in L2, and edges need no special case: padded rows and
+    // columns compute zeros that the epilogue does not store. C accumulates in a kMc x kNc
+    // stack buffer across K slices; the epilogue evaluates the fused expression above the sum
+    // once per element.
+    static constexpr int64_t kMr = 12, kMc = 192, kNc = 256, kKc = 256;  // kMc: a multiple of kMr and kMr / 2
+
+    // Whether e's value changes along kernel axis d: some load or mask under it does (only
+    // the top view sees the kernel index; the views below see its flat offset).
+    bool varies_along(const Expr& e, size_t d) const {
+        if (k_.full_shape[d] == 1) return false;
+        std::unordered_map<const Expr*, bool> seen;  // shared subexpressions once
+        std::function<bool(const Expr&)> visit = [&](const Expr& x) {
+            if (!seen.emplace(&x, true).second) return false;
+            if (x.kind == ExprKind::load || x.kind == ExprKind::masked) {
+                const View& v = x.view.views().back();
+                auto [lo, hi] = v.mask_of(d);
+                if (v.strides[d] != 0 || lo != 0 || hi != v.shape[d]) return true;
+            }
+            if (x.kind == ExprKind::reduce || x.kind == ExprKind::row_reduce) return true;
+            for (const ExprRef& s : x.src) {
+                if (visit(*s)) return true;
+            }
+            return false;
+        };
+        return visit(e);
+    }
+
+    // The register block for the target: floats per vector (vl), rows (mr) and columns (nr).
+    struct Block {
+        int64_t vl, mr, nr;
+    };
+    static Block block_for(const Target& target) {
+        // 32 vector registers with AVX-512: 12 x 2 accumulators; 16 with AVX2: 6 x 2.
+        return has_feature(target, "avx512f") ? Block{16, kMr, 32} : Block{8, kMr / 2, 16};
+    }
+
+    std::optional<MatmulPlan> match_matmul(const std::vector<size_t>& outer, std::optional<size_t> inner, const Target& target) const {
+        const Expr* red = find_reduce(*k_.root);
+        if (!red || !inner || outer.empty() || red->op != Op::reduce_sum || red->dtype != DType::float32) return std::nullopt;
+        const Expr& prod = *red->src[0];
+        if (prod.kind != ExprKind::alu || prod.op != Op::mul || prod.dtype != DType::float32) return std::nullopt;
+        const Expr* x = prod.src[0].get();
+        const Expr* y = prod.src[1].get();
+        if (x->dtype != DType::float32 || y->dtype != DType::float32) return std::nullopt;
+        // m: the innermost other output axis that one factor ignores while the other ignores n
+        // (a matmul's row axis; a conv2d's output channels).
+        std::optional<MatmulPlan> found;
+        for (size_t j = outer.size(); j-- > 0 && !found;) {
+            for (auto [a, b] : {std::pair{x, y}, std::pair{y, x}}) {
+                if (varies_along(*a, *inner) || varies_along(*b, outer[j])) continue;
+                MatmulPlan p{outer[j], *inner, {}, red, a, b};
+                for (size_t d : outer) {
+                    if (d != outer[j]) p.batch.push_back(d);
+                }
+                found = p;
+                break;
+            }
+        }
+        if (!found) return std::nullopt;
+        MatmulPlan p = *found;
+        // Padding M and N up to whole register blocks must not multiply the work by more than
+        // 4: a matrix-vector product (M or N of 1) is memory-bound and better served by the
+        // general loops, which the blocked kernel would do at 12 or 32 times the arithmetic.
+        const Block blk = block_for(target);
+        const int64_t M = k_.full_shape[p.m], N = k_.full_shape[p.n];
+        const int64_t padded = (M + blk.mr - 1) / blk.mr * blk.mr * ((N + blk.nr - 1) / blk.nr * blk.nr);
+        if (padded > 4 * M * N) return std::nullopt;
+        return p;
+    }
+
+    static bool has_feature(const Target& target, const char* feature) {
+        const std::string& f = target.features;
+        for (size_t at = f.find(feature); at != std::string::npos; at = f.find(feature, at + 1)) {
+            size_t end = at + std::strlen(feature);
+            if (at > 0 && f[at - 1] == '+' && (end == f.size() || f[end] == ',')) return true;
+        }
+        return false;
+    }
+
+    llvm::AllocaInst* entry_buffer(int64_t floats, const char* name) {
+        llvm::AllocaInst* a = entry_alloca(llvm::ArrayType::get(f32_, uint64_t(floats)), name);
+        a->setAlignment(llvm::Align(64));
+        private_bytes_ += uint64_t(floats) * 4 + 64;
+        return a;
+    }
+
+    llvm::Value* fptr(llvm::Value* base, llvm::Value* index) { return b_.CreateGEP(f32_, base, index); }
+
+    void emit_matmul(const MatmulPlan& p, const Target& target, llvm::Value* group, llvm::Value* groups) {
+        const Shape& full = k_.full_shape;
+        const Block blk = block_for(target);
+        const int64_t vl = blk.vl, mr = blk.mr, nr = blk.nr;
+        const int64_t M = full[p.m], N = full[p.n], K = k_.reduce_elements();
+        // The reduce index k into the reduce axes (row-major): plain for one axis.
+        auto set_k = [&](std::vector<llvm::Value*>& at, llvm::Value* k) {
+            for (size_t j = k_.reduce_axes.size(); j-- > 0;) {
+                auto d = size_t(k_.reduce_axes[j]);
+                if (j == 0) {
+                    at[d] = k;
+                    break;
+                }
+                at[d] = b_.CreateURem(k, c64(full[d]));
+                k = b_.CreateUDiv(k, c64(full[d]));
+            }
+        };
+        auto* vt = llvm::FixedVectorType::get(f32_, unsigned(vl));
+        llvm::AllocaInst* apack = entry_buffer(kMc * kKc, "apack");
+        llvm::AllocaInst* bpack = entry_buffer(kKc * kNc, "bpack");
+        llvm::AllocaInst* cbuf = entry_buffer(kMc * kNc, "cbuf");
+        std::vector<std::vector<llvm::AllocaInst*>> acc(size_t(mr), std::vector<llvm::AllocaInst*>(size_t(nr / vl)));
+        for (auto& row : acc) {
+            for (auto*& a : row) a = entry_alloca(vt, "acc");
+        }
+
+        // Row-major strides of the output (reduced axes have size 1 there).
+        Shape out_shape = k_.output_shape();
+        std::vector<int64_t> out_stride(full.size(), 0);
+        for (int64_t s = 1, d = int64_t(full.size()); d-- > 0;) {
+            out_stride[size_t(d)] = s;
+            s *= out_shape[size_t(d)];
+        }
+        int64_t batches = 1;
+        for (size_t d : p.batch) batches *= full[d];
+        const int64_t m_tiles = (M + kMc - 1) / kMc, n_tiles = (N + kNc - 1) / kNc;
+        const int64_t tiles = batches * m_tiles * n_tiles;
+        // This workgroup's tiles: [g * T / G, (g + 1) * T / G).
+        llvm::Value* t_begin = b_.CreateUDiv(b_.CreateMul(group, c64(tiles)), groups);
+        llvm::Value* t_end = b_.CreateUDiv(b_.CreateMul(b_.CreateAdd(group, c64(1)), c64(tiles)), groups);
+        loop(t_begin, t_end, "tile", [&](llvm::Value* t) {
+            std::vector<llvm::Value*> idx(full.size(), c64(0));
+            llvm::Value* nt = b_.CreateURem(t, c64(n_tiles));
+            llvm::Value* rest = b_.CreateUDiv(t, c64(n_tiles));
+            llvm::Value* mt = b_.CreateURem(rest, c64(m_tiles));
+            rest = b_.CreateUDiv(rest, c64(m_tiles));
+            for (size_t j = p.batch.size(); j-- > 0;) {
+                size_t d = p.batch[j];
+                idx[d] = b_.CreateURem(rest, c64(full[d]));
+                rest = b_.CreateUDiv(rest, c64(full[d]));
+            }
+            llvm::Value* m0 = b_.CreateMul(mt, c64(kMc));
+            llvm::Value* n0 = b_.CreateMul(nt, c64(kNc));
+            llvm::Value* mlen = umin(c64(kMc), b_.CreateSub(c64(M), m0));
+            llvm::Value* nlen = umin(c64(kNc), b_.CreateSub(c64(N), n0));
+            llvm::Value* mpanels = b_.CreateUDiv(b_.CreateAdd(mlen, c64(mr - 1)), c64(mr));
+            llvm::Value* npanels = b_.CreateUDiv(b_.CreateAdd(nlen, c64(nr - 1)), c64(nr));
+            b_.CreateMemSet(cbuf, b_.getInt8(0), c64(kMc * kNc * 4), llvm::MaybeAlign(64));
+            loop(c64(0), c64((K + kKc - 1) / kKc), "kslice", [&](llvm::Value* ks) {
+                llvm::Value* k0 = b_.CreateMul(ks, c64(kKc));
+                llvm::Value* kc = umin(c64(kKc), b_.CreateSub(c64(K), k0));
+                // B panel q holds B(k0 + kk, n0 + q*nr + j) at [q][kk][j], zero past N.
+                loop(c64(0), npanels, "bq", [&](llvm::Value* q) {
+                    llvm::Value* nq = b_.CreateAdd(n0, b_.CreateMul(q, c64(nr)));
+                    llvm::Value* jvalid = umin(c64(nr), b_.CreateSub(c64(N), nq));
+                    llvm::Value* panel = fptr(bpack, b_.CreateMul(q, c64(kKc * nr)));
+                    loop(c64(0), kc, "bk", [&](llvm::Value* kk) {
+                        llvm::Value* dst = fptr(panel, b_.CreateMul(kk, c64(nr)));
+                        loop(c64(0), jvalid, "bj", [&](llvm::Value* j) {
+                            std::vector<llvm::Value*> at = idx;
+                            at[p.n] = b_.CreateAdd(nq, j);
+                            set_k(at, b_.CreateAdd(k0, kk));
+                            Memo memo;
+                            b_.CreateStore(value(*p.b, at, memo), fptr(dst, j));
+                        }, p.b->kind != ExprKind::load || p.b->view.views().size() > 1 || p.b->view.has_mask());
+                        loop(jvalid, c64(nr), "bz", [&](llvm::Value* j) { b_.CreateStore(cf(0), fptr(dst, j)); });
+                    });
+                });
+                // A panel r holds A(m0 + r*mr + i, k0 + kk) at [r][kk][i], zero past M.
+                loop(c64(0), mpanels, "ar", [&](llvm::Value* r) {
+                    llvm::Value* row0 = b_.CreateAdd(m0, b_.CreateMul(r, c64(mr)));
+                    llvm::Value* ivalid = umin(c64(mr), b_.CreateSub(c64(M), row0));
+                    llvm::Value* panel = fptr(apack, b_.CreateMul(r, c64(kKc * mr)));
+                    loop(c64(0), ivalid, "ai", [&](llvm::Value* i) {
+                        loop(c64(0), kc, "ak", [&](llvm::Value* kk) {
+                            std::vector<llvm::Value*> at = idx;
+                            at[p.m] = b_.CreateAdd(row0, i);
+                            set_k(at, b_.CreateAdd(k0, kk));
+                            Memo memo;
+                            b_.CreateStore(value(*p.a, at, memo), fptr(panel, b_.CreateAdd(b_.CreateMul(kk, c64(mr)), i)));
+                        }, true);
+                    }, true);
+                    loop(ivalid, c64(mr), "az", [&](llvm::Value* i) {
+                        loop(c64(0), kc, "azk", [&](llvm::Value* kk) {
+                            b_.CreateStore(cf(0), fptr(panel, b_.CreateAdd(b_.CreateMul(kk, c64(mr)), i)));
+                        });
+                    });
+                });
+                // The micro-kernels: B panel outside (it stays in L1), A panels inside.
+                loop(c64(0), npanels, "q", [&](llvm::Value* q) {
+                    llvm::Value* bpanel = fptr(bpack, b_.CreateMul(q, c64(kKc * nr)));
+                    loop(c64(0), mpanels, "r", [&](llvm::Value* r) {
+                        llvm::Value* apanel = fptr(apack, b_.CreateMul(r, c64(kKc * mr)));
+                        llvm::Value* c = fptr(cbuf, b_.CreateAdd(b_.CreateMul(r, c64(mr * kNc)), b_.CreateMul(q, c64(nr))));
+                        auto cvec = [&](int64_t i, int64_t v) { return fptr(c, c64(i * kNc + v * vl)); };
+                        for (int64_t i = 0; i < mr; ++i) {
+                            for (int64_t v = 0; v < nr / vl; ++v) {
+                                b_.CreateStore(b_.CreateAlignedLoad(vt, cvec(i, v), llvm::Align(4 * vl)), acc[size_t(i)][size_t(v)]);
+                            }
+                        }
+                        loop(c64(0), kc, "kk", [&](llvm::Value* kk) {
+                            std::vector<llvm::Value*> bv;
+                            llvm::Value* brow = fptr(bpanel, b_.CreateMul(kk, c64(nr)));
+                            for (int64_t v = 0; v < nr / vl; ++v) bv.push_back(b_.CreateAlignedLoad(vt, fptr(brow, c64(v * vl)), llvm::Align(4 * vl)));
+                            llvm::Value* arow = fptr(apanel, b_.CreateMul(kk, c64(mr)));
+                            for (int64_t i = 0; i < mr; ++i) {
+                                llvm::Value* a = b_.CreateVectorSplat(unsigned(vl), b_.CreateLoad(f32_, fptr(arow, c64(i))));
+                                for (int64_t v = 0; v < nr / vl; ++v) {
+                                    llvm::AllocaInst* slot = acc[size_t(i)][size_t(v)];
+                                    llvm::Value* sum = b_.CreateIntrinsic(llvm::Intrinsic::fma, {vt}, {a, bv[size_t(v)], b_.CreateLoad(vt, slot)});
+                                    b_.CreateStore(sum, slot);
+                                }
+                            }
+                        });
+                        for (int64_t i = 0; i < mr; ++i) {
+                            for (int64_t v = 0; v < nr / vl; ++v) {
+                                b_.CreateAlignedStore(b_.CreateLoad(vt, acc[size_t(i)][size_t(v)]), cvec(i, v), llvm::Align(4 * vl));
+                            }
+                        }
+                    });
+                });
+            });
+            // The epilogue: whatever lies above the sum, at each valid element of the tile.
+            loop(c64(0), mlen, "em", [&](llvm::Value* i) {
+                loop(c64(0), nlen, "en", [&](llvm::Value* j) {
+                    std::vector<llvm::Value*> at = idx;
+                    at[p.m] = b_.CreateAdd(m0, i);
+                    at[p.n] = b_.CreateAdd(n0, j);
+                    out_index_ = at;
+                    above_.clear();
+                    reduced_ = b_.CreateLoad(f32_, fptr(cbuf, b_.CreateAdd(b_.CreateMul(i, c64(kNc)), j)));
+                    llvm::Value* v = value(*k_.root, at, above_);
+                    llvm::Value* off = c64(0);
+                    for (size_t d = 0; d < full.size(); ++d) {
+                        if (out_shape[d] != 1) off = b_.CreateAdd(off, b_.CreateMul(at[d], c64(out_stride[d])));  // reduce axes: size 1
+                    }
+                    store(v, off);
+                });
+            });
+            reduced_ = nullptr;
+        });
+    }
 
     static const Expr* find_reduce(const Expr& e) {
         if (e.kind == ExprKind::reduce) return &e;
@@ -212,7 +487,9 @@ private:
     }
 
     // for (i = lo; i < hi; ++i) body(i), signed 64-bit.
-    void loop(llvm::Value* lo, llvm::Value* hi, const char* name, const std::function<void(llvm::Value*)>& body) {
+    // plain: neither vectorized nor unrolled by the O3 pipeline (loops where that only costs
+    // compile time and code size).
+    void loop(llvm::Value* lo, llvm::Value* hi, const char* name, const std::function<void(llvm::Value*)>& body, bool plain = false) {
         llvm::AllocaInst* counter = entry_alloca(i64_, name);
         b_.CreateStore(lo, counter);
         auto* cond = llvm::BasicBlock::Create(ctx_, std::string(name) + ".cond", fn_);
@@ -225,7 +502,16 @@ private:
         b_.SetInsertPoint(blk);
         body(i);
         b_.CreateStore(b_.CreateAdd(i, c64(1), "", true, true), counter);
-        b_.CreateBr(cond);
+        llvm::BranchInst* latch = b_.CreateBr(cond);
+        if (plain) {
+            llvm::Metadata* no_vectorize[] = {llvm::MDString::get(ctx_, "llvm.loop.vectorize.enable"),
+                                              llvm::ConstantAsMetadata::get(b_.getFalse())};
+            llvm::Metadata* no_unroll[] = {llvm::MDString::get(ctx_, "llvm.loop.unroll.disable")};
+            llvm::Metadata* ops[] = {nullptr, llvm::MDNode::get(ctx_, no_vectorize), llvm::MDNode::get(ctx_, no_unroll)};
+            llvm::MDNode* md = llvm::MDNode::getDistinct(ctx_, ops);
+            md->replaceOperandWith(0, md);  // a loop ID refers to itself
+            latch->setMetadata(llvm::LLVMContext::MD_loop, md);
+        }
         b_.SetInsertPoint(done);
     }
 
@@ -250,6 +536,11 @@ private:
             for (size_t d = 0; d < v.shape.size(); ++d) {
                 if (v.strides[d] != 0) addr = b_.CreateAdd(addr, b_.CreateMul(idx[d], c64(v.strides[d])));
             }
+            if (vi == 0) break;
+            // A contiguous view below maps its row-major index to itself: skip the unravel
+            // (divisions) and the ravel that would undo it (a reshape of a broadcast, as in a
+            // matmul operand fused from the previous layer, leaves such a view).
+            while (vi > 0 && views[vi - 1].is_contiguous()) --vi;
             if (vi == 0) break;
             // Unravel into the row-major index of the view below.
             const Shape& below = views[vi - 1].shape;
@@ -336,6 +627,12 @@ private:
 
     llvm::Value* value(const Expr& e, const std::vector<llvm::Value*>& idx, Memo& memo) {
         if (auto it = memo.find(&e); it != memo.end()) return it->second;
+        if (auto it = row_cache_.find(&e); it != row_cache_.end()) {
+            llvm::Type* t = value_type(e.dtype);
+            llvm::Value* v = b_.CreateLoad(t, b_.CreateGEP(t, it->second, idx.back()));
+            memo.emplace(&e, v);
+            return v;
+        }
         llvm::Value* v = compute(e, idx, memo);
         // A 16-bit float result is rounded to its type at once, whether stored or fused into
         // the next op (loads are exact already; casts round themselves).
@@ -365,6 +662,7 @@ private:
                 return valid ? b_.CreateSelect(valid, inner, zero(e.dtype)) : inner;
             }
             case ExprKind::reduce: return reduce(e);
+            case ExprKind::row_reduce: return row_value(e, idx);
             case ExprKind::alu: {
                 std::vector<llvm::Value*> s;
                 for (const ExprRef& src : e.src) s.push_back(value(*src, idx, memo));
@@ -385,6 +683,18 @@ private:
 
     llvm::Value* reduce_combine(const Expr& e, llvm::Value* a, llvm::Value* x) {
         DType t = e.dtype;
+        if (e.op != Op::reduce_sum && is_float(t)) {
+            // maxnum ignores NaN: so does replacing a NaN by -inf first. Then neither operand is
+            // ever NaN (the accumulator starts at -inf), and saying so (nnan, and nsz: maxnum
+            // may return either zero anyway) lets the loop vectorizer keep one maximum per lane.
+            llvm::Value* clean = b_.CreateSelect(b_.CreateFCmpUNO(x, x), llvm::ConstantFP::getInfinity(f32_, true), x);
+            auto* m = llvm::cast<llvm::Instruction>(b_.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, a, clean));
+            llvm::FastMathFlags fmf;
+            fmf.setNoNaNs();
+            fmf.setNoSignedZeros();
+            m->setFastMathFlags(fmf);
+            return m;
+        }
         if (e.op != Op::reduce_sum) return maximum(t, a, x);
         if (t == DType::int32) return b_.CreateAdd(a, x);
         if (t == DType::boolean) return b_.CreateOr(a, x);
@@ -420,6 +730,73 @@ private:
         return b_.CreateLoad(vt, acc);
     }
 
+    // The row reductions under e (not those nested in another one), each once.
+    static std::vector<const Expr*> row_reduces(const Expr& e) {
+        std::vector<const Expr*> out;
+        std::unordered_map<const Expr*, bool> seen;
+        std::function<void(const Expr&)> visit = [&](const Expr& x) {
+            if (!seen.emplace(&x, true).second) return;
+            if (x.kind == ExprKind::row_reduce) {
+                out.push_back(&x);
+                return;
+            }
+            for (const ExprRef& s : x.src) visit(*s);
+        };
+        visit(e);
+        return out;
+    }
+
+    // A row reduction at the row of idx (its last axis is ignored), emitted once per row:
+    // first the row reductions it depends on, then its loop over the row.
+    llvm::Value* row_value(const Expr& e, const std::vector<llvm::Value*>& idx) {
+        if (auto it = row_values_.find(&e); it != row_values_.end()) return it->second;
+        for (const Expr* r : row_reduces(*e.src[0])) row_value(*r, idx);
+        llvm::Type* vt = value_type(e.dtype);
+        llvm::AllocaInst* acc = entry_alloca(vt, "rowacc");
+        b_.CreateStore(reduce_init(e), acc);
+        // What is reduced is often used again at the same row index (softmax's exp(x - max)
+        // is summed, then divided by the sum): keep the row of values on the stack instead
+        // of computing them twice (a plain load is cheaper to repeat: the row is in cache).
+        const Expr& src = *e.src[0];
+        llvm::AllocaInst* keep = nullptr;
+        if (cpu_ && src.kind != ExprKind::load && src.kind != ExprKind::constant && uses(src) > 1 && !row_cache_.count(&src) &&
+            e.row == k_.full_shape.back()) {
+            llvm::Type* st = value_type(src.dtype);
+            keep = entry_alloca(llvm::ArrayType::get(st, uint64_t(e.row)), "rowkeep");
+            keep->setAlignment(llvm::Align(64));
+            private_bytes_ += uint64_t(e.row) * 4 + 64;
+        }
+        loop(c64(0), c64(e.row), "row_r", [&](llvm::Value* j) {
+            std::vector<llvm::Value*> at = idx;
+            at.back() = j;
+            Memo below;
+            llvm::Value* x = value(src, at, below);
+            if (keep) b_.CreateStore(x, b_.CreateGEP(value_type(src.dtype), keep, j));
+            b_.CreateStore(reduce_combine(e, b_.CreateLoad(vt, acc), x), acc);
+        });
+        if (keep) row_cache_.emplace(&src, keep);
+        llvm::Value* v = b_.CreateLoad(vt, acc);
+        row_values_.emplace(&e, v);
+        return v;
+    }
+
+    // How many expressions of the kernel use e as a source.
+    int uses(const Expr& e) {
+        if (uses_.empty()) {
+            std::unordered_map<const Expr*, bool> seen;
+            std::function<void(const Expr&)> visit = [&](const Expr& x) {
+                if (!seen.emplace(&x, true).second) return;
+                for (const ExprRef& s : x.src) {
+                    ++uses_[s.get()];
+                    visit(*s);
+                }
+            };
+            visit(*k_.root);
+        }
+        auto it = uses_.find(&e);
+        return it == uses_.end() ? 0 : it->second;
+    }
+
     llvm::Value* maximum(DType t, llvm::Value* a, llvm::Value* b) {
         if (is_float(t)) return b_.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, a, b);
         if (t == DType::int32) return b_.CreateSelect(b_.CreateICmpSGT(a, b), a, b);
@@ -441,6 +818,9 @@ private:
             case Op::sub: return f ? b_.CreateFSub(s[0], s[1]) : b_.CreateSub(s[0], s[1]);
             case Op::mul: return f ? b_.CreateFMul(s[0], s[1]) : st == DType::boolean ? b_.CreateAnd(s[0], s[1]) : b_.CreateMul(s[0], s[1]);
             case Op::div: {
+                // By a row reduction (softmax's sum): one division per row, a multiplication
+                // per element (the reciprocal is loop-invariant and hoisted; within 1 ulp).
+                if (f && e.src[1]->kind == ExprKind::row_reduce) return b_.CreateFMul(s[0], b_.CreateFDiv(cf(1.0), s[1]));
                 if (f) return b_.CreateFDiv(s[0], s[1]);
                 // x86 idiv traps on a zero divisor and on INT32_MIN / -1: both yield 0 / x instead.
                 llvm::Value* bad = b_.CreateOr(b_.CreateICmpEQ(s[1], zero(st)),
@@ -532,6 +912,11 @@ private:
     std::vector<llvm::Value*> out_index_;
     llvm::Value* reduced_ = nullptr;  // the reduction's value at the current output element, when precomputed
     Memo above_;
+    Memo row_values_;  // row reductions of the row being emitted
+    std::unordered_map<const Expr*, llvm::AllocaInst*> row_cache_;  // values kept per row index, by expression
+    std::unordered_map<const Expr*, int> uses_;
+    uint64_t private_bytes_ = 0;
+    bool cpu_ = false;  // a CPU workgroup (a stack of its own), not a GPU work-item
 };
 
 std::string module_text(const llvm::Module& module) {
@@ -567,9 +952,12 @@ std::unique_ptr<llvm::TargetMachine> make_target_machine(const Target& target) {
     return machine;
 }
 
-llvm::Function* build_kernel_function(llvm::Module& module, const Kernel& kernel, const Target& target, KernelFlavor flavor) {
+llvm::Function* build_kernel_function(llvm::Module& module, const Kernel& kernel, const Target& target, KernelFlavor flavor,
+                                      uint64_t* private_bytes) {
     Emitter e(module, kernel);
-    return flavor == KernelFlavor::cpu ? e.emit_cpu(target) : e.emit_amdgpu(target);
+    llvm::Function* fn = flavor == KernelFlavor::cpu ? e.emit_cpu(target) : e.emit_amdgpu(target);
+    if (private_bytes) *private_bytes = e.private_bytes();
+    return fn;
 }
 
 std::vector<std::byte> optimize_and_emit(llvm::Module& module, llvm::TargetMachine& machine, const Kernel& kernel) {

@@ -21,8 +21,11 @@ inline constexpr int64_t kAmdgpuBlock = 256;
 
 void initialize_llvm_targets();
 std::unique_ptr<llvm::TargetMachine> make_target_machine(const Target& target);
-// The kernel's function in `module` (whose data layout is already the target's).
-llvm::Function* build_kernel_function(llvm::Module& module, const Kernel& kernel, const Target& target, KernelFlavor flavor);
+// The kernel's function in `module` (whose data layout is already the target's). CPU kernels
+// may need more stack than the ABI's 64 KiB: *private_bytes receives the extra (the descriptor's
+// private_bytes).
+llvm::Function* build_kernel_function(llvm::Module& module, const Kernel& kernel, const Target& target, KernelFlavor flavor,
+                                      uint64_t* private_bytes = nullptr);
 // Verify, run the O3 pipeline, emit an ELF object.
 std::vector<std::byte> optimize_and_emit(llvm::Module& module, llvm::TargetMachine& machine, const Kernel& kernel);
 

@@ -1,6 +1,7 @@
 #include "compiler/scheduler.hpp"
 
 #include <map>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -23,14 +24,32 @@ public:
         // The kernel's index space: the node's shape, or the shape of the reduction it folds in
         // when only reshapes lie between (same elements in the same order, so the output is the
         // same row-major array): sum(x, keepdim=false) * 2 is one kernel.
-        Shape space = node->shape;
-        std::unordered_set<const Node*> seen;
-        if (const Node* r = reduce_under_reshapes(*node, seen)) space = r->shape;
-        KernelBuilder kb(*this);
+        Shape space;
         Kernel k;
-        k.full_shape = space;
-        k.output_dtype = node->dtype;
-        k.root = kb.build(node, ShapeTracker::contiguous(space));
+        std::optional<KernelBuilder> builder;
+        for (;;) {
+            space = node->shape;
+            std::unordered_set<const Node*> seen;
+            const Node* folded = reduce_under_reshapes(*node, seen);
+            if (folded) space = folded->shape;
+            // Row reductions only where the kernel has no reduction of its own; should one fold
+            // in anyway, the kernel is built again without them (what they would have fused is
+            // realized by earlier items instead).
+            builder.emplace(*this, folded == nullptr);
+            k.full_shape = space;
+            k.output_dtype = node->dtype;
+            k.root = builder->build(node, ShapeTracker::contiguous(space));
+            if (builder->reduce && builder->used_rows) {
+                builder.emplace(*this, false);
+                k.root = builder->build(node, ShapeTracker::contiguous(space));
+            }
+            // The reduction this kernel folds in may have been realized meanwhile for another
+            // of its consumers (softmax(relu(a @ b)): the row max needs the matmul): then load
+            // it instead of computing it a second time. Terminates: each pass schedules more.
+            if (builder->reduce && scheduled_.count(builder->reduce)) continue;
+            break;
+        }
+        KernelBuilder& kb = *builder;
         if (kb.reduce) {
             k.full_shape = kb.reduce->src[0]->shape;
             k.reduce_axes = kb.reduce->axes;
@@ -59,9 +78,33 @@ private:
         std::vector<NodeRef> inputs;
         std::unordered_map<const Node*, uint32_t> input_index;
         const Node* reduce = nullptr;
+        bool rows = false;       // may reductions fold in as row_reduce
+        bool used_rows = false;  // did one
         std::map<std::pair<const Node*, std::string>, ExprRef> memo;
 
-        explicit KernelBuilder(Scheduler& owner) : s(owner) {}
+        KernelBuilder(Scheduler& owner, bool allow_rows) : s(owner), rows(allow_rows) {}
+
+        // Rows longer than this are not fused: a row's reductions and its elements then no
+        // longer share the cache, and the runtime's workgroups (at least 16K elements each)
+        // could split a row and compute its reductions twice.
+        static constexpr int64_t kMaxRow = 16384;
+
+        // Whether `st` reads the keepdim reduction `node` over the last axis broadcast back
+        // along it: the same index on every other axis, any index on the last.
+        static bool broadcasts_row(const Node& node, const ShapeTracker& st) {
+            const Shape& rs = node.shape;
+            const size_t r = rs.size();
+            if (r == 0 || node.axes != std::vector<int>{int(r - 1)} || st.views().size() != 1) return false;
+            if (node.src[0]->shape.back() > kMaxRow) return false;
+            const View& v = st.views()[0];
+            if (v.has_mask() || v.offset != 0 || v.shape.size() != r) return false;
+            int64_t stride = 1;  // the row-major stride of rs at d (rs[r - 1] is 1)
+            for (size_t d = r - 1; d-- > 0;) {
+                if (v.shape[d] != rs[d] || (rs[d] != 1 && v.strides[d] != stride)) return false;
+                stride *= rs[d];
+            }
+            return v.strides[r - 1] == 0 || v.shape[r - 1] == 1;
+        }
 
         ExprRef load(const NodeRef& node, const ShapeTracker& st) {
             auto [it, added] = input_index.emplace(node.get(), uint32_t(inputs.size()));
@@ -113,6 +156,14 @@ private:
                         reduce = node.get();
                         e->kind = ExprKind::reduce;
                         e->op = node->op;
+                        e->src = {build(node->src[0], ShapeTracker::contiguous(node->src[0]->shape))};
+                        return e;
+                    }
+                    if (rows && broadcasts_row(*node, st)) {
+                        used_rows = true;
+                        e->kind = ExprKind::row_reduce;
+                        e->op = node->op;
+                        e->row = node->src[0]->shape.back();
                         e->src = {build(node->src[0], ShapeTracker::contiguous(node->src[0]->shape))};
                         return e;
                     }

@@ -79,11 +79,13 @@ void Runtime::realize(const NodeRef& node) {
     for (compiler::ScheduleItem& item : compiler::schedule(node)) {
         if (!item.kernel) {
             item.output->realized = item.inputs[0]->realized;
+            item.output->release = item.inputs[0]->release;
             continue;
         }
         const compiler::Kernel& k = *item.kernel;
         uint64_t bytes = std::max<uint64_t>(uint64_t(k.output_elements()) * compiler::dtype_bytes(k.output_dtype), 4);
-        hcq::Buffer out = device_->allocate(bytes);
+        auto [out, release] = output_buffer(bytes);
+        item.output->release = std::move(release);
         if (k.output_elements() == 0) {  // nothing to compute
             item.output->realized = std::move(out);
             continue;
@@ -105,6 +107,33 @@ void Runtime::realize(const NodeRef& node) {
         launched_.fetch_add(1);
         item.output->realized = std::move(out);
     }
+}
+
+std::pair<hcq::Buffer, std::shared_ptr<void>> Runtime::output_buffer(uint64_t bytes) {
+    hcq::Buffer buffer;
+    {
+        std::lock_guard lock(pool_->mutex);
+        if (auto it = pool_->free.find(bytes); it != pool_->free.end()) {
+            buffer = std::move(it->second);
+            pool_->free.erase(it);
+            pool_->bytes -= bytes;
+        }
+    }
+    if (!buffer) buffer = device_->allocate(bytes);
+    std::weak_ptr<BufferPool> pool = pool_;
+    std::shared_ptr<void> release(nullptr, [pool, buffer, bytes](void*) noexcept {
+        auto p = pool.lock();
+        if (!p) return;  // the runtime is gone: the buffer is simply freed
+        try {
+            std::lock_guard lock(p->mutex);
+            if (p->bytes + bytes > BufferPool::kMaxBytes) return;
+            p->free.emplace(bytes, buffer);
+            p->bytes += bytes;
+        } catch (...) {
+            // Out of memory for the pool's entry: the buffer is freed instead.
+        }
+    });
+    return {std::move(buffer), std::move(release)};
 }
 
 NodeRef Runtime::upload(std::span<const std::byte> bytes, DType dtype, compiler::Shape shape) {

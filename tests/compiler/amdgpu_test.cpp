@@ -59,6 +59,18 @@ Kernel reduction_kernel() {
     return *items[0].kernel;
 }
 
+// x - max(x) over rows, broadcast back: one kernel with a row reduction (each work-item loops
+// over its row).
+Kernel row_kernel() {
+    NodeRef x = input({40, 37});
+    auto m = Node::make_reduce(Op::reduce_max, x, {1});
+    auto mb = Node::make_view(m, ShapeTracker::contiguous({40, 1}).expand({40, 37}));
+    auto items = schedule(Node::make_alu(Op::sub, DType::float32, {x, mb}));
+    REQUIRE(items.size() == 1);
+    REQUIRE(items[0].kernel->key().find("row_reduce") != std::string::npos);
+    return *items[0].kernel;
+}
+
 void check_object(const Kernel& kernel, const std::string& gfx) {
     INFO("kernel " << kernel.name() << " for " << gfx);
     std::vector<std::byte> object = emit_amdgpu_object(kernel, gfx);
@@ -92,10 +104,11 @@ void check_object(const Kernel& kernel, const std::string& gfx) {
 
 }  // namespace
 
-TEST_CASE("amdgpu: matmul and reduction code objects for gfx1100 and gfx1201") {
+TEST_CASE("amdgpu: matmul, reduction and row-reduction code objects for gfx1100 and gfx1201") {
     for (const char* gfx : {"gfx1100", "gfx1201"}) {
         check_object(matmul_kernel(), gfx);
         check_object(reduction_kernel(), gfx);
+        check_object(row_kernel(), gfx);
     }
 }
 

@@ -7,6 +7,7 @@
 #include "drivers/cpu/kernel_abi.h"
 #include "tests/hcq/support.hpp"
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <random>
@@ -222,6 +223,54 @@ TEST_CASE("codegen: the object loads on the cpu device and runs over any grid") 
         dev->compute_queue().wait(dev->timeline(), v - 1).exec(*prog, hcq::KernelArgs(*prog, {out, a}), {groups}, {1}).signal(dev->timeline(), v).submit();
         auto got = test::download<float>(*dev, out, size_t(n));
         for (size_t i = 0; i < got.size(); ++i) REQUIRE(got[i] == in[i] * 3 + 1);
+    }
+}
+
+TEST_CASE("codegen: the register-blocked matmul, for AVX-512 and AVX2 register files, over any grid") {
+    auto dev = test::open_device("cpu");
+    // Sizes that cross the kernel's 192 x 256 tiles and 256-deep K slices, with ragged edges.
+    const int64_t m = 203, k = 261, n = 270;
+    std::mt19937 gen(3);
+    std::uniform_real_distribution<float> dist(-1, 1);
+    std::vector<float> a(size_t(m * k)), b(size_t(k * n));
+    for (float& x : a) x = dist(gen);
+    for (float& x : b) x = dist(gen);
+    hcq::Buffer da = dev->allocate(uint64_t(m * k) * 4), db = dev->allocate(uint64_t(k * n) * 4), out = dev->allocate(uint64_t(m * n) * 4);
+    test::upload(*dev, da, a);
+    test::upload(*dev, db, b);
+    // relu(A @ B) as the Tensor API builds it: A (m, 1, k) and B^T (1, n, k) expanded to
+    // (m, n, k), multiplied, summed over k.
+    NodeRef na = Node::make_buffer(da, DType::float32, {m, k}), nb = Node::make_buffer(db, DType::float32, {k, n});
+    NodeRef ea = Node::make_view(na, ShapeTracker::contiguous({m, k}).reshape({m, 1, k}).expand({m, n, k}));
+    NodeRef eb = Node::make_view(nb, ShapeTracker::contiguous({k, n}).permute({1, 0}).reshape({1, n, k}).expand({m, n, k}));
+    NodeRef sum = Node::make_reduce(Op::reduce_sum, Node::make_alu(Op::mul, DType::float32, {ea, eb}), {2});
+    NodeRef root = Node::make_alu(Op::max, DType::float32, {sum, Node::make_constant(0, DType::float32, {m, n, 1})});
+    auto items = schedule(root);
+    REQUIRE(items.size() == 1);
+    REQUIRE(items[0].kernel);
+    const Kernel& kernel = *items[0].kernel;
+    std::vector<double> want(size_t(m * n));
+    for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+            double acc = 0;
+            for (int64_t q = 0; q < k; ++q) acc += double(a[size_t(i * k + q)]) * double(b[size_t(q * n + j)]);
+            want[size_t(i * n + j)] = std::max(acc, 0.0);
+        }
+    // x86-64-v3 without target features: AVX2 and FMA, 16 vector registers (this CPU runs it).
+    Target avx2{Target::host().triple, "x86-64-v3", ""};
+    for (const Target& target : {Target::host(), avx2}) {
+        INFO(target.cpu);
+        std::vector<std::byte> object = emit_cpu_object(kernel, target);
+        auto prog = dev->load_program(object, kernel.name());
+        // The packed panels and the C tile live on the stack: more than the ABI's 64 KiB.
+        CHECK(prog->info().private_bytes >= (192 * 256 + 256 * 256 + 192 * 256) * 4);
+        for (uint32_t groups : {1u, 3u, 7u, 256u}) {
+            test::upload(*dev, out, std::vector<float>(size_t(m * n), NAN));
+            uint64_t v = dev->next_timeline();
+            dev->compute_queue().wait(dev->timeline(), v - 1).exec(*prog, hcq::KernelArgs(*prog, {out, da, db}), {groups}, {1}).signal(dev->timeline(), v).submit();
+            auto got = test::download<float>(*dev, out, size_t(m * n));
+            for (size_t i = 0; i < got.size(); ++i) REQUIRE(std::fabs(got[i] - want[i]) <= 1e-4 * (1 + std::fabs(want[i])));
+        }
     }
 }
 

@@ -220,6 +220,40 @@ TEST_CASE("tensor: matmul, including transposed and batched operands") {
     CHECK_THROWS_AS(upload(a).matmul(upload(a)), std::invalid_argument);
 }
 
+// The CPU code generator's register-blocked matmul (compiler/llvm_kernel_ir.cpp: 12 x 32 register
+// blocks, 192 x 256 tiles, K in slices of 256): sizes that are not multiples of any block and
+// that cross a tile or a K slice, degenerate shapes (1 x N and N x 1 are matrix-vector products:
+// the general loops take them), operands through views, a fused epilogue.
+TEST_CASE("tensor: matmul edge sizes and views (blocked kernel)") {
+    std::mt19937 gen(17);
+    for (auto [m, k, n] : {std::tuple{200, 300, 270}, {1, 70, 300}, {300, 70, 1}, {13, 1, 45}, {12, 256, 32}, {25, 17, 33}, {193, 5, 257}}) {
+        INFO(m << "x" << k << " @ " << k << "x" << n);
+        Ref a = Ref::random({m, k}, gen, -1, 1), b = Ref::random({k, n}, gen, -1, 1);
+        Ref want = Ref::matmul(a, b);
+        check_close(upload(a).matmul(upload(b)), want, 1e-4, 1e-4);
+        // Both operands stored transposed.
+        check_close(upload(a.permute({1, 0})).transpose().matmul(upload(b.permute({1, 0})).transpose()), want, 1e-4, 1e-4);
+        // A as a window of a larger padded buffer, B flipped twice (negative strides).
+        Ref big = Ref::random({m + 3, k + 5}, gen, -1, 1);
+        Ref window = big.shrink({{2, m + 2}, {1, k + 1}});
+        check_close(upload(big).shrink({{2, m + 2}, {1, k + 1}}).matmul(upload(b.flip({0, 1})).flip({0, 1})), Ref::matmul(window, b), 1e-4, 1e-4);
+        // A zero-padded operand (masked loads): pad K on both sides of both operands.
+        Ref ap = a.pad({{0, 0}, {2, 1}}), bp = b.pad({{2, 1}, {0, 0}});
+        check_close(upload(a).pad({{0, 0}, {2, 1}}).matmul(upload(b).pad({{2, 1}, {0, 0}})), Ref::matmul(ap, bp), 1e-4, 1e-4);
+        // The epilogue the scheduler fuses: relu(a @ b + bias), bias broadcast over rows.
+        Ref bias = Ref::random({1, n}, gen, -1, 1);
+        Ref fused = Ref::zip(want, bias, [](double x, double y) { return std::max(x + y, 0.0); });
+        check_close((upload(a).matmul(upload(b)) + upload(bias)).relu(), fused, 1e-4, 1e-4);
+    }
+    // Batched, the right operand broadcast over the batch.
+    Ref a = Ref::random({3, 20, 40}, gen, -1, 1), b = Ref::random({40, 35}, gen, -1, 1);
+    auto got = upload(a).matmul(upload(b)).to_vector<float>();
+    for (int64_t bi = 0; bi < 3; ++bi) {
+        Ref want = Ref::matmul(a.shrink({{bi, bi + 1}, {0, 20}, {0, 40}}).reshape({20, 40}), b);
+        for (size_t i = 0; i < want.v.size(); ++i) REQUIRE(std::fabs(got[size_t(bi * 700) + i] - want.v[i]) < 1e-4);
+    }
+}
+
 TEST_CASE("tensor: softmax") {
     std::mt19937 gen(8);
     Ref x = Ref::random({6, 50}, gen, -10, 10);
@@ -230,6 +264,36 @@ TEST_CASE("tensor: softmax") {
     Ref e0 = Ref::zip(x, x.reduce({0}, -INFINITY, [](double a, double b) { return std::max(a, b); }), [](double a, double m) { return std::exp(a - m); });
     Ref s0 = e0.reduce({0}, 0, [](double a, double b) { return a + b; });
     check_close(upload(x).softmax(0), Ref::zip(e0, s0, [](double a, double b) { return a / b; }), 1e-5, 1e-6);
+    // Rows on both sides of the scheduler's fused-row limit (16384), batch axes in front, and
+    // rows that the runtime's workgroups split (5 x 7000: two groups of 17500 elements).
+    for (auto shape : {RefShape{2, 3, 7}, RefShape{2, 16384}, RefShape{1, 16385}, RefShape{5, 7000}}) {
+        Ref y = Ref::random(shape, gen, -10, 10);
+        int last = int(shape.size()) - 1;
+        Ref ym = y.reduce({last}, -INFINITY, [](double a, double b) { return std::max(a, b); });
+        Ref ye = Ref::zip(y, ym, [](double a, double m) { return std::exp(a - m); });
+        Ref ys = ye.reduce({last}, 0, [](double a, double b) { return a + b; });
+        check_close(upload(y).softmax(), Ref::zip(ye, ys, [](double a, double b) { return a / b; }), 1e-5, 1e-6);
+    }
+}
+
+TEST_CASE("tensor: a row maximum ignores NaN, fused or not") {
+    // maxnum semantics in every reduction loop: a NaN element does not become the maximum.
+    std::vector<float> v{1, NAN, 3, -2, NAN, NAN, NAN, NAN};
+    for (int row : {4, 0}) {  // 4: the row fused into its consumer; 0: a reduction kernel
+        Tensor t = Tensor::from_vector(v, {2, 4}, cpu_runtime());
+        Tensor m = row ? t - t.max({1}, true) : t.max({1}, true);
+        auto got = m.to_vector<float>();
+        if (row) {
+            CHECK(got[0] == -2.0f);
+            CHECK(std::isnan(got[1]));
+            CHECK(got[2] == 0.0f);
+            CHECK(got[3] == -5.0f);
+            for (size_t i = 4; i < 8; ++i) CHECK(std::isnan(got[i]));
+        } else {
+            CHECK(got[0] == 3.0f);
+            CHECK(got[1] == -INFINITY);
+        }
+    }
 }
 
 TEST_CASE("tensor: layernorm, tanh, gelu") {
@@ -246,7 +310,11 @@ TEST_CASE("tensor: layernorm, tanh, gelu") {
 
 TEST_CASE("tensor: conv2d with and without padding is one kernel") {
     std::mt19937 gen(10);
-    for (auto [n, c, h, w, o, k, pad] : {std::tuple{1, 1, 5, 5, 1, 3, 0}, {2, 3, 8, 7, 4, 3, 1}, {1, 4, 6, 9, 2, 1, 0}, {2, 2, 5, 6, 3, 5, 2}}) {
+    // The last two take the register-blocked kernel (output channels as rows, output columns as
+    // columns, channels x window as K: 270 crosses a K slice; ragged blocks); the others are
+    // too narrow for it and take the general loops.
+    for (auto [n, c, h, w, o, k, pad] : {std::tuple{1, 1, 5, 5, 1, 3, 0}, {2, 3, 8, 7, 4, 3, 1}, {1, 4, 6, 9, 2, 1, 0}, {2, 2, 5, 6, 3, 5, 2},
+                                         {2, 30, 13, 34, 20, 3, 1}, {1, 5, 6, 40, 13, 1, 0}}) {
         INFO("N" << n << " C" << c << " " << h << "x" << w << " O" << o << " K" << k << " pad " << pad);
         Ref x = Ref::random({n, c, h, w}, gen, -1, 1), wt = Ref::random({o, c, k, k}, gen, -1, 1);
         Ref xp = x.pad({{0, 0}, {0, 0}, {pad, pad}, {pad, pad}});
