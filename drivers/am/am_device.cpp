@@ -118,6 +118,24 @@ LoadedFirmware load_firmware(const AsicInfo& asic, const AmOptions& options) {
         expect_ip_major(rlc, p.header, asic.gc.major);
         const fw::amd::RlcRegion* g = p.find("RLC_G");
         if (g == nullptr) throw FirmwareError(rlc.path.string(), "RLC_G", 0, "an RLC_G image", "none");
+        // The pieces the header's minor version carries (parse_rlc adds them per minor, as Linux
+        // amdgpu_gfx_rlc_init_microcode_v2_{1,2,3} does), in research §1.10 order: the
+        // save/restore list machines (v2.1), IRAM/DRAM (v2.2+), RLCP/RLCV (v2.3+), then RLC_G.
+        // GFX_FW_TYPE_* from psp_gfx_if.h; an empty piece is skipped (psp_load_non_psp_fw skips
+        // ucode_size 0).
+        struct RlcPiece {
+            const char* region;
+            PspFwType type;
+        };
+        for (RlcPiece piece : {RlcPiece{"save_restore_list_cntl", PspFwType::rlc_restore_list_srm_cntl},
+                               RlcPiece{"save_restore_list_gpm", PspFwType::rlc_restore_list_gpm_mem},
+                               RlcPiece{"save_restore_list_srm", PspFwType::rlc_restore_list_srm_mem},
+                               RlcPiece{"IRAM", PspFwType::rlc_iram}, RlcPiece{"DRAM", PspFwType::rlc_dram_boot},
+                               RlcPiece{"RLCP", PspFwType::rlc_p}, RlcPiece{"RLCV", PspFwType::rlc_v}}) {
+            const fw::amd::RlcRegion* r = p.find(piece.region);
+            if (r == nullptr || r->bytes.size() == 0) continue;
+            out.ip.push_back({std::string(asic.rlc) + " " + piece.region, copy(r->bytes), piece.type});
+        }
         out.ip.push_back({std::string(asic.rlc) + " RLC_G", copy(g->bytes), PspFwType::rlc_g});
     }
     return out;

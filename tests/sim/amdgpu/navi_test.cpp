@@ -4,6 +4,7 @@
 #include "rig.hpp"
 
 #include "firmware-loader/amd/psp.hpp"
+#include "firmware-loader/amd/rlc.hpp"
 #include "firmware-loader/amd/smc.hpp"
 
 #include <catch2/catch.hpp>
@@ -286,6 +287,53 @@ TEST_CASE("sim-am: PSP ring protocol violations and command errors", "[sim-am]")
         CHECK(rig.load_toc(&tmr) == 0xFFFF0000u);
         CHECK(rig.load_toc(&tmr) == 0);
         CHECK(tmr != 0);
+    }
+}
+
+TEST_CASE("sim-am: AUTOLOAD_RLC needs every piece the ASIC's RLC file carries", "[sim-am]") {
+    SKIP_WITHOUT_AMD_FIRMWARE();
+    // gc_11_0_0_rlc.bin is rlc_firmware_header v2.3 (lists, IRAM/DRAM, RLCP/RLCV); gc_12_0_1_rlc.bin
+    // v2.2 (lists, IRAM/DRAM); both have an empty save_restore_list_cntl, which is not loaded (Linux
+    // skips ucode_size 0) and not required. psp_gfx_if.h: RLC_IRAM 26, RLC_DRAM_BOOT 48, RLC_P 25, RLC_V 7,
+    // RLC_RESTORE_LIST_SRM_CNTL 22, _GPM_MEM 20, _SRM_MEM 21.
+    struct Case {
+        Asic asic;
+        uint32_t skip;
+    };
+    for (Case c : {Case{Asic::navi31, 26}, Case{Asic::navi31, 25}, Case{Asic::navi31, 7}, Case{Asic::navi31, 21},
+                   Case{Asic::navi48, 26}, Case{Asic::navi48, 48}, Case{Asic::navi48, 20}}) {
+        INFO(baregpu::sim::amdgpu::to_string(c.asic) << " without type " << c.skip);
+        TempDir dir;
+        Rig rig(c.asic, dir.path);
+        rig.bootloader_load_all();
+        rig.ring_create();
+        rig.load_ip_firmware_before_autoload(c.skip);
+        CHECK(rig.violations() == 0);
+        CHECK(rig.autoload_rlc() == 0xFFFF0007u);
+        CHECK(rig.has_violation("AUTOLOAD_RLC before firmware types " + std::to_string(c.skip) + " were loaded"));
+        CHECK((rig.rd(rig.r.rlc_bootload_status) & 0x80000000u) == 0);
+    }
+}
+
+TEST_CASE("sim-am: an RLC piece is accepted only as the real file's bytes", "[sim-am]") {
+    SKIP_WITHOUT_AMD_FIRMWARE();
+    {
+        TempDir dir;
+        Rig rig(Asic::navi31, dir.path);
+        rig.bootloader_load_all();
+        rig.ring_create();
+        rig.load_ip_firmware_before_autoload(26);
+        auto bytes = firmware("gc_11_0_0_rlc.bin");
+        auto rlc = fw::amd::parse_rlc(fw::ByteReader(bytes, "rlc"));
+        auto iram = std::vector<std::byte>(rlc.find("IRAM")->bytes.bytes.begin(), rlc.find("IRAM")->bytes.bytes.end());
+        auto dram = rlc.find("DRAM")->bytes.bytes;
+        CHECK(rig.load_ip_fw(26, dram) == 0xFFFF000Fu);  // the DRAM image sent as IRAM
+        iram[100] ^= std::byte{1};
+        CHECK(rig.load_ip_fw(26, iram) == 0xFFFF000Fu);
+        iram[100] ^= std::byte{1};
+        CHECK(rig.load_ip_fw(26, iram) == 0);
+        CHECK(rig.autoload_rlc() == 0);
+        CHECK(rig.violations() == 0);
     }
 }
 

@@ -78,6 +78,8 @@ struct Rig {
     uint32_t load_toc(uint32_t* tmr_size);
     uint32_t autoload_rlc();
     void load_all_ip_firmware();  // SMU, [TMR], SDMA, CP, IMU, RLC, AUTOLOAD
+    // Everything load_all_ip_firmware loads before AUTOLOAD_RLC, leaving out GFX_FW_TYPE `skip` (0: none).
+    void load_ip_firmware_before_autoload(uint32_t skip = 0);
     uint32_t smu_send(uint32_t msg, uint32_t param, uint32_t* out = nullptr, int wait_ms = 100);
 
     size_t violations() const { return bus->violations().size(); }
