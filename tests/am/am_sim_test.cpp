@@ -284,10 +284,9 @@ TEST_CASE("an unmapped GPU access is a page fault decoded from the IH ring") {
         d->map(va, 64ull << 20, 2ull << 20);
         REQUIRE(rig.model->gpu_access(va + 0x1000, 4, true));
         uint64_t bad = am::kVmStart + (1ull << 30) + 0x3000;
-        // gpu_write, not gpu_access(write=true): the model's gpu_access reads first, so an
-        // unmapped target faults as a read there.
-        std::array<std::byte, 4> word{};
-        REQUIRE_FALSE(rig.model->gpu_write(bad, word));
+        // An engine's write to an unmapped page latches L2_PROTECTION_FAULT_STATUS.RW = 1 (Linux
+        // gmc_v11_0_process_interrupt reports it as a write).
+        REQUIRE_FALSE(rig.model->gpu_access(bad, 4, true));
         auto pending = d->pending_interrupts();
         REQUIRE(pending.size() == 1);
         INFO(pending[0].describe());
