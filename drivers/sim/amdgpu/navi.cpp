@@ -17,7 +17,7 @@ namespace baregpu::sim::amdgpu {
 
 struct NaviModel::Impl {
     Impl(const ModelOptions& o)
-        : asic(asic_info(o.asic)), file(o.asic, o.state_dir), firmware(asic, o.firmware_dir), chip(asic, file),
+        : asic(asic_info(o.asic)), file(o.asic, o.state_dir, o.ephemeral), firmware(asic, o.firmware_dir), chip(asic, file),
           psp(chip, firmware), smu(chip, firmware), ih(chip), gmc(chip, ih), registers(chip, psp, smu, gmc, ih) {}
 
     const AsicInfo& asic;
