@@ -11,6 +11,7 @@
 #include "firmware-loader/amd/smc.hpp"
 #include "firmware-loader/search_path.hpp"
 
+#include <array>
 #include <bitset>
 #include <cstdlib>
 #include <fmt/format.h>
@@ -39,6 +40,8 @@ struct AmDevice::PtPool final : PtMemory {
 };
 
 namespace {
+// driver_state: magic, count, then {PPCLK, soft min MHz, soft max MHz} per pinned clock.
+constexpr uint32_t kClockRecordMagic = 0x4b4c4331;  // "1CLK"
 // The firmware of one bring-up, read and validated before any byte reaches the device.
 struct Blob {
     std::string what;
@@ -369,6 +372,27 @@ void AmDevice::full_boot() {
         smu_->init(gmc_->mc(layout_.smu_table));
         s.detail = fmt::format("SMU {:#x}", smu_->version());
     });
+
+    stage("clocks", [&](StageReport& s) {
+        report_.pinned_clocks = smu_->pin_clocks_to_max();
+        // Recorded in boot memory so a later (warm) process can say what the chip is pinned to.
+        std::vector<uint32_t> record = {kClockRecordMagic, static_cast<uint32_t>(report_.pinned_clocks.size())};
+        for (const ClockLimit& c : report_.pinned_clocks) {
+            record.insert(record.end(), {c.clk, c.min_mhz, c.max_mhz});
+            s.detail += fmt::format("{}{} {} MHz", s.detail.empty() ? "" : ", ", ppclk_name(c.clk), c.max_mhz);
+        }
+        vram_->write(layout_.driver_state, std::as_bytes(std::span(record)));
+    });
+}
+
+std::vector<ClockLimit> AmDevice::clock_limits() {
+    if (!report_.pinned_clocks.empty()) return report_.pinned_clocks;
+    std::array<uint32_t, 2 + 3 * 8> record{};
+    vram_->read(layout_.driver_state, std::as_writable_bytes(std::span(record)));
+    std::vector<ClockLimit> out;
+    if (record[0] != kClockRecordMagic || record[1] > 8) return out;
+    for (uint32_t i = 0; i < record[1]; ++i) out.push_back({record[2 + 3 * i], record[3 + 3 * i], record[4 + 3 * i]});
+    return out;
 }
 
 FirmwareVersions AmDevice::firmware_versions() { return {psp_->sos_version(), smu_->version()}; }

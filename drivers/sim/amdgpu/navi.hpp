@@ -69,6 +69,12 @@ public:
     bool powered_on_at_open() const { return powered_on_at_open_; }
     uint32_t register_value(uint32_t dword_address);  // what a BAR5/RSMU read would return
     uint32_t hdp_flushes() const;
+    // SetSoftMinByFreq / SetSoftMaxByFreq as the SMU last took them for PPCLK `clock` (0: never
+    // set), and the frequency the metrics table reports for it.
+    struct ClockState {
+        uint32_t soft_min_mhz, soft_max_mhz, current_mhz;
+    };
+    ClockState smu_clock(uint32_t clock) const;
     uint32_t tlb_invalidations(VmClient hub) const;
     uint32_t mode1_resets() const;
     uint32_t ih_entries_written() const;

@@ -392,6 +392,45 @@ TEST_CASE("sim-am: mode1 reset through the debug mailbox", "[sim-am]") {
     }
 }
 
+TEST_CASE("sim-am: RCC_DEV0_EPF2_STRAP2 and the pinned clocks", "[sim-am]") {
+    SKIP_WITHOUT_AMD_FIRMWARE();
+    for (Asic asic : {Asic::navi31, Asic::navi48}) {
+        INFO(baregpu::sim::amdgpu::to_string(asic));
+        TempDir dir;
+        Rig rig(asic, dir.path);
+        // Past BAR5, through the RSMU pair; the model powers on with NO_SOFT_RESET_DEV0_F2 (bit 7) set.
+        REQUIRE(rig.r.rcc_strap2 >= 0x40000);
+        const uint32_t strap = rig.rd(rig.r.rcc_strap2);
+        CHECK((strap & 0x80u) != 0);
+        rig.wr(rig.r.rcc_strap2, strap | 0x100u);  // another strap bit: refused
+        CHECK(rig.has_violation("only STRAP_NO_SOFT_RESET_DEV0_F2 may change"));
+        CHECK(rig.rd(rig.r.rcc_strap2) == strap);
+        rig.bus->clear_violations();
+        rig.wr(rig.r.rcc_strap2, strap & ~0x80u);  // nbio_v4_3 / nbif_v6_3_1 init_registers
+        CHECK(rig.rd(rig.r.rcc_strap2) == (strap & ~0x80u));
+        CHECK(rig.violations() == 0);
+
+        // SetSoftMin/MaxByFreq: the SMU keeps both, and runs the clock inside them.
+        rig.bootloader_load_all();
+        rig.ring_create();
+        rig.load_all_ip_firmware();
+        CHECK(rig.model->smu_clock(0).current_mhz == 500);  // idle: the lowest GFXCLK level
+        CHECK(rig.smu_send(0x19, (0u << 16) | 2500) == 1);
+        CHECK(rig.smu_send(0x1A, (0u << 16) | 2500) == 1);
+        auto gfx = rig.model->smu_clock(0);
+        CHECK(gfx.soft_min_mhz == 2500);
+        CHECK(gfx.soft_max_mhz == 2500);
+        CHECK(gfx.current_mhz == 2500);
+        CHECK(rig.smu_send(0x1A, (2u << 16) | 772) == 1);  // UCLK max only
+        CHECK(rig.model->smu_clock(2).current_mhz == 96);
+        CHECK(rig.smu_send(0x19, (2u << 16) | 0xffff) == 1);
+        CHECK(rig.model->smu_clock(2).current_mhz == 772);  // held under the soft max
+        CHECK(rig.smu_send(0x19, (7u << 16) | 100) == 0xFF);  // not a clock
+        INFO(rig.violation_text());
+        CHECK(rig.violations() == 0);
+    }
+}
+
 TEST_CASE("sim-am: state survives the model and the bus; power_cycle is power-on", "[sim-am]") {
     SKIP_WITHOUT_AMD_FIRMWARE();
     TempDir dir;

@@ -77,6 +77,7 @@ Rig::Rig(Asic a, const std::filesystem::path& dir, bool with_firmware) : asic(a)
     r.smu_debug_msg = mp1 + 75, r.smu_debug_param = mp1 + 53, r.smu_debug_resp = mp1 + 54;
     // nbio_4_3_0 / nbif_6_3_1: RSMU_INDEX/DATA 0x0/0x1 BASE_IDX 1.
     r.rsmu_index = base(disc, kNbif, 1), r.rsmu_data = base(disc, kNbif, 1) + 1;
+    r.rcc_strap2 = base(disc, kNbif, 5) + 0xd102;  // nbio_4_3_0/nbif_6_3_1 regRCC_DEV0_EPF2_STRAP2, BASE_IDX 5
     // gc_11_0_0 / gc_12_0_0.
     const uint32_t gc0 = base(disc, kGc, 0), gc1 = base(disc, kGc, 1);
     r.scratch_reg7 = gc1 + 0x2047;
