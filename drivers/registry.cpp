@@ -30,12 +30,16 @@ struct SimulatedModel {
     std::string_view name;
     std::string_view models;
     bool hcq_device;
+    // Builds a model only to read what it presents (presented()): one that shares no state with a
+    // driver (the AM models are ephemeral here: no state file is created or mapped).
     std::unique_ptr<pci::sim::SimDeviceModel> (*build)();
 };
 
-std::unique_ptr<pci::sim::SimDeviceModel> make_navi(sim::amdgpu::Asic asic) {
+// ephemeral: no state file (what presented() builds: another process may be driving the chip).
+std::unique_ptr<pci::sim::SimDeviceModel> make_navi(sim::amdgpu::Asic asic, bool ephemeral) {
     sim::amdgpu::ModelOptions options;
     options.asic = asic;
+    options.ephemeral = ephemeral;
     return sim::amdgpu::make_model(options);
 }
 
@@ -44,9 +48,9 @@ const SimulatedModel kSimulatedModels[] = {
     {"sim-edu", "QEMU's edu test DMA device (docs/specs/edu.rst)", false,
      [] { return std::unique_ptr<pci::sim::SimDeviceModel>(std::make_unique<sim::EduDevice>()); }},
     {"sim-am:navi31", "AMD Navi31 / RX 7900 XTX (RDNA3) for drivers/am bring-up", false,
-     [] { return make_navi(sim::amdgpu::Asic::navi31); }},
+     [] { return make_navi(sim::amdgpu::Asic::navi31, /*ephemeral=*/true); }},
     {"sim-am:navi48", "AMD Navi48 / RX 9070 XT (RDNA4) for drivers/am bring-up", false,
-     [] { return make_navi(sim::amdgpu::Asic::navi48); }},
+     [] { return make_navi(sim::amdgpu::Asic::navi48, /*ephemeral=*/true); }},
 };
 
 // What the model presents on the simulated bus: "1234:11e8, BAR0 1 MiB".
@@ -167,7 +171,7 @@ AmTarget open_am(std::string_view uri, am::AmOptions options, std::string_view s
             throw Error(std::string(uri), fmt::format("unknown simulated link '{}': pcie or usb", sim_link));
         }
         auto bus = std::make_shared<pci::sim::SimBus>(link);
-        pci::PciAddress address = bus->attach(make_navi(which));
+        pci::PciAddress address = bus->attach(make_navi(which, /*ephemeral=*/false));
         target.keepalive = bus;
         target.device = am::AmDevice::open(bus->open(address), std::move(options));
         return target;

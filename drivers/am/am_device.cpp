@@ -11,6 +11,7 @@
 #include "firmware-loader/amd/smc.hpp"
 #include "firmware-loader/search_path.hpp"
 
+#include <array>
 #include <bitset>
 #include <cstdlib>
 #include <fmt/format.h>
@@ -39,6 +40,8 @@ struct AmDevice::PtPool final : PtMemory {
 };
 
 namespace {
+// driver_state: magic, count, then {PPCLK, soft min MHz, soft max MHz} per pinned clock.
+constexpr uint32_t kClockRecordMagic = 0x4b4c4331;  // "1CLK"
 // The firmware of one bring-up, read and validated before any byte reaches the device.
 struct Blob {
     std::string what;
@@ -118,6 +121,24 @@ LoadedFirmware load_firmware(const AsicInfo& asic, const AmOptions& options) {
         expect_ip_major(rlc, p.header, asic.gc.major);
         const fw::amd::RlcRegion* g = p.find("RLC_G");
         if (g == nullptr) throw FirmwareError(rlc.path.string(), "RLC_G", 0, "an RLC_G image", "none");
+        // The pieces the header's minor version carries (parse_rlc adds them per minor, as Linux
+        // amdgpu_gfx_rlc_init_microcode_v2_{1,2,3} does), in research §1.10 order: the
+        // save/restore list machines (v2.1), IRAM/DRAM (v2.2+), RLCP/RLCV (v2.3+), then RLC_G.
+        // GFX_FW_TYPE_* from psp_gfx_if.h; an empty piece is skipped (psp_load_non_psp_fw skips
+        // ucode_size 0).
+        struct RlcPiece {
+            const char* region;
+            PspFwType type;
+        };
+        for (RlcPiece piece : {RlcPiece{"save_restore_list_cntl", PspFwType::rlc_restore_list_srm_cntl},
+                               RlcPiece{"save_restore_list_gpm", PspFwType::rlc_restore_list_gpm_mem},
+                               RlcPiece{"save_restore_list_srm", PspFwType::rlc_restore_list_srm_mem},
+                               RlcPiece{"IRAM", PspFwType::rlc_iram}, RlcPiece{"DRAM", PspFwType::rlc_dram_boot},
+                               RlcPiece{"RLCP", PspFwType::rlc_p}, RlcPiece{"RLCV", PspFwType::rlc_v}}) {
+            const fw::amd::RlcRegion* r = p.find(piece.region);
+            if (r == nullptr || r->bytes.size() == 0) continue;
+            out.ip.push_back({std::string(asic.rlc) + " " + piece.region, copy(r->bytes), piece.type});
+        }
         out.ip.push_back({std::string(asic.rlc) + " RLC_G", copy(g->bytes), PspFwType::rlc_g});
     }
     return out;
@@ -351,6 +372,27 @@ void AmDevice::full_boot() {
         smu_->init(gmc_->mc(layout_.smu_table));
         s.detail = fmt::format("SMU {:#x}", smu_->version());
     });
+
+    stage("clocks", [&](StageReport& s) {
+        report_.pinned_clocks = smu_->pin_clocks_to_max();
+        // Recorded in boot memory so a later (warm) process can say what the chip is pinned to.
+        std::vector<uint32_t> record = {kClockRecordMagic, static_cast<uint32_t>(report_.pinned_clocks.size())};
+        for (const ClockLimit& c : report_.pinned_clocks) {
+            record.insert(record.end(), {c.clk, c.min_mhz, c.max_mhz});
+            s.detail += fmt::format("{}{} {} MHz", s.detail.empty() ? "" : ", ", ppclk_name(c.clk), c.max_mhz);
+        }
+        vram_->write(layout_.driver_state, std::as_bytes(std::span(record)));
+    });
+}
+
+std::vector<ClockLimit> AmDevice::clock_limits() {
+    if (!report_.pinned_clocks.empty()) return report_.pinned_clocks;
+    std::array<uint32_t, 2 + 3 * 8> record{};
+    vram_->read(layout_.driver_state, std::as_writable_bytes(std::span(record)));
+    std::vector<ClockLimit> out;
+    if (record[0] != kClockRecordMagic || record[1] > 8) return out;
+    for (uint32_t i = 0; i < record[1]; ++i) out.push_back({record[2 + 3 * i], record[3 + 3 * i], record[4 + 3 * i]});
+    return out;
 }
 
 FirmwareVersions AmDevice::firmware_versions() { return {psp_->sos_version(), smu_->version()}; }

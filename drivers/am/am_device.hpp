@@ -46,6 +46,7 @@ struct BringUpReport {
     uint64_t mmio_reads = 0, mmio_writes = 0;  // register accesses (BAR5 and the RSMU pair)
     uint64_t vram_bytes_read = 0, vram_bytes_written = 0;  // through BAR0 (firmware, rings, tables)
     uint64_t mmio_ops() const { return mmio_reads + mmio_writes; }
+    std::vector<ClockLimit> pinned_clocks;  // cold boot: what the "clocks" stage set
 };
 
 struct AmOptions {
@@ -84,6 +85,10 @@ public:
     std::optional<SmuMetrics> smu_metrics();
     // DPM levels (MHz) of a PPCLK_e clock (kPpclkGfx, kPpclkUclk, ...), from GetDpmFreqByIndex.
     std::vector<uint32_t> dpm_levels(uint32_t clk) { return smu_->dpm_levels(clk); }
+    // The soft min/max the boot that brought the chip up pinned each clock to (research §1.11
+    // set_clocks): this process's cold boot, or, on a warm start, the one that booted the chip
+    // (kept in boot memory's driver_state). Empty when no drivers/am boot recorded any.
+    std::vector<ClockLimit> clock_limits();
     // Mode1 reset now (amctl reset); the device must be opened again afterwards.
     std::chrono::nanoseconds mode1_reset();
     // Interrupt entries not yet consumed, and consuming them.

@@ -42,6 +42,8 @@ BootLayout make_boot_layout(const AsicInfo& asic) {
     l.has_tmr = asic.psp_setup_tmr;
     l.psp_tmr = l.has_tmr ? a.take("PSP TMR", kPspTmrMax, kPsp1MiB) : 0;  // PSP_TMR_ALIGNMENT 1 MiB
     l.smu_table = a.take("SMU driver table", kSmuDriverTableSize, 0x1000);
+    // drivers/am's own record of what the boot set (the clocks it pinned), for later processes.
+    l.driver_state = a.take("driver state (pinned clocks)", 0x1000, 0x1000);
     return l;
 }
 

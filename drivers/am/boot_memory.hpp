@@ -13,7 +13,7 @@ namespace baregpu::am {
 
 // SCRATCH_REG7 value meaning "initialised by drivers/am with this layout". tinygrad's is
 // 0xA0000008; ours differs so the two never mistake each other's layouts.
-inline constexpr uint32_t kLayoutMagic = 0xBA5E0001;
+inline constexpr uint32_t kLayoutMagic = 0xBA5E0002;  // 2: + driver state (pinned clocks)
 
 inline constexpr uint64_t kBootMemorySize = 32 << 20;
 inline constexpr uint64_t kPsp1MiB = 1 << 20;            // amdgpu_psp.h PSP_1_MEG
@@ -35,7 +35,7 @@ struct BootAllocation {
 
 struct BootLayout {
     uint64_t root_pt, gmc_scratch, gmc_dummy, ih_ring, ih_wptr, psp_msg1, psp_cmd, psp_fence, psp_ring, psp_tmr,
-        smu_table;
+        smu_table, driver_state;
     bool has_tmr = false;
     std::vector<BootAllocation> allocations;  // in allocation order, for tests and `amctl info`
 };

@@ -22,7 +22,14 @@ const char* to_string(PspGfxCmd cmd) {
 
 const char* to_string(PspFwType type) {
     switch (type) {
+        case PspFwType::rlc_v: return "RLC_V";
         case PspFwType::rlc_g: return "RLC_G";
+        case PspFwType::rlc_restore_list_gpm_mem: return "RLC_RESTORE_LIST_GPM_MEM";
+        case PspFwType::rlc_restore_list_srm_mem: return "RLC_RESTORE_LIST_SRM_MEM";
+        case PspFwType::rlc_restore_list_srm_cntl: return "RLC_RESTORE_LIST_SRM_CNTL";
+        case PspFwType::rlc_p: return "RLC_P";
+        case PspFwType::rlc_iram: return "RLC_IRAM";
+        case PspFwType::rlc_dram_boot: return "RLC_DRAM_BOOT";
         case PspFwType::smu: return "SMU";
         case PspFwType::imu_i: return "IMU_I";
         case PspFwType::imu_d: return "IMU_D";

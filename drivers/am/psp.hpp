@@ -41,8 +41,15 @@ const char* to_string(PspGfxCmd cmd);
 
 // psp_gfx_if.h enum psp_gfx_fw_type (the ones drivers/am loads)
 enum class PspFwType : uint32_t {
+    rlc_v = 7,
     rlc_g = 8,
     smu = 18,
+    rlc_restore_list_gpm_mem = 20,
+    rlc_restore_list_srm_mem = 21,
+    rlc_restore_list_srm_cntl = 22,
+    rlc_p = 25,
+    rlc_iram = 26,
+    rlc_dram_boot = 48,
     imu_i = 68,
     imu_d = 69,
     sdma_th0 = 71,

@@ -135,12 +135,15 @@ void common_ih(RegisterTable& t, bool osssys7) {
 }
 
 // nbio_4_3_0_offset.h / nbif_6_3_1_offset.h: regBIF_BX_PF0_RSMU_INDEX/DATA (BASE_IDX 1),
-// regBIF_BX0_REMAP_HDP_MEM_FLUSH_CNTL, regRCC_DEV0_EPF0_RCC_DOORBELL_APER_EN (BASE_IDX 2).
+// regBIF_BX0_REMAP_HDP_MEM_FLUSH_CNTL, regRCC_DEV0_EPF0_RCC_DOORBELL_APER_EN (BASE_IDX 2),
+// regRCC_DEV0_EPF2_STRAP2 0xd102 BASE_IDX 5 (block nbio_nbif0_rcc_strap_rcc_strap_internal: past
+// a 1 MiB BAR5, so through the RSMU pair).
 void common_nbio(RegisterTable& t) {
     t.rsmu_index = r("BIF_BX_PF0_RSMU_INDEX", HwIp::nbio, 1, 0x0000);
     t.rsmu_data = r("BIF_BX_PF0_RSMU_DATA", HwIp::nbio, 1, 0x0001);
     t.remap_hdp_mem_flush_cntl = r("BIF_BX0_REMAP_HDP_MEM_FLUSH_CNTL", HwIp::nbio, 2, 0x012d);
     t.doorbell_aper_en = r("RCC_DEV0_EPF0_RCC_DOORBELL_APER_EN", HwIp::nbio, 2, 0x00c0);
+    t.rcc_dev0_epf2_strap2 = r("RCC_DEV0_EPF2_STRAP2", HwIp::nbio, 5, 0xd102);
 }
 
 RegisterTable navi31_table() {

@@ -71,13 +71,15 @@ struct RegisterTable {
     RegDef ih_rb_cntl, ih_rb_rptr, ih_rb_wptr, ih_rb_base, ih_rb_base_hi, ih_rb_wptr_addr_hi, ih_rb_wptr_addr_lo,
         ih_doorbell_rptr;
     // NBIO / NBIF
-    RegDef rsmu_index, rsmu_data, remap_hdp_mem_flush_cntl, doorbell_aper_en;
+    RegDef rsmu_index, rsmu_data, remap_hdp_mem_flush_cntl, doorbell_aper_en, rcc_dev0_epf2_strap2;
 };
 
 const RegisterTable& register_table(const AsicInfo& asic);
 
 // Fields used by the driver, from <ip>_<ver>_sh_mask.h.
 namespace field {
+// nbio_4_3_0_sh_mask.h / nbif_6_3_1_sh_mask.h RCC_DEV0_EPF2_STRAP2__STRAP_NO_SOFT_RESET_DEV0_F2_MASK
+inline constexpr uint32_t kStrapNoSoftResetDev0F2 = 0x00000080;
 // psp_v13_0.c / psp_v14_0.c: the bootloader and the sOS ring signal "ready/done" in bit 31.
 inline constexpr uint32_t kPspReady = 0x80000000;
 // gc_11_0_0_sh_mask.h / gc_12_0_0_sh_mask.h RLC_RLCS_BOOTLOAD_STATUS__BOOTLOAD_COMPLETE_MASK

@@ -25,6 +25,16 @@ const char* to_string(SmuMsg msg) {
     return "?";
 }
 
+const char* ppclk_name(uint32_t clk) {
+    switch (clk) {
+        case kPpclkGfx: return "GFXCLK";
+        case kPpclkSoc: return "SOCCLK";
+        case kPpclkUclk: return "UCLK";
+        case kPpclkFclk: return "FCLK";
+        default: return "?";
+    }
+}
+
 namespace {
 const char* resp_name(uint32_t r) {
     switch (r) {
@@ -52,7 +62,9 @@ SmuMetrics decode_smu_metrics(std::span<const std::byte> table, unsigned mp1_maj
         if (at + 2 > table.size()) return 0;
         return std::to_integer<unsigned>(table[at]) | std::to_integer<unsigned>(table[at + 1]) << 8;
     };
-    return {u16(l.gfx_activity), u16(l.socket_power), u16(l.temperature), u16(l.temperature + 2)};
+    SmuMetrics m{u16(l.gfx_activity), u16(l.socket_power), u16(l.temperature), u16(l.temperature + 2), {}};
+    for (uint32_t c = 0; c < 4; ++c) m.current_mhz[c] = u16(4 * c) | u16(4 * c + 2) << 16;
+    return m;
 }
 
 bool Smu::alive() {
@@ -118,6 +130,22 @@ std::vector<uint32_t> Smu::dpm_levels(uint32_t clk) {
 void Smu::set_soft_limits(uint32_t clk, uint32_t min_mhz, uint32_t max_mhz) {
     send(SmuMsg::set_soft_min_by_freq, (clk << 16) | (min_mhz & 0xffff));
     send(SmuMsg::set_soft_max_by_freq, (clk << 16) | (max_mhz & 0xffff));
+}
+
+std::vector<ClockLimit> Smu::pin_clocks_to_max() {
+    std::vector<ClockLimit> out;
+    for (uint32_t clk : {kPpclkGfx, kPpclkUclk, kPpclkFclk, kPpclkSoc}) {
+        std::vector<uint32_t> levels = dpm_levels(clk);
+        if (levels.empty()) {
+            throw ProtocolError(regs_.mmio().device().name(),
+                                fmt::format("the SMU reports no DPM levels for {} (GetDpmFreqByIndex count 0): cannot "
+                                            "pin it", ppclk_name(clk)));
+        }
+        uint32_t top = levels.back();
+        set_soft_limits(clk, top, top);
+        out.push_back({clk, top, top});
+    }
+    return out;
 }
 
 }  // namespace baregpu::am

@@ -34,6 +34,13 @@ inline constexpr uint32_t kDebugSmcMsgMode1Reset = 2;  // DEBUGSMC_MSG_Mode1Rese
 inline constexpr uint32_t kTableSmuMetrics = 5;        // smu13/14 driver_if TABLE_SMU_METRICS
 // PPCLK_e (smu13_driver_if_v13_0_0.h): GFXCLK 0, SOCCLK 1, UCLK 2, FCLK 3
 inline constexpr uint32_t kPpclkGfx = 0, kPpclkSoc = 1, kPpclkUclk = 2, kPpclkFclk = 3;
+const char* ppclk_name(uint32_t clk);  // "GFXCLK", "SOCCLK", "UCLK", "FCLK"
+
+// A clock's soft limits as the driver set them (SetSoftMinByFreq / SetSoftMaxByFreq).
+struct ClockLimit {
+    uint32_t clk = 0;  // PPCLK_e
+    uint32_t min_mhz = 0, max_mhz = 0;
+};
 
 // What amctl shows from SmuMetrics_t. Offsets are computed from the headers' layouts:
 // smu13_driver_if_v13_0_0.h: CurrClock[PPCLK_COUNT = 13], 14 u16 averages, MetricsCounter,
@@ -48,6 +55,7 @@ struct SmuMetrics {
     unsigned socket_power_w = 0;
     unsigned edge_temperature_c = 0;
     unsigned hotspot_temperature_c = 0;
+    uint32_t current_mhz[4] = {};  // CurrClock[PPCLK_GFXCLK .. PPCLK_FCLK] (offset 0, u32 each)
 };
 struct SmuMetricsLayout {
     uint32_t gfx_activity, socket_power, temperature, size;
@@ -75,6 +83,10 @@ public:
     // GetDpmFreqByIndex: count with index 0xff, then each level (MHz).
     std::vector<uint32_t> dpm_levels(uint32_t clk);
     void set_soft_limits(uint32_t clk, uint32_t min_mhz, uint32_t max_mhz);
+    // research §1.11 set_clocks(level = -1), as at tinygrad's boot: GFXCLK, UCLK, FCLK, SOCCLK each
+    // pinned (soft min = soft max) to its highest DPM level. Unlike tinygrad, a failure is not
+    // ignored: a clock with no DPM levels or a refused message throws (ProtocolError/TimeoutError).
+    std::vector<ClockLimit> pin_clocks_to_max();
     // TransferTableSmu2Dram(TABLE_SMU_METRICS): the SMU writes SmuMetricsExternal_t to the driver table.
     void transfer_metrics() { send(SmuMsg::transfer_table_smu2dram, kTableSmuMetrics); }
 

@@ -97,6 +97,28 @@ TEST_CASE("cold bring-up of both ASICs with the real firmware and no violations,
             REQUIRE(d->discovery().harvested.empty());
             cold_ops = d->report().mmio_ops();
             REQUIRE(cold_ops > 0);
+            // research §1.11 set_clocks(-1): GFXCLK, UCLK, FCLK, SOCCLK pinned to their top DPM level;
+            // the SMU took both limits and reports the clock there.
+            REQUIRE(d->report().pinned_clocks.size() == 4);
+            for (const am::ClockLimit& c : d->report().pinned_clocks) {
+                INFO(am::ppclk_name(c.clk));
+                std::vector<uint32_t> levels = d->dpm_levels(c.clk);
+                REQUIRE_FALSE(levels.empty());
+                REQUIRE(c.min_mhz == levels.back());
+                REQUIRE(c.max_mhz == levels.back());
+                auto smu = rig.model->smu_clock(c.clk);
+                REQUIRE(smu.soft_min_mhz == levels.back());
+                REQUIRE(smu.soft_max_mhz == levels.back());
+                REQUIRE(smu.current_mhz == levels.back());
+            }
+            auto metrics = d->smu_metrics();
+            REQUIRE(metrics);
+            REQUIRE(metrics->current_mhz[am::kPpclkGfx] == d->dpm_levels(am::kPpclkGfx).back());
+            // §1.5: STRAP_NO_SOFT_RESET_DEV0_F2 cleared (the model powers on with it set), through RSMU.
+            const uint32_t strap_at = d->regs().address(d->regs().table().rcc_dev0_epf2_strap2);
+            REQUIRE(strap_at >= 0x40000);  // past a 1 MiB BAR5
+            uint32_t strap = rig.model->register_value(strap_at);
+            REQUIRE((strap & am::field::kStrapNoSoftResetDev0F2) == 0);
         }
         {
             Rig rig(dirs, which);  // a new "process" on the same state
@@ -106,6 +128,12 @@ TEST_CASE("cold bring-up of both ASICs with the real firmware and no violations,
             REQUIRE(d->report().warm);
             REQUIRE_FALSE(d->report().reset);
             REQUIRE(rig.model->mode1_resets() == 0);
+            // The warm process knows what the booting one pinned (boot memory's driver_state).
+            REQUIRE(d->report().pinned_clocks.empty());
+            auto limits = d->clock_limits();
+            REQUIRE(limits.size() == 4);
+            REQUIRE(limits[0].clk == am::kPpclkGfx);
+            REQUIRE(limits[0].max_mhz == d->dpm_levels(am::kPpclkGfx).back());
             INFO("cold " << cold_ops << " ops, warm " << d->report().mmio_ops());
             REQUIRE(d->report().mmio_ops() * 10 <= cold_ops);
         }
@@ -284,10 +312,9 @@ TEST_CASE("an unmapped GPU access is a page fault decoded from the IH ring") {
         d->map(va, 64ull << 20, 2ull << 20);
         REQUIRE(rig.model->gpu_access(va + 0x1000, 4, true));
         uint64_t bad = am::kVmStart + (1ull << 30) + 0x3000;
-        // gpu_write, not gpu_access(write=true): the model's gpu_access reads first, so an
-        // unmapped target faults as a read there.
-        std::array<std::byte, 4> word{};
-        REQUIRE_FALSE(rig.model->gpu_write(bad, word));
+        // An engine's write to an unmapped page latches L2_PROTECTION_FAULT_STATUS.RW = 1 (Linux
+        // gmc_v11_0_process_interrupt reports it as a write).
+        REQUIRE_FALSE(rig.model->gpu_access(bad, 4, true));
         auto pending = d->pending_interrupts();
         REQUIRE(pending.size() == 1);
         INFO(pending[0].describe());

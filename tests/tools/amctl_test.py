@@ -66,6 +66,13 @@ with tempfile.TemporaryDirectory() as tmp:
     check(rc == 0 and info["ip_versions"].get("GC") == "11.0.0" and info["ip_versions"].get("MP0") == "13.0.0",
           f"info names the IP versions ({info.get('ip_versions')})")
     check(info["temperature_c"] is not None and info["power_w"] is not None, "info reports temperature and power")
+    # The boot pinned GFXCLK/UCLK/FCLK/SOCCLK to their top DPM level (soft min = max), and the SMU runs them there.
+    clocks = info.get("clocks", {})
+    check(sorted(clocks) == ["FCLK", "GFXCLK", "SOCCLK", "UCLK"], f"info lists the pinned clocks ({clocks})")
+    gfx = clocks.get("GFXCLK", {})
+    top = max(info.get("gfxclk_levels_mhz") or [0])
+    check(gfx.get("min_mhz") == top and gfx.get("max_mhz") == top and gfx.get("current_mhz") == top,
+          f"GFXCLK pinned to its top level {top} ({gfx})")
 
     rc, out, err = run("reset", "--device", "sim-am:navi31")
     check(rc == 0 and "mode1 reset done in" in out, f"reset reports its time ({out} {err})")

@@ -198,6 +198,22 @@ with tempfile.TemporaryDirectory() as tmp:
     check("verdict      ready via vfio (IOMMU group 15): open as nv:0000:04:00.0" in out, f"human: NV verdict:\n{out}")
     check("no GPU found" not in out, "human: GPUs found, so no 'no GPU found'")
 
+# --- the simulated chips' state is not touched ----------------------------------------------------
+# Listing the sim-am models builds them only to read their PCI identity and BARs: ephemeral models,
+# so no 1 GiB state file appears and none another process is driving gets mapped.
+with tempfile.TemporaryDirectory() as state:
+    for args in ((), ("--json",)):
+        rc, out, err = run(*args, env={"BAREGPU_SIM_STATE_DIR": state})
+        check(rc == 0, f"devices {args} with an empty state dir exits 0 (rc {rc}, {err!r})")
+        check("sim-am:navi31" in out and "sim-am:navi48" in out, f"devices {args} lists the sim-am models")
+        left = sorted(os.listdir(state))
+        check(left == [], f"devices {args} leaves BAREGPU_SIM_STATE_DIR empty, found {left}")
+    # A state file a driver left (or is using) stays as it was.
+    marker = pathlib.Path(state) / "sim-am-navi31.state"
+    marker.write_bytes(b"in use")
+    rc, out, err = run(env={"BAREGPU_SIM_STATE_DIR": state})
+    check(rc == 0 and marker.read_bytes() == b"in use", "devices leaves an existing state file untouched")
+
 # --- arguments ----------------------------------------------------------------------------------
 rc, out, err = run("--bogus")
 check(rc == 2 and "unknown option" in err, f"an unknown option exits 2 and says so (rc {rc}, {err!r})")

@@ -115,6 +115,7 @@ int cmd_info(const Args& a) {
     uint64_t features = d.smu_features();
     std::optional<am::SmuMetrics> metrics = d.smu_metrics();
     std::vector<uint32_t> gfxclk = d.dpm_levels(am::kPpclkGfx), uclk = d.dpm_levels(am::kPpclkUclk);
+    std::vector<am::ClockLimit> limits = d.clock_limits();
     auto levels = [](const std::vector<uint32_t>& v) {
         std::string s;
         for (uint32_t f : v) s += (s.empty() ? "" : " ") + std::to_string(f);
@@ -164,6 +165,19 @@ int cmd_info(const Args& a) {
         j.begin_array();
         for (uint32_t f : uclk) j.value(static_cast<int64_t>(f));
         j.end_array();
+        // The soft limits the boot pinned (research §1.11), with the SMU's current frequency.
+        j.key("clocks");
+        j.begin_object();
+        for (const am::ClockLimit& c : limits) {
+            j.key(am::ppclk_name(c.clk));
+            j.begin_object();
+            j.key("min_mhz"); j.value(static_cast<int64_t>(c.min_mhz));
+            j.key("max_mhz"); j.value(static_cast<int64_t>(c.max_mhz));
+            j.key("current_mhz");
+            if (metrics && c.clk < 4) j.value(static_cast<int64_t>(metrics->current_mhz[c.clk])); else j.null();
+            j.end_object();
+        }
+        j.end_object();
         j.key("temperature_c");
         if (metrics) j.value(static_cast<int64_t>(metrics->edge_temperature_c)); else j.null();
         j.key("hotspot_temperature_c");
@@ -193,6 +207,14 @@ int cmd_info(const Args& a) {
     fmt::print("  firmware running: PSP sOS {:#010x}, SMU {:#010x}\n", fw.sos, fw.smu);
     fmt::print("  SMU features enabled: {:#018x}\n", features);
     fmt::print("  GFXCLK levels: {}; UCLK levels: {}\n", levels(gfxclk), levels(uclk));
+    fmt::print("  clocks pinned (soft min-max):");
+    if (limits.empty()) fmt::print(" none recorded by drivers/am");
+    for (size_t i = 0; i < limits.size(); ++i) {
+        const am::ClockLimit& c = limits[i];
+        fmt::print("{} {} {}-{} MHz", i == 0 ? "" : ",", am::ppclk_name(c.clk), c.min_mhz, c.max_mhz);
+        if (metrics && c.clk < 4) fmt::print(" (now {})", metrics->current_mhz[c.clk]);
+    }
+    fmt::print("\n");
     if (metrics) {
         fmt::print("  temperature {} C (hotspot {} C), power {} W, GFX activity {}%\n", metrics->edge_temperature_c,
                    metrics->hotspot_temperature_c, metrics->socket_power_w, metrics->gfx_activity_percent);

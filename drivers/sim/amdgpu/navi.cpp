@@ -17,7 +17,7 @@ namespace baregpu::sim::amdgpu {
 
 struct NaviModel::Impl {
     Impl(const ModelOptions& o)
-        : asic(asic_info(o.asic)), file(o.asic, o.state_dir), firmware(asic, o.firmware_dir), chip(asic, file),
+        : asic(asic_info(o.asic)), file(o.asic, o.state_dir, o.ephemeral), firmware(asic, o.firmware_dir), chip(asic, file),
           psp(chip, firmware), smu(chip, firmware), ih(chip), gmc(chip, ih), registers(chip, psp, smu, gmc, ih) {}
 
     const AsicInfo& asic;
@@ -77,6 +77,9 @@ void NaviModel::power_on(bool keep_vram) {
     // Power-on values: the GC is not booted (CP busy, RLC bootload not complete), the PSP's ring
     // response register idle, the HDP flush remapped where Linux puts it.
     m.chip.store(r.cp_stat, field::kCpStatCpBusy);
+    // The strap's reset value is not public: the model powers on with NO_SOFT_RESET_DEV0_F2 set so
+    // that the driver's clear (nbio_v4_3 / nbif_v6_3_1 init_registers) is observable.
+    m.chip.store(r.rcc_dev0_epf2_strap2, field::kStrapNoSoftResetDev0F2);
     m.gmc.power_on();
     // The discovery table the VBIOS leaves at the top of VRAM.
     std::vector<std::byte> image = build_discovery_image(m.asic);
@@ -157,6 +160,13 @@ const std::filesystem::path& NaviModel::state_path() const { return impl_->file.
 uint32_t NaviModel::register_value(uint32_t dword_address) {
     std::lock_guard lock(mutex_);
     return impl_->registers.read(dword_address);
+}
+
+NaviModel::ClockState NaviModel::smu_clock(uint32_t clock) const {
+    std::lock_guard lock(mutex_);
+    if (clock >= smu::kClockCount) return {0, 0, 0};
+    const SmuState& s = impl_->chip.state().smu;
+    return {s.soft_min[clock], s.soft_max[clock], impl_->smu.current_mhz(clock)};
 }
 
 uint32_t NaviModel::hdp_flushes() const {

@@ -26,6 +26,11 @@ struct ModelOptions {
     Asic asic = Asic::navi31;
     std::string state_dir;     // empty: $BAREGPU_SIM_STATE_DIR or /tmp/baregpu-sim-<uid>
     std::string firmware_dir;  // where the PSP finds the known-good files; empty: firmware-loader's search path
+    // A chip nobody else can see: its state lives in anonymous memory (no state file is created,
+    // opened or mapped; state_dir is ignored) and is gone with the model. Always powered on. For
+    // looking at what the chip presents on the bus (`baregpu devices`) without touching, or
+    // creating, the state a driver in another process may be using.
+    bool ephemeral = false;
 };
 
 std::unique_ptr<pci::sim::SimDeviceModel> make_model(const ModelOptions& options);
@@ -64,6 +69,12 @@ public:
     bool powered_on_at_open() const { return powered_on_at_open_; }
     uint32_t register_value(uint32_t dword_address);  // what a BAR5/RSMU read would return
     uint32_t hdp_flushes() const;
+    // SetSoftMinByFreq / SetSoftMaxByFreq as the SMU last took them for PPCLK `clock` (0: never
+    // set), and the frequency the metrics table reports for it.
+    struct ClockState {
+        uint32_t soft_min_mhz, soft_max_mhz, current_mhz;
+    };
+    ClockState smu_clock(uint32_t clock) const;
     uint32_t tlb_invalidations(VmClient hub) const;
     uint32_t mode1_resets() const;
     uint32_t ih_entries_written() const;

@@ -354,11 +354,15 @@ uint32_t Psp::load_ip_fw(std::span<const std::byte> cmd) {
 uint32_t Psp::autoload_rlc() {
     PspState& s = chip_.state().psp;
     std::vector<uint32_t> needed = {fw_type::kSmu, fw_type::kSdmaUcodeTh0, fw_type::kRs64Mec, fw_type::kImuI,
-                                    fw_type::kImuD, fw_type::kRlcG};
+                                    fw_type::kImuD};
     if (chip_.asic.gc_major() >= 12) {
         needed.push_back(fw_type::kRs64Pfp);
         needed.push_back(fw_type::kRs64Me);
     }
+    // Every piece the ASIC's RLC file carries (RLC_G, and per its header's minor version the
+    // save/restore lists, RLC_IRAM/RLC_DRAM_BOOT, RLC_P/RLC_V): the RLC autoload boots from them
+    // (Linux gfx_v11_0/gfx_v12_0 front-door loading: amdgpu_gfx_rlc_init_microcode registers each).
+    for (uint32_t t : firmware_.rlc_fw_types()) needed.push_back(t);
     std::string missing;
     for (uint32_t t : needed)
         if (!loaded(t)) missing += (missing.empty() ? "" : ", ") + std::to_string(t);

@@ -17,6 +17,7 @@ struct ReferenceFirmware::Loaded {
     std::deque<fw::FirmwareFile> files;  // stable addresses: the parsed regions point into them
     fw::amd::PspFirmware sos;
     std::map<uint32_t, std::span<const std::byte>> ip;  // GFX_FW_TYPE -> expected bytes
+    std::vector<uint32_t> rlc_types;                    // the RLC pieces the file carries
     uint32_t smu_version = 0;
     uint32_t sos_version = 0;
 };
@@ -87,7 +88,10 @@ bool ReferenceFirmware::available(std::string* why) {
                               RlcType{fw_type::kRlcRestoreListSrmCntl, "save_restore_list_cntl"},
                               RlcType{fw_type::kRlcIram, "IRAM"}, RlcType{fw_type::kRlcDramBoot, "DRAM"},
                               RlcType{fw_type::kRlcP, "RLCP"}, RlcType{fw_type::kRlcV, "RLCV"}}) {
-                if (const fw::amd::RlcRegion* r = rlc.find(t.region)) put(t.type, r->bytes);
+                if (const fw::amd::RlcRegion* r = rlc.find(t.region); r != nullptr && r->bytes.size() != 0) {
+                    put(t.type, r->bytes);
+                    loaded->rlc_types.push_back(t.type);
+                }
             }
             loaded_ = std::move(loaded);
         } catch (const std::exception& e) {
@@ -110,6 +114,11 @@ std::optional<std::span<const std::byte>> ReferenceFirmware::ip_firmware(uint32_
     auto it = loaded_->ip.find(gfx_fw_type);
     if (it == loaded_->ip.end()) return std::nullopt;
     return it->second;
+}
+
+std::vector<uint32_t> ReferenceFirmware::rlc_fw_types() {
+    if (!available()) return {};
+    return loaded_->rlc_types;
 }
 
 uint32_t ReferenceFirmware::smu_version() { return available() ? loaded_->smu_version : 0; }

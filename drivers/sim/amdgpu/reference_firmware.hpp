@@ -42,6 +42,9 @@ public:
     // What LOAD_IP_FW with this GFX_FW_TYPE must carry on this ASIC; nullopt: not a type this
     // chip takes.
     std::optional<std::span<const std::byte>> ip_firmware(uint32_t gfx_fw_type);
+    // The RLC GFX_FW_TYPEs this ASIC's RLC file carries (non-empty pieces, per its header's minor
+    // version): RLC_G plus the v2.1 lists, v2.2 IRAM/DRAM, v2.3 RLCP/RLCV. AUTOLOAD_RLC needs them all.
+    std::vector<uint32_t> rlc_fw_types();
     uint32_t smu_version();  // smc header ucode_version (what GetSmuVersion answers)
     uint32_t sos_version();  // the SOS component's fw_version (what C2PMSG_81 shows)
 

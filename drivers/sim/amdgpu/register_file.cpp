@@ -74,6 +74,15 @@ void RegisterFile::write(uint32_t address, uint32_t value) {
         if (target != address) write(target, value);
         return;
     }
+    if (address == chip_.reg.rcc_dev0_epf2_strap2 &&
+        ((value ^ chip_.load(address)) & ~field::kStrapNoSoftResetDev0F2) != 0) {
+        // Linux only clears STRAP_NO_SOFT_RESET_DEV0_F2, read-modify-write; the other straps
+        // (BAR sizes, PASID width, ...) are the board's.
+        chip_.violation(fmt::format("RCC_DEV0_EPF2_STRAP2 written with {} (was {}): only STRAP_NO_SOFT_RESET_DEV0_F2 "
+                                    "may change", hex(value), hex(chip_.load(address))),
+                        reg_name(address), "Linux nbio_v4_3.c / nbif_v6_3_1.c init_registers");
+        return;
+    }
     if (address == chip_.reg.rsmu_index && value % 4 != 0) {
         chip_.violation(fmt::format("BIF_BX_PF0_RSMU_INDEX {} is not a register's byte address", hex(value)),
                         reg_name(address), "am.md 1.3 (index = dword address * 4)");

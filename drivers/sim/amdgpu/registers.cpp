@@ -35,6 +35,7 @@ RegisterMap RegisterMap::build(const AsicInfo& a) {
     r.remap_hdp_mem_flush_cntl = at(hwid::kNbif, 2, 0x12d);
     r.gpu_hdp_flush_req = at(hwid::kNbif, 2, 0x106);
     r.gpu_hdp_flush_done = at(hwid::kNbif, 2, 0x107);
+    r.rcc_dev0_epf2_strap2 = at(hwid::kNbif, 5, 0xd102);
 
     // GC (gc_11_0_0_offset.h / gc_12_0_0_offset.h).
     r.scratch_reg6 = at(hwid::kGc, 1, 0x2046);

@@ -32,6 +32,7 @@ struct RegisterMap {
     uint32_t rsmu_index = 0, rsmu_data = 0;  // regBIF_BX_PF0_RSMU_INDEX/DATA 0x0/0x1, BASE_IDX 1
     uint32_t remap_hdp_mem_flush_cntl = 0;   // regBIF_BX0_REMAP_HDP_MEM_FLUSH_CNTL 0x12d, BASE_IDX 2
     uint32_t gpu_hdp_flush_req = 0, gpu_hdp_flush_done = 0;  // regBIF_BX_PF0_GPU_HDP_FLUSH_REQ/DONE 0x106/0x107, BASE_IDX 2
+    uint32_t rcc_dev0_epf2_strap2 = 0;  // regRCC_DEV0_EPF2_STRAP2 0xd102, BASE_IDX 5 (past BAR5: RSMU only)
     // GC (gc_11_0_0_offset.h / gc_12_0_0_offset.h).
     uint32_t scratch_reg6 = 0, scratch_reg7 = 0;  // 0x2046/0x2047 BASE_IDX 1
     uint32_t cp_stat = 0;                         // 0xf40 BASE_IDX 0
@@ -60,6 +61,8 @@ inline constexpr uint32_t kPspBootloaderReady = 0x80000000u;  // C2PMSG_35 bit 3
 inline constexpr uint32_t kPspRingResponse = 0x80000000u;     // C2PMSG_64 bit 31
 inline constexpr uint32_t kRlcBootloadComplete = 0x80000000u;  // RLC_RLCS_BOOTLOAD_STATUS.BOOTLOAD_COMPLETE
 inline constexpr uint32_t kCpStatCpBusy = 0x80000000u;         // CP_STAT.CP_BUSY
+// nbio_4_3_0_sh_mask.h / nbif_6_3_1_sh_mask.h RCC_DEV0_EPF2_STRAP2__STRAP_NO_SOFT_RESET_DEV0_F2_MASK
+inline constexpr uint32_t kStrapNoSoftResetDev0F2 = 0x80u;
 // VM_CONTEXT0_CNTL: ENABLE_CONTEXT bit 0, PAGE_TABLE_DEPTH bits 1-2 (gc_11_0_0_sh_mask.h, gc_12_0_0_sh_mask.h).
 inline constexpr uint32_t kContextEnable = 0x1;
 inline constexpr unsigned kPageTableDepthShift = 1;

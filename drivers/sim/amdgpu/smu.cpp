@@ -1,5 +1,6 @@
 #include "drivers/sim/amdgpu/smu.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <fmt/format.h>
@@ -38,6 +39,17 @@ std::span<const uint32_t> Smu::dpm_levels(uint32_t clock) {
         case 3: return kFclk;
         default: return {};
     }
+}
+
+uint32_t Smu::current_mhz(uint32_t clock) {
+    // Idle at the lowest level, raised to the soft minimum, held under the soft maximum (0 and
+    // 0xffff: not limited), within the DPM table.
+    const SmuState& s = chip_.state().smu;
+    auto levels = dpm_levels(clock);
+    uint32_t hi = levels.back();
+    if (s.soft_max[clock] != 0 && s.soft_max[clock] != 0xffff) hi = std::min(hi, s.soft_max[clock]);
+    uint32_t f = std::max(levels.front(), s.soft_min[clock]);
+    return std::min(f, hi);
 }
 
 void Smu::reconnect() {
@@ -172,10 +184,7 @@ uint32_t Smu::write_metrics() {
     std::vector<std::byte> bytes(m.bytes);
     auto put16 = [&](uint32_t at, uint16_t v) { std::memcpy(bytes.data() + at, &v, 2); };
     auto put32 = [&](uint32_t at, uint32_t v) { std::memcpy(bytes.data() + at, &v, 4); };
-    for (uint32_t c = 0; c < smu::kClockCount; ++c) {
-        auto levels = dpm_levels(c);
-        put32(4 * c, s.soft_max[c] != 0 ? s.soft_max[c] : levels.front());
-    }
+    for (uint32_t c = 0; c < smu::kClockCount; ++c) put32(4 * c, current_mhz(c));
     s.metrics_counter++;
     put16(m.gfx_activity, 0);
     put16(m.socket_power, static_cast<uint16_t>(s.features_enabled ? 62 : 35));  // W

@@ -43,6 +43,8 @@ public:
 
     // The modelled DPM table: frequency in MHz of level `level` of clock `clock`.
     static std::span<const uint32_t> dpm_levels(uint32_t clock);
+    // What CurrClock[clock] of the metrics table reports: the DPM table clamped by the soft limits.
+    uint32_t current_mhz(uint32_t clock);
 
 private:
     void post_answer();

@@ -22,7 +22,16 @@ std::filesystem::path StateFile::default_dir() {
     return fmt::format("/tmp/baregpu-sim-{}", getuid());
 }
 
-StateFile::StateFile(Asic asic, const std::string& dir) : asic_(asic) {
+StateFile::StateFile(Asic asic, const std::string& dir, bool ephemeral) : asic_(asic) {
+    if (ephemeral) {
+        // Zero-filled and lazily backed, like the sparse file: untouched VRAM costs nothing.
+        void* p = ::mmap(nullptr, kFileBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (p == MAP_FAILED) throw SystemError("sim-am", "cannot map anonymous memory for an ephemeral chip", errno);
+        base_ = static_cast<unsigned char*>(p);
+        power_on(/*keep_vram=*/false);
+        powered_on_ = true;
+        return;
+    }
     std::filesystem::path where = dir.empty() ? default_dir() : std::filesystem::path(dir);
     std::error_code ec;
     std::filesystem::create_directories(where, ec);
@@ -60,7 +69,10 @@ StateFile::~StateFile() {
 }
 
 void StateFile::power_on(bool keep_vram) {
-    if (!keep_vram) {
+    if (!keep_vram && fd_ < 0) {
+        // Anonymous memory: MADV_DONTNEED gives the pages back and they read as zero again.
+        if (::madvise(base_ + kVramOffset, kVramBytes, MADV_DONTNEED) != 0) std::memset(base_ + kVramOffset, 0, kVramBytes);
+    } else if (!keep_vram) {
         // A power cycle loses VRAM: give the pages back (the file stays sparse).
         if (::fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(kVramOffset),
                         static_cast<off_t>(kVramBytes)) != 0) {

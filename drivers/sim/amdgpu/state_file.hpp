@@ -92,7 +92,8 @@ class StateFile {
 public:
     // Maps (creating when missing or mismatched) the state file of `asic` in `dir` (empty:
     // $BAREGPU_SIM_STATE_DIR, else /tmp/baregpu-sim-<uid>). powered_on() says whether it was fresh.
-    StateFile(Asic asic, const std::string& dir);
+    // ephemeral: anonymous memory instead (no file; path() is empty; always powered on).
+    StateFile(Asic asic, const std::string& dir, bool ephemeral = false);
     ~StateFile();
     StateFile(const StateFile&) = delete;
     StateFile& operator=(const StateFile&) = delete;
@@ -101,7 +102,7 @@ public:
     std::span<uint32_t> registers() { return {reinterpret_cast<uint32_t*>(base_ + kRegistersOffset), kBar5Dwords}; }
     std::span<std::byte> vram() { return {reinterpret_cast<std::byte*>(base_ + kVramOffset), kVramBytes}; }
     bool powered_on() const { return powered_on_; }
-    const std::filesystem::path& path() const { return path_; }
+    const std::filesystem::path& path() const { return path_; }  // empty when ephemeral
 
     // Back to the power-on state: every register and block state zeroed. keep_vram false also
     // drops VRAM (a power cycle); true keeps it (mode1 reset).

@@ -4,6 +4,7 @@
 #include "rig.hpp"
 
 #include "firmware-loader/amd/psp.hpp"
+#include "firmware-loader/amd/rlc.hpp"
 #include "firmware-loader/amd/smc.hpp"
 
 #include <catch2/catch.hpp>
@@ -289,6 +290,53 @@ TEST_CASE("sim-am: PSP ring protocol violations and command errors", "[sim-am]")
     }
 }
 
+TEST_CASE("sim-am: AUTOLOAD_RLC needs every piece the ASIC's RLC file carries", "[sim-am]") {
+    SKIP_WITHOUT_AMD_FIRMWARE();
+    // gc_11_0_0_rlc.bin is rlc_firmware_header v2.3 (lists, IRAM/DRAM, RLCP/RLCV); gc_12_0_1_rlc.bin
+    // v2.2 (lists, IRAM/DRAM); both have an empty save_restore_list_cntl, which is not loaded (Linux
+    // skips ucode_size 0) and not required. psp_gfx_if.h: RLC_IRAM 26, RLC_DRAM_BOOT 48, RLC_P 25, RLC_V 7,
+    // RLC_RESTORE_LIST_SRM_CNTL 22, _GPM_MEM 20, _SRM_MEM 21.
+    struct Case {
+        Asic asic;
+        uint32_t skip;
+    };
+    for (Case c : {Case{Asic::navi31, 26}, Case{Asic::navi31, 25}, Case{Asic::navi31, 7}, Case{Asic::navi31, 21},
+                   Case{Asic::navi48, 26}, Case{Asic::navi48, 48}, Case{Asic::navi48, 20}}) {
+        INFO(baregpu::sim::amdgpu::to_string(c.asic) << " without type " << c.skip);
+        TempDir dir;
+        Rig rig(c.asic, dir.path);
+        rig.bootloader_load_all();
+        rig.ring_create();
+        rig.load_ip_firmware_before_autoload(c.skip);
+        CHECK(rig.violations() == 0);
+        CHECK(rig.autoload_rlc() == 0xFFFF0007u);
+        CHECK(rig.has_violation("AUTOLOAD_RLC before firmware types " + std::to_string(c.skip) + " were loaded"));
+        CHECK((rig.rd(rig.r.rlc_bootload_status) & 0x80000000u) == 0);
+    }
+}
+
+TEST_CASE("sim-am: an RLC piece is accepted only as the real file's bytes", "[sim-am]") {
+    SKIP_WITHOUT_AMD_FIRMWARE();
+    {
+        TempDir dir;
+        Rig rig(Asic::navi31, dir.path);
+        rig.bootloader_load_all();
+        rig.ring_create();
+        rig.load_ip_firmware_before_autoload(26);
+        auto bytes = firmware("gc_11_0_0_rlc.bin");
+        auto rlc = fw::amd::parse_rlc(fw::ByteReader(bytes, "rlc"));
+        auto iram = std::vector<std::byte>(rlc.find("IRAM")->bytes.bytes.begin(), rlc.find("IRAM")->bytes.bytes.end());
+        auto dram = rlc.find("DRAM")->bytes.bytes;
+        CHECK(rig.load_ip_fw(26, dram) == 0xFFFF000Fu);  // the DRAM image sent as IRAM
+        iram[100] ^= std::byte{1};
+        CHECK(rig.load_ip_fw(26, iram) == 0xFFFF000Fu);
+        iram[100] ^= std::byte{1};
+        CHECK(rig.load_ip_fw(26, iram) == 0);
+        CHECK(rig.autoload_rlc() == 0);
+        CHECK(rig.violations() == 0);
+    }
+}
+
 TEST_CASE("sim-am: SMU mailbox", "[sim-am]") {
     SKIP_WITHOUT_AMD_FIRMWARE();
     TempDir dir;
@@ -341,6 +389,45 @@ TEST_CASE("sim-am: mode1 reset through the debug mailbox", "[sim-am]") {
         CHECK(rig.violations() == 0);
         // And the chip boots again.
         rig.bootloader_load_all();
+    }
+}
+
+TEST_CASE("sim-am: RCC_DEV0_EPF2_STRAP2 and the pinned clocks", "[sim-am]") {
+    SKIP_WITHOUT_AMD_FIRMWARE();
+    for (Asic asic : {Asic::navi31, Asic::navi48}) {
+        INFO(baregpu::sim::amdgpu::to_string(asic));
+        TempDir dir;
+        Rig rig(asic, dir.path);
+        // Past BAR5, through the RSMU pair; the model powers on with NO_SOFT_RESET_DEV0_F2 (bit 7) set.
+        REQUIRE(rig.r.rcc_strap2 >= 0x40000);
+        const uint32_t strap = rig.rd(rig.r.rcc_strap2);
+        CHECK((strap & 0x80u) != 0);
+        rig.wr(rig.r.rcc_strap2, strap | 0x100u);  // another strap bit: refused
+        CHECK(rig.has_violation("only STRAP_NO_SOFT_RESET_DEV0_F2 may change"));
+        CHECK(rig.rd(rig.r.rcc_strap2) == strap);
+        rig.bus->clear_violations();
+        rig.wr(rig.r.rcc_strap2, strap & ~0x80u);  // nbio_v4_3 / nbif_v6_3_1 init_registers
+        CHECK(rig.rd(rig.r.rcc_strap2) == (strap & ~0x80u));
+        CHECK(rig.violations() == 0);
+
+        // SetSoftMin/MaxByFreq: the SMU keeps both, and runs the clock inside them.
+        rig.bootloader_load_all();
+        rig.ring_create();
+        rig.load_all_ip_firmware();
+        CHECK(rig.model->smu_clock(0).current_mhz == 500);  // idle: the lowest GFXCLK level
+        CHECK(rig.smu_send(0x19, (0u << 16) | 2500) == 1);
+        CHECK(rig.smu_send(0x1A, (0u << 16) | 2500) == 1);
+        auto gfx = rig.model->smu_clock(0);
+        CHECK(gfx.soft_min_mhz == 2500);
+        CHECK(gfx.soft_max_mhz == 2500);
+        CHECK(gfx.current_mhz == 2500);
+        CHECK(rig.smu_send(0x1A, (2u << 16) | 772) == 1);  // UCLK max only
+        CHECK(rig.model->smu_clock(2).current_mhz == 96);
+        CHECK(rig.smu_send(0x19, (2u << 16) | 0xffff) == 1);
+        CHECK(rig.model->smu_clock(2).current_mhz == 772);  // held under the soft max
+        CHECK(rig.smu_send(0x19, (7u << 16) | 100) == 0xFF);  // not a clock
+        INFO(rig.violation_text());
+        CHECK(rig.violations() == 0);
     }
 }
 

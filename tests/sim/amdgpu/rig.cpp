@@ -77,6 +77,7 @@ Rig::Rig(Asic a, const std::filesystem::path& dir, bool with_firmware) : asic(a)
     r.smu_debug_msg = mp1 + 75, r.smu_debug_param = mp1 + 53, r.smu_debug_resp = mp1 + 54;
     // nbio_4_3_0 / nbif_6_3_1: RSMU_INDEX/DATA 0x0/0x1 BASE_IDX 1.
     r.rsmu_index = base(disc, kNbif, 1), r.rsmu_data = base(disc, kNbif, 1) + 1;
+    r.rcc_strap2 = base(disc, kNbif, 5) + 0xd102;  // nbio_4_3_0/nbif_6_3_1 regRCC_DEV0_EPF2_STRAP2, BASE_IDX 5
     // gc_11_0_0 / gc_12_0_0.
     const uint32_t gc0 = base(disc, kGc, 0), gc1 = base(disc, kGc, 1);
     r.scratch_reg7 = gc1 + 0x2047;
@@ -272,6 +273,11 @@ uint32_t Rig::autoload_rlc() {
 }
 
 void Rig::load_all_ip_firmware() {
+    load_ip_firmware_before_autoload();
+    REQUIRE(autoload_rlc() == 0);
+}
+
+void Rig::load_ip_firmware_before_autoload(uint32_t skip) {
     const bool navi48 = asic == Asic::navi48;
     const std::string gc = navi48 ? "gc_12_0_1" : "gc_11_0_0";
     uint32_t tmr = 0;
@@ -303,10 +309,18 @@ void Rig::load_all_ip_firmware() {
     REQUIRE(load_ip_fw(69, imu.dram.bytes) == 0);
     auto rlc_bytes = firmware(gc + "_rlc.bin");
     auto rlc = fw::amd::parse_rlc(fw::ByteReader(rlc_bytes, "rlc"));
-    REQUIRE(load_ip_fw(26, rlc.find("IRAM")->bytes.bytes) == 0);
-    REQUIRE(load_ip_fw(48, rlc.find("DRAM")->bytes.bytes) == 0);
-    REQUIRE(load_ip_fw(8, rlc.find("RLC_G")->bytes.bytes) == 0);
-    REQUIRE(autoload_rlc() == 0);
+    // The pieces the RLC header's minor version carries (psp_gfx_if.h GFX_FW_TYPE_RLC_*), RLC_G last.
+    struct Piece {
+        const char* region;
+        uint32_t type;
+    };
+    for (Piece p : {Piece{"save_restore_list_cntl", 22}, Piece{"save_restore_list_gpm", 20},
+                    Piece{"save_restore_list_srm", 21}, Piece{"IRAM", 26}, Piece{"DRAM", 48}, Piece{"RLCP", 25},
+                    Piece{"RLCV", 7}, Piece{"RLC_G", 8}}) {
+        const fw::amd::RlcRegion* region = rlc.find(p.region);
+        if (region == nullptr || region->bytes.size() == 0 || p.type == skip) continue;
+        REQUIRE(load_ip_fw(p.type, region->bytes.bytes) == 0);
+    }
 }
 
 uint32_t Rig::smu_send(uint32_t msg, uint32_t param, uint32_t* out, int wait_ms) {

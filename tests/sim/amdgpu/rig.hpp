@@ -45,7 +45,7 @@ struct TempDir {
 struct Regs {
     uint32_t psp_35, psp_36, psp_64, psp_67, psp_69, psp_70, psp_71, psp_81;
     uint32_t smu_msg, smu_param, smu_resp, smu_debug_msg, smu_debug_param, smu_debug_resp;
-    uint32_t rsmu_index, rsmu_data;
+    uint32_t rsmu_index, rsmu_data, rcc_strap2;
     uint32_t scratch_reg7, cp_stat, rlc_bootload_status;
     uint32_t gc_fault_status, gc_fault_cntl, gc_fault_addr_lo, gc_fault_addr_hi;
     uint32_t gc_ctx0_cntl, gc_pt_base_lo, gc_pt_base_hi, gc_pt_start_lo, gc_pt_start_hi, gc_pt_end_lo, gc_pt_end_hi;
@@ -78,6 +78,8 @@ struct Rig {
     uint32_t load_toc(uint32_t* tmr_size);
     uint32_t autoload_rlc();
     void load_all_ip_firmware();  // SMU, [TMR], SDMA, CP, IMU, RLC, AUTOLOAD
+    // Everything load_all_ip_firmware loads before AUTOLOAD_RLC, leaving out GFX_FW_TYPE `skip` (0: none).
+    void load_ip_firmware_before_autoload(uint32_t skip = 0);
     uint32_t smu_send(uint32_t msg, uint32_t param, uint32_t* out = nullptr, int wait_ms = 100);
 
     size_t violations() const { return bus->violations().size(); }
