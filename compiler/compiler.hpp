@@ -13,12 +13,17 @@
 
 namespace baregpu::compiler {
 
-// Bump when generated code changes for the same kernel IR: old cache entries then miss.
-inline constexpr const char* kCompilerVersion = "baregpu-compiler 2";  // 2: blocked matmul, row reductions
+// Bump when generated code changes for the same kernel IR: old cache entries then miss. With
+// the LLVM version and the target (triple, cpu, features) it makes the cache key, so keys are
+// reproducible across rebuilds of the same sources.
+inline constexpr const char* kCompilerVersion = "baregpu-compiler 3";  // 3: NVPTX, tile shapes
 
 struct CompiledKernel {
     std::string name;               // the kernel's symbol in `object`
-    std::vector<std::byte> object;  // an ELF code object for the target
+    // An ELF code object for the target. For nvptx64 targets: the cubin when ptxas was found
+    // (find_ptxas()), else the PTX text (ptx is true).
+    std::vector<std::byte> object;
+    bool ptx = false;
     bool from_cache = false;        // read from the disk cache rather than generated
     double compile_ms = 0;          // time spent generating (0 on a cache hit)
 };
@@ -27,6 +32,8 @@ class Compiler {
 public:
     // Code for the CPU device (the host), cached in KernelCache::default_directory().
     Compiler();
+    // x86_64 (CPU ABI), amdgcn-amd-amdhsa (emit_amdgpu_object) or nvptx64-nvidia-cuda
+    // (emit_ptx, then ptxas when present).
     Compiler(Target target, KernelCache cache);
 
     const Target& target() const { return target_; }
@@ -44,6 +51,8 @@ public:
 private:
     Target target_;
     KernelCache cache_;
+    std::string ptxas_;          // nvptx64: ptxas's path, empty without one
+    std::string ptxas_version_;  // and its version, part of the key
     std::atomic<uint64_t> generated_{0};
     std::atomic<uint64_t> cache_hits_{0};
 };

@@ -22,8 +22,7 @@ namespace baregpu::compiler {
 // Throws baregpu::Error when LLVM rejects the module (a compiler bug: the message has the IR).
 std::vector<std::byte> emit_cpu_object(const Kernel& kernel, const Target& target);
 
-// When this code generator was built, and against which LLVM: part of every cache key, so that
-// a rebuilt compiler never reuses objects an older one wrote.
-std::string codegen_build_stamp();
+// The LLVM version the code generators are linked against ("19.1.7"): part of every cache key.
+std::string llvm_version();
 
 }  // namespace baregpu::compiler

@@ -135,20 +135,39 @@ public:
     }
 
 
-    // One work-item per output element: item = workgroup.id.x * kAmdgpuBlock + workitem.id.x.
-    llvm::Function* emit_amdgpu(const Target& target) {
+    // One work-item per output element: item = group id * kGpuBlock + item id within the group
+    // (AMDGPU: workgroup.id.x / workitem.id.x; NVPTX: ctaid.x / tid.x, the same layout).
+    llvm::Function* emit_gpu(const Target& target, KernelFlavor flavor) {
         std::vector<llvm::Type*> params(1 + k_.inputs.size(), ptr_);
         fn_ = llvm::Function::Create(llvm::FunctionType::get(b_.getVoidTy(), params, false), llvm::Function::ExternalLinkage, k_.name(), module_);
-        fn_->setCallingConv(llvm::CallingConv::AMDGPU_KERNEL);
         fn_->addFnAttr(llvm::Attribute::NoUnwind);
         fn_->addFnAttr("target-cpu", target.cpu);
-        fn_->addFnAttr("amdgpu-flat-work-group-size", fmt::format("1,{}", kAmdgpuBlock));
+        if (flavor == KernelFlavor::amdgpu) {
+            fn_->setCallingConv(llvm::CallingConv::AMDGPU_KERNEL);
+            fn_->addFnAttr("amdgpu-flat-work-group-size", fmt::format("1,{}", kAmdgpuBlock));
+        } else {
+            // A kernel entry (.entry, its arguments in .param space) by the calling convention
+            // and, for tools that read only it, the nvvm.annotations "kernel" entry; maxntid
+            // tells ptxas the block size it is launched with.
+            fn_->setCallingConv(llvm::CallingConv::PTX_Kernel);
+            if (!target.features.empty()) fn_->addFnAttr("target-features", target.features);
+            llvm::NamedMDNode* annotations = module_.getOrInsertNamedMetadata("nvvm.annotations");
+            for (auto [key, value] : {std::pair<const char*, int64_t>{"kernel", 1}, {"maxntidx", kAmdgpuBlock}}) {
+                llvm::Metadata* md[] = {llvm::ValueAsMetadata::get(fn_), llvm::MDString::get(ctx_, key),
+                                        llvm::ConstantAsMetadata::get(c32(int32_t(value)))};
+                annotations->addOperand(llvm::MDNode::get(ctx_, md));
+            }
+            for (unsigned i = 0; i < params.size(); ++i) fn_->addParamAttr(i, llvm::Attribute::NoAlias);
+        }
         entry_ = llvm::BasicBlock::Create(ctx_, "entry", fn_);
         b_.SetInsertPoint(entry_);
         out_ = fn_->getArg(0);
         for (size_t i = 0; i < k_.inputs.size(); ++i) in_.push_back(fn_->getArg(unsigned(i + 1)));
-        llvm::Value* group = b_.CreateZExt(b_.CreateIntrinsic(llvm::Intrinsic::amdgcn_workgroup_id_x, {}, {}), i64_);
-        llvm::Value* item = b_.CreateZExt(b_.CreateIntrinsic(llvm::Intrinsic::amdgcn_workitem_id_x, {}, {}), i64_);
+        const bool amd = flavor == KernelFlavor::amdgpu;
+        llvm::Value* group = b_.CreateZExt(
+            b_.CreateIntrinsic(amd ? llvm::Intrinsic::ID(llvm::Intrinsic::amdgcn_workgroup_id_x) : llvm::Intrinsic::ID(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x), {}, {}), i64_);
+        llvm::Value* item = b_.CreateZExt(
+            b_.CreateIntrinsic(amd ? llvm::Intrinsic::ID(llvm::Intrinsic::amdgcn_workitem_id_x) : llvm::Intrinsic::ID(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x), {}, {}), i64_);
         llvm::Value* gid = b_.CreateAdd(b_.CreateMul(group, c64(kAmdgpuBlock)), item);
         auto* body = llvm::BasicBlock::Create(ctx_, "body", fn_);
         auto* done = llvm::BasicBlock::Create(ctx_, "done", fn_);
@@ -937,6 +956,10 @@ void initialize_llvm_targets() {
         LLVMInitializeAMDGPUTarget();
         LLVMInitializeAMDGPUTargetMC();
         LLVMInitializeAMDGPUAsmPrinter();
+        LLVMInitializeNVPTXTargetInfo();
+        LLVMInitializeNVPTXTarget();
+        LLVMInitializeNVPTXTargetMC();
+        LLVMInitializeNVPTXAsmPrinter();
     });
 }
 
@@ -955,12 +978,12 @@ std::unique_ptr<llvm::TargetMachine> make_target_machine(const Target& target) {
 llvm::Function* build_kernel_function(llvm::Module& module, const Kernel& kernel, const Target& target, KernelFlavor flavor,
                                       uint64_t* private_bytes) {
     Emitter e(module, kernel);
-    llvm::Function* fn = flavor == KernelFlavor::cpu ? e.emit_cpu(target) : e.emit_amdgpu(target);
+    llvm::Function* fn = flavor == KernelFlavor::cpu ? e.emit_cpu(target) : e.emit_gpu(target, flavor);
     if (private_bytes) *private_bytes = e.private_bytes();
     return fn;
 }
 
-std::vector<std::byte> optimize_and_emit(llvm::Module& module, llvm::TargetMachine& machine, const Kernel& kernel) {
+std::vector<std::byte> optimize_and_emit(llvm::Module& module, llvm::TargetMachine& machine, const Kernel& kernel, bool assembly) {
     std::string verify;
     llvm::raw_string_ostream verify_os(verify);
     if (llvm::verifyModule(module, &verify_os)) {
@@ -983,7 +1006,7 @@ std::vector<std::byte> optimize_and_emit(llvm::Module& module, llvm::TargetMachi
     llvm::SmallVector<char, 0> object;
     llvm::raw_svector_ostream os(object);
     llvm::legacy::PassManager codegen;
-    if (machine.addPassesToEmitFile(codegen, os, nullptr, llvm::CodeGenFileType::ObjectFile)) {
+    if (machine.addPassesToEmitFile(codegen, os, nullptr, assembly ? llvm::CodeGenFileType::AssemblyFile : llvm::CodeGenFileType::ObjectFile)) {
         throw Error("", fmt::format("compiler: LLVM cannot emit objects for {}", machine.getTargetTriple().str()));
     }
     codegen.run(module);
@@ -992,6 +1015,6 @@ std::vector<std::byte> optimize_and_emit(llvm::Module& module, llvm::TargetMachi
     return out;
 }
 
-std::string codegen_build_stamp() { return fmt::format("{} {} LLVM {}", __DATE__, __TIME__, LLVM_VERSION_STRING); }
+std::string llvm_version() { return LLVM_VERSION_STRING; }
 
 }  // namespace baregpu::compiler

@@ -14,9 +14,10 @@ namespace baregpu::compiler {
 enum class KernelFlavor {
     cpu,     // void name(const void* kernargs, const baregpu_dispatch*): one workgroup, loops inside
     amdgpu,  // amdgpu_kernel void name(ptr out, ptr in...): one work-item per output element
+    nvptx,   // ptx_kernel void name(ptr out, ptr in...): one thread per output element, the same grid
 };
 
-// Work-items per workgroup of AMDGPU kernels (the launch's block.x).
+// Work-items per workgroup of AMDGPU and NVPTX kernels (the launch's block.x).
 inline constexpr int64_t kAmdgpuBlock = 256;
 
 void initialize_llvm_targets();
@@ -26,7 +27,7 @@ std::unique_ptr<llvm::TargetMachine> make_target_machine(const Target& target);
 // private_bytes).
 llvm::Function* build_kernel_function(llvm::Module& module, const Kernel& kernel, const Target& target, KernelFlavor flavor,
                                       uint64_t* private_bytes = nullptr);
-// Verify, run the O3 pipeline, emit an ELF object.
-std::vector<std::byte> optimize_and_emit(llvm::Module& module, llvm::TargetMachine& machine, const Kernel& kernel);
+// Verify, run the O3 pipeline, emit an ELF object (assembly: the target's assembly text, PTX).
+std::vector<std::byte> optimize_and_emit(llvm::Module& module, llvm::TargetMachine& machine, const Kernel& kernel, bool assembly = false);
 
 }  // namespace baregpu::compiler
