@@ -28,18 +28,37 @@ Compiler::Compiler(Target target, KernelCache cache) : target_(std::move(target)
     }
 }
 
-std::string Compiler::cache_key(const Kernel& kernel) const {
+std::string Compiler::cache_key(const Kernel& kernel, const TileShape& tile) const {
     std::string tools = fmt::format("LLVM {}", llvm_version());
     if (starts_with(target_.triple, "nvptx")) tools += ptxas_.empty() ? " ptx" : " ptxas " + ptxas_version_;
-    return fmt::format("{} ({})\n{}\n{}", kCompilerVersion, tools, target_.key(), kernel.key());
+    std::string key = fmt::format("{} ({})\n{}\n{}", kCompilerVersion, tools, target_.key(), kernel.key());
+    if (tile != TileShape{}) key += "tile " + tile.text() + "\n";
+    return key;
 }
 
-CompiledKernel Compiler::compile(const Kernel& kernel, bool refresh) {
+std::vector<TileShape> Compiler::tile_candidates(const Kernel& kernel) const {
+    if (!starts_with(target_.triple, "x86_64") || !is_blocked_matmul(kernel, target_)) return {};
+    // The default, then smaller and larger C tiles and K slices: what fits L1/L2 best depends on
+    // the cache sizes and on M, N and K (a small N wastes a wide tile's padding).
+    return {TileShape{}, TileShape{96, 256, 256}, TileShape{192, 128, 256}, TileShape{192, 256, 128}, TileShape{96, 128, 512},
+            TileShape{384, 256, 128}};
+}
+
+std::optional<TileShape> Compiler::cached_tile(const Kernel& kernel) const {
+    auto text = cache_.load_text("tile choice\n" + cache_key(kernel));
+    if (!text) return std::nullopt;
+    return TileShape::parse(*text);
+}
+
+void Compiler::store_tile(const Kernel& kernel, const TileShape& tile) const { cache_.store_text("tile choice\n" + cache_key(kernel), tile.text()); }
+
+CompiledKernel Compiler::compile(const Kernel& kernel, bool refresh, const TileShape& tile) {
     CompiledKernel out;
     out.name = kernel.name();
     const bool nvptx = starts_with(target_.triple, "nvptx");
     out.ptx = nvptx && ptxas_.empty();
-    std::string key = cache_key(kernel);
+    if (!tile.valid()) throw Error("", fmt::format("compiler: invalid tile shape {}", tile.text()));
+    std::string key = cache_key(kernel, tile);
     if (auto hit = refresh ? std::nullopt : cache_.load(key)) {
         out.object = std::move(*hit);
         out.from_cache = true;
@@ -58,7 +77,7 @@ CompiledKernel Compiler::compile(const Kernel& kernel, bool refresh) {
     } else if (starts_with(target_.triple, "amdgcn")) {
         out.object = emit_amdgpu_object(kernel, target_.cpu);
     } else {
-        out.object = emit_cpu_object(kernel, target_);
+        out.object = emit_cpu_object(kernel, target_, tile);
     }
     out.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     generated_.fetch_add(1);

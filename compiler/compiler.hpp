@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,10 +41,21 @@ public:
     const KernelCache& cache() const { return cache_; }
 
     // refresh: ignore what the cache holds (a cached object the device refused) and replace it.
-    CompiledKernel compile(const Kernel& kernel, bool refresh = false);
+    // tile: the blocked matmul's tile shape (CPU targets; other kernels ignore it).
+    CompiledKernel compile(const Kernel& kernel, bool refresh = false, const TileShape& tile = {});
 
-    // The disk cache's key for `kernel` on this compiler's target.
-    std::string cache_key(const Kernel& kernel) const;
+    // The disk cache's key for `kernel` on this compiler's target (and a tile shape other than
+    // the default).
+    std::string cache_key(const Kernel& kernel, const TileShape& tile = {}) const;
+
+    // The tile search (off by default; tensor::Runtime runs it under BAREGPU_TILE_SEARCH=1).
+    // The tile shapes worth timing for `kernel`: several when it is a register-blocked matmul on
+    // this target (the default first), none otherwise.
+    std::vector<TileShape> tile_candidates(const Kernel& kernel) const;
+    // The winner a search stored for `kernel` on this target (a "tile-*" file in the cache
+    // directory keyed by cache_key(kernel): kernel IR + target + compiler version), if any.
+    std::optional<TileShape> cached_tile(const Kernel& kernel) const;
+    void store_tile(const Kernel& kernel, const TileShape& tile) const;
 
     uint64_t generated() const { return generated_.load(); }
     uint64_t cache_hits() const { return cache_hits_.load(); }

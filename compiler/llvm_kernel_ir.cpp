@@ -48,17 +48,8 @@ public:
         llvm::Value* group = b_.CreateZExt(b_.CreateLoad(i32_, b_.CreateConstGEP1_64(i8_, dispatch, cpu_abi::kDispatchGroupIdOffset)), i64_);
         llvm::Value* groups = b_.CreateZExt(b_.CreateLoad(i32_, b_.CreateConstGEP1_64(i8_, dispatch, cpu_abi::kDispatchGridOffset)), i64_);
 
-        // Which axes the output loops run over: every non-reduced one, the last innermost.
         Shape full = k_.full_shape;
-        std::vector<bool> reduced(full.size(), false);
-        for (int a : k_.reduce_axes) reduced[size_t(a)] = true;
-        std::vector<size_t> outer;
-        std::optional<size_t> inner;
-        for (size_t d = 0; d < full.size(); ++d) {
-            if (reduced[d]) continue;
-            if (inner) outer.push_back(*inner);
-            inner = d;
-        }
+        auto [outer, inner] = output_axes();
         if (std::optional<MatmulPlan> plan = match_matmul(outer, inner, target)) {
             emit_matmul(*plan, target, group, groups);
             b_.CreateRetVoid();
@@ -191,6 +182,28 @@ public:
         return fn_;
     }
 
+    // Which axes the output loops run over: every non-reduced one (outer), the last innermost.
+    std::pair<std::vector<size_t>, std::optional<size_t>> output_axes() const {
+        std::vector<bool> reduced(k_.full_shape.size(), false);
+        for (int a : k_.reduce_axes) reduced[size_t(a)] = true;
+        std::vector<size_t> outer;
+        std::optional<size_t> inner;
+        for (size_t d = 0; d < k_.full_shape.size(); ++d) {
+            if (reduced[d]) continue;
+            if (inner) outer.push_back(*inner);
+            inner = d;
+        }
+        return {outer, inner};
+    }
+
+    // Whether the CPU kernel is the register-blocked matmul (whose tile shape can be chosen).
+    bool blocked_matmul(const Target& target) const {
+        auto [outer, inner] = output_axes();
+        return match_matmul(outer, inner, target).has_value();
+    }
+
+    void set_tile(const TileShape& tile) { tile_ = tile; }
+
     // Stack the kernel needs beyond the CPU ABI's 64 KiB (the descriptor's private_bytes).
     uint64_t private_bytes() const { return private_bytes_; }
 
@@ -222,7 +235,8 @@ private:
     // columns compute zeros that the epilogue does not store. C accumulates in a kMc x kNc
     // stack buffer across K slices; the epilogue evaluates the fused expression above the sum
     // once per element.
-    static constexpr int64_t kMr = 12, kMc = 192, kNc = 256, kKc = 256;  // kMc: a multiple of kMr and kMr / 2
+    // kMc, kNc and kKc are the TileShape (kernel.hpp; its defaults, or the tile search's choice).
+    static constexpr int64_t kMr = 12;  // TileShape::mc: a multiple of kMr (and so of kMr / 2)
 
     // Whether e's value changes along kernel axis d: some load or mask under it does (only
     // the top view sees the kernel index; the views below see its flat offset).
@@ -310,6 +324,7 @@ private:
         const Shape& full = k_.full_shape;
         const Block blk = block_for(target);
         const int64_t vl = blk.vl, mr = blk.mr, nr = blk.nr;
+        const int64_t kMc = tile_.mc, kNc = tile_.nc, kKc = tile_.kc;
         const int64_t M = full[p.m], N = full[p.n], K = k_.reduce_elements();
         // The reduce index k into the reduce axes (row-major): plain for one axis.
         auto set_k = [&](std::vector<llvm::Value*>& at, llvm::Value* k) {
@@ -935,6 +950,7 @@ private:
     std::unordered_map<const Expr*, llvm::AllocaInst*> row_cache_;  // values kept per row index, by expression
     std::unordered_map<const Expr*, int> uses_;
     uint64_t private_bytes_ = 0;
+    TileShape tile_;
     bool cpu_ = false;  // a CPU workgroup (a stack of its own), not a GPU work-item
 };
 
@@ -976,11 +992,18 @@ std::unique_ptr<llvm::TargetMachine> make_target_machine(const Target& target) {
 }
 
 llvm::Function* build_kernel_function(llvm::Module& module, const Kernel& kernel, const Target& target, KernelFlavor flavor,
-                                      uint64_t* private_bytes) {
+                                      uint64_t* private_bytes, const TileShape& tile) {
     Emitter e(module, kernel);
+    e.set_tile(tile);
     llvm::Function* fn = flavor == KernelFlavor::cpu ? e.emit_cpu(target) : e.emit_gpu(target, flavor);
     if (private_bytes) *private_bytes = e.private_bytes();
     return fn;
+}
+
+bool is_blocked_matmul(const Kernel& kernel, const Target& target) {
+    llvm::LLVMContext ctx;
+    llvm::Module module(kernel.name(), ctx);
+    return Emitter(module, kernel).blocked_matmul(target);
 }
 
 std::vector<std::byte> optimize_and_emit(llvm::Module& module, llvm::TargetMachine& machine, const Kernel& kernel, bool assembly) {

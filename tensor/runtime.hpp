@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -49,6 +50,18 @@ public:
     // Milliseconds spent generating code (first calls that missed the disk cache), in total.
     double compile_ms() const;
 
+    // The tile search (compiler::Compiler::tile_candidates): when on, the first launch of a
+    // register-blocked matmul kernel compiles it with each candidate tile shape, times each on
+    // this device with the launch's own buffers (one warm-up, best of two), and keeps the fastest;
+    // the choice is cached on disk next to the kernel cache (Compiler::store_tile) and reused
+    // without timing by later runtimes and processes. Off by default; on when the environment
+    // has BAREGPU_TILE_SEARCH=1 at construction, or by set_tile_search(true).
+    void set_tile_search(bool on) { tile_search_.store(on); }
+    bool tile_search() const { return tile_search_.load(); }
+    // Kernels whose tile shape was searched (timed), and taken from the disk cache instead.
+    uint64_t tile_searches() const { return tile_searches_.load(); }
+    uint64_t tile_choices_reused() const { return tile_reused_.load(); }
+
 private:
     // Kernel outputs no node needs any more, by size, kept mapped for the next output of the
     // same size. A fresh allocation costs a page fault and the OS zeroing each page on first
@@ -64,7 +77,9 @@ private:
     };
     // A buffer of `bytes` for a kernel's output, and the token that returns it to the pool.
     std::pair<hcq::Buffer, std::shared_ptr<void>> output_buffer(uint64_t bytes);
-    std::shared_ptr<hcq::Program> program_for(const compiler::Kernel& kernel);
+    // time: seconds one launch of a candidate program takes (the tile search).
+    std::shared_ptr<hcq::Program> program_for(const compiler::Kernel& kernel, const std::function<double(hcq::Program&)>& time);
+    std::optional<compiler::TileShape> choose_tile(const compiler::Kernel& kernel, const std::function<double(hcq::Program&)>& time);
 
     std::shared_ptr<hcq::Device> device_;
     compiler::Compiler compiler_;
@@ -73,6 +88,9 @@ private:
     std::optional<hcq::ComputeQueue> queue_;
     std::atomic<uint64_t> launched_{0};
     std::atomic<uint64_t> loaded_{0};
+    std::atomic<bool> tile_search_{false};
+    std::atomic<uint64_t> tile_searches_{0};
+    std::atomic<uint64_t> tile_reused_{0};
     double compile_ms_ = 0;  // under mutex_
     std::shared_ptr<BufferPool> pool_ = std::make_shared<BufferPool>();  // destroyed before device_
 };

@@ -274,6 +274,35 @@ TEST_CASE("codegen: the register-blocked matmul, for AVX-512 and AVX2 register f
             for (size_t i = 0; i < got.size(); ++i) REQUIRE(std::fabs(got[i] - want[i]) <= 1e-4 * (1 + std::fabs(want[i])));
         }
     }
+    // Every tile shape the tile search may pick computes the same result (AVX-512 and AVX2).
+    Compiler host(Target::host(), KernelCache({}));
+    std::vector<TileShape> tiles = host.tile_candidates(kernel);
+    REQUIRE(tiles.size() > 1);
+    CHECK(tiles[0] == TileShape{});
+    for (const Target& target : {Target::host(), avx2}) {
+        for (const TileShape& tile : tiles) {
+            INFO(target.cpu << " " << tile.text());
+            REQUIRE(tile.valid());
+            CHECK(TileShape::parse(tile.text()) == tile);
+            std::vector<std::byte> object = emit_cpu_object(kernel, target, tile);
+            auto prog = dev->load_program(object, kernel.name());
+            CHECK(prog->info().private_bytes >= uint64_t(tile.mc * tile.kc + tile.kc * tile.nc + tile.mc * tile.nc) * 4);
+            for (uint32_t groups : {1u, 5u}) {
+                test::upload(*dev, out, std::vector<float>(size_t(m * n), NAN));
+                uint64_t v = dev->next_timeline();
+                dev->compute_queue().wait(dev->timeline(), v - 1).exec(*prog, hcq::KernelArgs(*prog, {out, da, db}), {groups}, {1}).signal(dev->timeline(), v).submit();
+                auto got = test::download<float>(*dev, out, size_t(m * n));
+                for (size_t i = 0; i < got.size(); ++i) REQUIRE(std::fabs(got[i] - want[i]) <= 1e-4 * (1 + std::fabs(want[i])));
+            }
+        }
+    }
+    // A tile shape's key differs from the default's; the default's is the plain key.
+    CHECK(host.cache_key(kernel, TileShape{96, 256, 256}) != host.cache_key(kernel));
+    CHECK(host.cache_key(kernel, TileShape{}) == host.cache_key(kernel));
+    CHECK_FALSE(TileShape::parse("mc 100 nc 256 kc 256"));  // not a multiple of 12
+    CHECK_FALSE(TileShape::parse("mc 192 nc 256 kc 256 x"));
+    // Not a matmul: nothing to search.
+    CHECK(host.tile_candidates(scale_kernel(64, 2.0)).empty());
 }
 
 TEST_CASE("cache: a second compile of the same kernel is read from disk") {
