@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <fmt/format.h>
+#include <unordered_set>
 #include <vector>
 
 namespace baregpu::tensor {
@@ -105,7 +106,55 @@ double Runtime::compile_ms() const {
     return compile_ms_;
 }
 
+void Runtime::resolve_pending(const NodeRef& node) {
+    std::vector<compiler::Node*> stack{node.get()};
+    std::unordered_set<const compiler::Node*> seen;
+    while (!stack.empty()) {
+        compiler::Node* n = stack.back();
+        stack.pop_back();
+        if (!seen.insert(n).second) continue;
+        {
+            // One thread runs a node's transfer; another one asking meanwhile waits for it. Recursive:
+            // the transfer realizes the source graph, which may hold transfers of its own.
+            static std::recursive_mutex pending_mutex;
+            std::lock_guard lock(pending_mutex);
+            if (n->pending) {
+                auto pending = std::move(n->pending);
+                n->pending = nullptr;
+                pending(*n);
+            }
+        }
+        if (n->realized) continue;
+        for (const NodeRef& s : n->src) stack.push_back(s.get());
+    }
+}
+
+NodeRef Runtime::import(const NodeRef& src, std::shared_ptr<Runtime> from) {
+    if (from.get() == this) return src;
+    NodeRef node = compiler::Node::make_buffer({}, src->dtype, src->shape);
+    node->pending = [this, src, from = std::move(from)](compiler::Node& self) {
+        from->realize(src);
+        from->device().synchronize();
+        uint64_t bytes = uint64_t(compiler::numel(src->shape)) * compiler::dtype_bytes(src->dtype);
+        hcq::Buffer dst = device_->allocate(std::max<uint64_t>(bytes, 4));
+        if (bytes) {
+            try {
+                hcq::Device::transfer(dst.view(0, bytes), src->realized.view(0, bytes), bytes);
+            } catch (const UnsupportedError&) {
+                // Different peer groups (or no copy engine): through host memory.
+                std::vector<std::byte> host(bytes);
+                from->device().copy_out(host, src->realized.view(0, bytes));
+                device_->copy_in(dst.view(0, bytes), host);
+            }
+        }
+        self.realized = std::move(dst);
+        transfers_.fetch_add(1);
+    };
+    return node;
+}
+
 void Runtime::realize(const NodeRef& node) {
+    resolve_pending(node);
     std::lock_guard lock(mutex_);
     for (compiler::ScheduleItem& item : compiler::schedule(node)) {
         if (!item.kernel) {

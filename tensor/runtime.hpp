@@ -38,6 +38,11 @@ public:
     // Compute `node` and everything it needs that is not realized yet (asynchronously: the
     // device runs the kernels; read() waits).
     void realize(const compiler::NodeRef& node);
+    // A node of this runtime's device holding `src`'s elements (a node of another runtime `from`),
+    // lazily: nothing moves until something on this runtime reads the node. Then `src` is
+    // realized on `from`, and its data copied with hcq::Device::transfer (devices of one peer
+    // group), else through host memory (copy_out, copy_in).
+    compiler::NodeRef import(const compiler::NodeRef& src, std::shared_ptr<Runtime> from);
     // A realized node holding a copy of `bytes` (numel(shape) elements of dtype).
     compiler::NodeRef upload(std::span<const std::byte> bytes, compiler::DType dtype, compiler::Shape shape);
     // Realize `node` and copy its elements into `out` (exactly numel * dtype_bytes).
@@ -61,6 +66,8 @@ public:
     // Kernels whose tile shape was searched (timed), and taken from the disk cache instead.
     uint64_t tile_searches() const { return tile_searches_.load(); }
     uint64_t tile_choices_reused() const { return tile_reused_.load(); }
+    // Tensors moved in from other devices (import) so far.
+    uint64_t transfers_in() const { return transfers_.load(); }
 
 private:
     // Kernel outputs no node needs any more, by size, kept mapped for the next output of the
@@ -79,6 +86,8 @@ private:
     std::pair<hcq::Buffer, std::shared_ptr<void>> output_buffer(uint64_t bytes);
     // time: seconds one launch of a candidate program takes (the tile search).
     std::shared_ptr<hcq::Program> program_for(const compiler::Kernel& kernel, const std::function<double(hcq::Program&)>& time);
+    // Run the `pending` transfers of the nodes `node` reads (Node::pending), outside mutex_.
+    static void resolve_pending(const compiler::NodeRef& node);
     std::optional<compiler::TileShape> choose_tile(const compiler::Kernel& kernel, const std::function<double(hcq::Program&)>& time);
 
     std::shared_ptr<hcq::Device> device_;
@@ -91,6 +100,7 @@ private:
     std::atomic<bool> tile_search_{false};
     std::atomic<uint64_t> tile_searches_{0};
     std::atomic<uint64_t> tile_reused_{0};
+    std::atomic<uint64_t> transfers_{0};
     double compile_ms_ = 0;  // under mutex_
     std::shared_ptr<BufferPool> pool_ = std::make_shared<BufferPool>();  // destroyed before device_
 };

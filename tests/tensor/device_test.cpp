@@ -1,4 +1,4 @@
-// The matmul tile search with its on-disk choice.
+// Tensor::to between devices, and the matmul tile search with its on-disk choice.
 #include "compiler/scheduler.hpp"
 #include "tests/hcq/support.hpp"
 #include "tests/tensor/support.hpp"
@@ -13,6 +13,42 @@ using namespace baregpu;
 using namespace baregpu::test;
 using tensor::Runtime;
 using tensor::Tensor;
+
+TEST_CASE("to: a tensor moves to a second cpu device instance lazily, computed first where it lives") {
+    auto a = cpu_runtime();
+    auto dev_b = open_device("cpu");
+    REQUIRE(dev_b.get() != &a->device());  // a second instance of the cpu backend
+    auto b = Runtime::for_device(dev_b);
+    REQUIRE(b.get() != a.get());
+
+    std::mt19937 gen(5);
+    Ref x = Ref::random({33, 17}, gen, -2, 2);
+    Tensor ta = Tensor::from_vector(x.floats(), x.shape, a);
+    Tensor y = (ta * 2.0).exp();  // not computed yet on a
+    uint64_t a_before = a->kernels_launched(), b_before = b->kernels_launched();
+    Tensor moved = y.to(b);
+    Tensor z = moved.sum({1});  // on b, from the moved data
+    CHECK(&moved.runtime() == b.get());
+    CHECK_FALSE(moved.realized());
+    CHECK(a->kernels_launched() == a_before);  // lazy: nothing ran anywhere
+    CHECK(b->transfers_in() == 0);
+
+    Ref want = x.map([](double v) { return std::exp(2 * v); });
+    check_close(z, want.reduce({1}, 0, [](double acc, double v) { return acc + v; }).reshape({33}), 1e-5, 1e-3);
+    CHECK(a->kernels_launched() == a_before + 1);  // y computed on a
+    CHECK(b->kernels_launched() == b_before + 1);  // the sum on b
+    CHECK(b->transfers_in() == 1);
+    CHECK(moved.realized());
+    check_close(moved, want, 1e-5, 1e-5);
+    CHECK(b->transfers_in() == 1);  // once
+
+    // Back again, a view on the way, every dtype's bytes unchanged; same runtime: no copy.
+    Tensor back = moved.transpose().to(a);
+    check_close(back, want.permute({1, 0}), 1e-5, 1e-5);
+    Tensor ints = Tensor::from_vector(std::vector<int32_t>{1, -2, 3, -4}, {4}, a);
+    CHECK(ints.to(dev_b).to_vector<int32_t>() == std::vector<int32_t>{1, -2, 3, -4});
+    CHECK(ints.to(a).node() == ints.node());
+}
 
 TEST_CASE("tile search: off by default; on, it times the candidates, caches the winner and reuses it") {
     auto dir = std::filesystem::temp_directory_path() / ("baregpu-tile-search-" + std::to_string(getpid()));
