@@ -154,11 +154,12 @@ public:
         b_.SetInsertPoint(entry_);
         out_ = fn_->getArg(0);
         for (size_t i = 0; i < k_.inputs.size(); ++i) in_.push_back(fn_->getArg(unsigned(i + 1)));
+        using ID = llvm::Intrinsic::ID;
         const bool amd = flavor == KernelFlavor::amdgpu;
-        llvm::Value* group = b_.CreateZExt(
-            b_.CreateIntrinsic(amd ? llvm::Intrinsic::ID(llvm::Intrinsic::amdgcn_workgroup_id_x) : llvm::Intrinsic::ID(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x), {}, {}), i64_);
-        llvm::Value* item = b_.CreateZExt(
-            b_.CreateIntrinsic(amd ? llvm::Intrinsic::ID(llvm::Intrinsic::amdgcn_workitem_id_x) : llvm::Intrinsic::ID(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x), {}, {}), i64_);
+        const ID group_id = amd ? ID(llvm::Intrinsic::amdgcn_workgroup_id_x) : ID(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x);
+        const ID item_id = amd ? ID(llvm::Intrinsic::amdgcn_workitem_id_x) : ID(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x);
+        llvm::Value* group = b_.CreateZExt(b_.CreateIntrinsic(group_id, {}, {}), i64_);
+        llvm::Value* item = b_.CreateZExt(b_.CreateIntrinsic(item_id, {}, {}), i64_);
         llvm::Value* gid = b_.CreateAdd(b_.CreateMul(group, c64(kAmdgpuBlock)), item);
         auto* body = llvm::BasicBlock::Create(ctx_, "body", fn_);
         auto* done = llvm::BasicBlock::Create(ctx_, "done", fn_);

@@ -113,7 +113,7 @@ std::string ptxas_version(const std::filesystem::path& ptxas) {
     while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
     size_t nl = text.rfind('\n');
     std::string last = nl == std::string::npos ? text : text.substr(nl + 1);
-    return fmt::format("{} rc {}", last, rc);
+    return rc == 0 ? last : fmt::format("{} (exit {})", last, rc);
 }
 
 std::vector<std::byte> assemble_cubin(const std::filesystem::path& ptxas, const std::string& ptx, const std::string& sm_arch) {
