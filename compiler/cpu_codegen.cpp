@@ -35,14 +35,14 @@ void add_descriptor(llvm::Module& module, const Kernel& kernel, const std::strin
 
 }  // namespace
 
-std::vector<std::byte> emit_cpu_object(const Kernel& kernel, const Target& target) {
+std::vector<std::byte> emit_cpu_object(const Kernel& kernel, const Target& target, const TileShape& tile) {
     std::unique_ptr<llvm::TargetMachine> machine = make_target_machine(target);
     llvm::LLVMContext ctx;
     llvm::Module module(kernel.name(), ctx);
     module.setTargetTriple(target.triple);
     module.setDataLayout(machine->createDataLayout());
     uint64_t private_bytes = 0;
-    build_kernel_function(module, kernel, target, KernelFlavor::cpu, &private_bytes);
+    build_kernel_function(module, kernel, target, KernelFlavor::cpu, &private_bytes, tile);
     add_descriptor(module, kernel, kernel.name(), private_bytes);
     return optimize_and_emit(module, *machine, kernel);
 }

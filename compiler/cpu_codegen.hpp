@@ -20,10 +20,13 @@ namespace baregpu::compiler {
 
 // An ET_REL object with one kernel named kernel.name() and its .baregpu.kernels descriptor.
 // Throws baregpu::Error when LLVM rejects the module (a compiler bug: the message has the IR).
-std::vector<std::byte> emit_cpu_object(const Kernel& kernel, const Target& target);
+// tile: the register-blocked matmul's tile shape (other kernels ignore it).
+std::vector<std::byte> emit_cpu_object(const Kernel& kernel, const Target& target, const TileShape& tile = {});
 
-// When this code generator was built, and against which LLVM: part of every cache key, so that
-// a rebuilt compiler never reuses objects an older one wrote.
-std::string codegen_build_stamp();
+// Whether `kernel` compiles to the register-blocked matmul for `target` (a tile shape matters).
+bool is_blocked_matmul(const Kernel& kernel, const Target& target);
+
+// The LLVM version the code generators are linked against ("19.1.7"): part of every cache key.
+std::string llvm_version();
 
 }  // namespace baregpu::compiler

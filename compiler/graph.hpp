@@ -7,6 +7,7 @@
 #include "compiler/shape_tracker.hpp"
 #include "hcq/memory.hpp"
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -39,6 +40,10 @@ struct Node {
     // destroyed with the last node sharing the buffer (a reshape aliasing it shares this too).
     // Code that copies `realized` out must keep the node alive as long as it uses the copy.
     std::shared_ptr<void> release;
+    // A buffer node whose data is still elsewhere (tensor::Tensor::to: another device's tensor,
+    // not computed yet): the runtime calls it, before scheduling anything that reads the node,
+    // to set `realized` (and `release`), then clears it. Empty for every other node.
+    std::function<void(Node&)> pending;
 
     static NodeRef make_buffer(hcq::Buffer buffer, DType dtype, Shape shape);
     static NodeRef make_constant(double value, DType dtype, Shape shape);

@@ -1,5 +1,6 @@
 #include "compiler/kernel.hpp"
 
+#include <cstdio>
 #include <fmt/format.h>
 #include <unordered_map>
 
@@ -55,6 +56,20 @@ std::string hash_hex(const std::string& text) {
         h *= 0x100000001b3ull;
     }
     return fmt::format("{:016x}", h);
+}
+
+std::string TileShape::text() const { return fmt::format("mc {} nc {} kc {}", mc, nc, kc); }
+
+std::optional<TileShape> TileShape::parse(const std::string& text) {
+    TileShape t;
+    long long mc = 0, nc = 0, kc = 0;
+    int used = 0;
+    if (std::sscanf(text.c_str(), "mc %lld nc %lld kc %lld%n", &mc, &nc, &kc, &used) != 3 || size_t(used) != text.size()) return std::nullopt;
+    t.mc = mc;
+    t.nc = nc;
+    t.kc = kc;
+    if (!t.valid()) return std::nullopt;
+    return t;
 }
 
 std::string Kernel::name() const { return "k_" + hash_hex(key()); }

@@ -12,6 +12,7 @@
 #include "compiler/shape_tracker.hpp"
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,20 @@ struct Kernel {
     std::string key() const;
     // "k_" + a hash of key(): the function's symbol name.
     std::string name() const;
+};
+
+// The CPU matmul's blocking (llvm_kernel_ir.cpp): C in mc x nc tiles, K in slices of kc, A and B
+// packed per tile and slice. mc: a multiple of 12 (the register block's rows); nc: of 32 (its
+// columns); the packed panels and the C tile (4 bytes each) stay under the CPU device's 1 MiB
+// of extra stack. The defaults are what the kernel uses unless the tile search chose otherwise.
+struct TileShape {
+    int64_t mc = 192, nc = 256, kc = 256;
+
+    bool operator==(const TileShape&) const = default;
+    bool valid() const { return mc > 0 && nc > 0 && kc > 0 && mc % 12 == 0 && nc % 32 == 0 && mc * kc + kc * nc + mc * nc <= 240 * 1024; }
+    // "mc 192 nc 256 kc 256", and back (nullopt for anything else or an invalid shape).
+    std::string text() const;
+    static std::optional<TileShape> parse(const std::string& text);
 };
 
 // 64-bit FNV-1a of `text`, printed as 16 hex digits.

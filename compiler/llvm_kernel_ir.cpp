@@ -48,17 +48,8 @@ public:
         llvm::Value* group = b_.CreateZExt(b_.CreateLoad(i32_, b_.CreateConstGEP1_64(i8_, dispatch, cpu_abi::kDispatchGroupIdOffset)), i64_);
         llvm::Value* groups = b_.CreateZExt(b_.CreateLoad(i32_, b_.CreateConstGEP1_64(i8_, dispatch, cpu_abi::kDispatchGridOffset)), i64_);
 
-        // Which axes the output loops run over: every non-reduced one, the last innermost.
         Shape full = k_.full_shape;
-        std::vector<bool> reduced(full.size(), false);
-        for (int a : k_.reduce_axes) reduced[size_t(a)] = true;
-        std::vector<size_t> outer;
-        std::optional<size_t> inner;
-        for (size_t d = 0; d < full.size(); ++d) {
-            if (reduced[d]) continue;
-            if (inner) outer.push_back(*inner);
-            inner = d;
-        }
+        auto [outer, inner] = output_axes();
         if (std::optional<MatmulPlan> plan = match_matmul(outer, inner, target)) {
             emit_matmul(*plan, target, group, groups);
             b_.CreateRetVoid();
@@ -135,20 +126,40 @@ public:
     }
 
 
-    // One work-item per output element: item = workgroup.id.x * kAmdgpuBlock + workitem.id.x.
-    llvm::Function* emit_amdgpu(const Target& target) {
+    // One work-item per output element: item = group id * kGpuBlock + item id within the group
+    // (AMDGPU: workgroup.id.x / workitem.id.x; NVPTX: ctaid.x / tid.x, the same layout).
+    llvm::Function* emit_gpu(const Target& target, KernelFlavor flavor) {
         std::vector<llvm::Type*> params(1 + k_.inputs.size(), ptr_);
         fn_ = llvm::Function::Create(llvm::FunctionType::get(b_.getVoidTy(), params, false), llvm::Function::ExternalLinkage, k_.name(), module_);
-        fn_->setCallingConv(llvm::CallingConv::AMDGPU_KERNEL);
         fn_->addFnAttr(llvm::Attribute::NoUnwind);
         fn_->addFnAttr("target-cpu", target.cpu);
-        fn_->addFnAttr("amdgpu-flat-work-group-size", fmt::format("1,{}", kAmdgpuBlock));
+        if (flavor == KernelFlavor::amdgpu) {
+            fn_->setCallingConv(llvm::CallingConv::AMDGPU_KERNEL);
+            fn_->addFnAttr("amdgpu-flat-work-group-size", fmt::format("1,{}", kAmdgpuBlock));
+        } else {
+            // A kernel entry (.entry, its arguments in .param space) by the calling convention
+            // and, for tools that read only it, the nvvm.annotations "kernel" entry; maxntid
+            // tells ptxas the block size it is launched with.
+            fn_->setCallingConv(llvm::CallingConv::PTX_Kernel);
+            if (!target.features.empty()) fn_->addFnAttr("target-features", target.features);
+            llvm::NamedMDNode* annotations = module_.getOrInsertNamedMetadata("nvvm.annotations");
+            for (auto [key, value] : {std::pair<const char*, int64_t>{"kernel", 1}, {"maxntidx", kAmdgpuBlock}}) {
+                llvm::Metadata* md[] = {llvm::ValueAsMetadata::get(fn_), llvm::MDString::get(ctx_, key),
+                                        llvm::ConstantAsMetadata::get(c32(int32_t(value)))};
+                annotations->addOperand(llvm::MDNode::get(ctx_, md));
+            }
+            for (unsigned i = 0; i < params.size(); ++i) fn_->addParamAttr(i, llvm::Attribute::NoAlias);
+        }
         entry_ = llvm::BasicBlock::Create(ctx_, "entry", fn_);
         b_.SetInsertPoint(entry_);
         out_ = fn_->getArg(0);
         for (size_t i = 0; i < k_.inputs.size(); ++i) in_.push_back(fn_->getArg(unsigned(i + 1)));
-        llvm::Value* group = b_.CreateZExt(b_.CreateIntrinsic(llvm::Intrinsic::amdgcn_workgroup_id_x, {}, {}), i64_);
-        llvm::Value* item = b_.CreateZExt(b_.CreateIntrinsic(llvm::Intrinsic::amdgcn_workitem_id_x, {}, {}), i64_);
+        using ID = llvm::Intrinsic::ID;
+        const bool amd = flavor == KernelFlavor::amdgpu;
+        const ID group_id = amd ? ID(llvm::Intrinsic::amdgcn_workgroup_id_x) : ID(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x);
+        const ID item_id = amd ? ID(llvm::Intrinsic::amdgcn_workitem_id_x) : ID(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x);
+        llvm::Value* group = b_.CreateZExt(b_.CreateIntrinsic(group_id, {}, {}), i64_);
+        llvm::Value* item = b_.CreateZExt(b_.CreateIntrinsic(item_id, {}, {}), i64_);
         llvm::Value* gid = b_.CreateAdd(b_.CreateMul(group, c64(kAmdgpuBlock)), item);
         auto* body = llvm::BasicBlock::Create(ctx_, "body", fn_);
         auto* done = llvm::BasicBlock::Create(ctx_, "done", fn_);
@@ -171,6 +182,28 @@ public:
         b_.CreateRetVoid();
         return fn_;
     }
+
+    // Which axes the output loops run over: every non-reduced one (outer), the last innermost.
+    std::pair<std::vector<size_t>, std::optional<size_t>> output_axes() const {
+        std::vector<bool> reduced(k_.full_shape.size(), false);
+        for (int a : k_.reduce_axes) reduced[size_t(a)] = true;
+        std::vector<size_t> outer;
+        std::optional<size_t> inner;
+        for (size_t d = 0; d < k_.full_shape.size(); ++d) {
+            if (reduced[d]) continue;
+            if (inner) outer.push_back(*inner);
+            inner = d;
+        }
+        return {outer, inner};
+    }
+
+    // Whether the CPU kernel is the register-blocked matmul (whose tile shape can be chosen).
+    bool blocked_matmul(const Target& target) const {
+        auto [outer, inner] = output_axes();
+        return match_matmul(outer, inner, target).has_value();
+    }
+
+    void set_tile(const TileShape& tile) { tile_ = tile; }
 
     // Stack the kernel needs beyond the CPU ABI's 64 KiB (the descriptor's private_bytes).
     uint64_t private_bytes() const { return private_bytes_; }
@@ -203,7 +236,8 @@ private:
     // columns compute zeros that the epilogue does not store. C accumulates in a kMc x kNc
     // stack buffer across K slices; the epilogue evaluates the fused expression above the sum
     // once per element.
-    static constexpr int64_t kMr = 12, kMc = 192, kNc = 256, kKc = 256;  // kMc: a multiple of kMr and kMr / 2
+    // kMc, kNc and kKc are the TileShape (kernel.hpp; its defaults, or the tile search's choice).
+    static constexpr int64_t kMr = 12;  // TileShape::mc: a multiple of kMr (and so of kMr / 2)
 
     // Whether e's value changes along kernel axis d: some load or mask under it does (only
     // the top view sees the kernel index; the views below see its flat offset).
@@ -291,6 +325,7 @@ private:
         const Shape& full = k_.full_shape;
         const Block blk = block_for(target);
         const int64_t vl = blk.vl, mr = blk.mr, nr = blk.nr;
+        const int64_t kMc = tile_.mc, kNc = tile_.nc, kKc = tile_.kc;
         const int64_t M = full[p.m], N = full[p.n], K = k_.reduce_elements();
         // The reduce index k into the reduce axes (row-major): plain for one axis.
         auto set_k = [&](std::vector<llvm::Value*>& at, llvm::Value* k) {
@@ -916,6 +951,7 @@ private:
     std::unordered_map<const Expr*, llvm::AllocaInst*> row_cache_;  // values kept per row index, by expression
     std::unordered_map<const Expr*, int> uses_;
     uint64_t private_bytes_ = 0;
+    TileShape tile_;
     bool cpu_ = false;  // a CPU workgroup (a stack of its own), not a GPU work-item
 };
 
@@ -937,6 +973,10 @@ void initialize_llvm_targets() {
         LLVMInitializeAMDGPUTarget();
         LLVMInitializeAMDGPUTargetMC();
         LLVMInitializeAMDGPUAsmPrinter();
+        LLVMInitializeNVPTXTargetInfo();
+        LLVMInitializeNVPTXTarget();
+        LLVMInitializeNVPTXTargetMC();
+        LLVMInitializeNVPTXAsmPrinter();
     });
 }
 
@@ -953,14 +993,21 @@ std::unique_ptr<llvm::TargetMachine> make_target_machine(const Target& target) {
 }
 
 llvm::Function* build_kernel_function(llvm::Module& module, const Kernel& kernel, const Target& target, KernelFlavor flavor,
-                                      uint64_t* private_bytes) {
+                                      uint64_t* private_bytes, const TileShape& tile) {
     Emitter e(module, kernel);
-    llvm::Function* fn = flavor == KernelFlavor::cpu ? e.emit_cpu(target) : e.emit_amdgpu(target);
+    e.set_tile(tile);
+    llvm::Function* fn = flavor == KernelFlavor::cpu ? e.emit_cpu(target) : e.emit_gpu(target, flavor);
     if (private_bytes) *private_bytes = e.private_bytes();
     return fn;
 }
 
-std::vector<std::byte> optimize_and_emit(llvm::Module& module, llvm::TargetMachine& machine, const Kernel& kernel) {
+bool is_blocked_matmul(const Kernel& kernel, const Target& target) {
+    llvm::LLVMContext ctx;
+    llvm::Module module(kernel.name(), ctx);
+    return Emitter(module, kernel).blocked_matmul(target);
+}
+
+std::vector<std::byte> optimize_and_emit(llvm::Module& module, llvm::TargetMachine& machine, const Kernel& kernel, bool assembly) {
     std::string verify;
     llvm::raw_string_ostream verify_os(verify);
     if (llvm::verifyModule(module, &verify_os)) {
@@ -983,7 +1030,7 @@ std::vector<std::byte> optimize_and_emit(llvm::Module& module, llvm::TargetMachi
     llvm::SmallVector<char, 0> object;
     llvm::raw_svector_ostream os(object);
     llvm::legacy::PassManager codegen;
-    if (machine.addPassesToEmitFile(codegen, os, nullptr, llvm::CodeGenFileType::ObjectFile)) {
+    if (machine.addPassesToEmitFile(codegen, os, nullptr, assembly ? llvm::CodeGenFileType::AssemblyFile : llvm::CodeGenFileType::ObjectFile)) {
         throw Error("", fmt::format("compiler: LLVM cannot emit objects for {}", machine.getTargetTriple().str()));
     }
     codegen.run(module);
@@ -992,6 +1039,6 @@ std::vector<std::byte> optimize_and_emit(llvm::Module& module, llvm::TargetMachi
     return out;
 }
 
-std::string codegen_build_stamp() { return fmt::format("{} {} LLVM {}", __DATE__, __TIME__, LLVM_VERSION_STRING); }
+std::string llvm_version() { return LLVM_VERSION_STRING; }
 
 }  // namespace baregpu::compiler

@@ -5,7 +5,11 @@
 #include "hcq/registry.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
 #include <fmt/format.h>
+#include <unordered_set>
+#include <vector>
 
 namespace baregpu::tensor {
 
@@ -38,6 +42,7 @@ std::shared_ptr<Runtime> Runtime::default_runtime() {
 }
 
 Runtime::Runtime(std::shared_ptr<hcq::Device> device) : device_(std::move(device)) {
+    if (const char* search = std::getenv("BAREGPU_TILE_SEARCH"); search && std::string(search) == "1") tile_search_ = true;
     if (device_->arch() != "x86_64") {
         throw UnsupportedError(device_->name(), fmt::format("the compiler generates code for x86_64 devices only so far; this device "
                                                             "runs {}", device_->arch()));
@@ -50,17 +55,44 @@ Runtime::~Runtime() {
     if (it != runtimes.end() && it->second.expired()) runtimes.erase(it);
 }
 
-std::shared_ptr<hcq::Program> Runtime::program_for(const compiler::Kernel& kernel) {
+std::optional<compiler::TileShape> Runtime::choose_tile(const compiler::Kernel& kernel, const std::function<double(hcq::Program&)>& time) {
+    std::vector<compiler::TileShape> candidates = compiler_.tile_candidates(kernel);
+    if (candidates.empty()) return std::nullopt;
+    if (auto cached = compiler_.cached_tile(kernel)) {
+        tile_reused_.fetch_add(1);
+        return cached;
+    }
+    std::optional<compiler::TileShape> best;
+    double best_s = 0;
+    for (const compiler::TileShape& tile : candidates) {
+        compiler::CompiledKernel compiled = compiler_.compile(kernel, false, tile);
+        compile_ms_ += compiled.compile_ms;
+        std::shared_ptr<hcq::Program> program = device_->load_program(compiled.object, compiled.name);
+        time(*program);  // warm-up: caches, page faults of the stack
+        double s = std::min(time(*program), time(*program));
+        if (!best || s < best_s) {
+            best = tile;
+            best_s = s;
+        }
+    }
+    compiler_.store_tile(kernel, *best);
+    tile_searches_.fetch_add(1);
+    return best;
+}
+
+std::shared_ptr<hcq::Program> Runtime::program_for(const compiler::Kernel& kernel, const std::function<double(hcq::Program&)>& time) {
     std::string key = compiler_.cache_key(kernel);
     if (auto it = programs_.find(key); it != programs_.end()) return it->second;
-    compiler::CompiledKernel compiled = compiler_.compile(kernel);
+    compiler::TileShape tile;
+    if (tile_search_.load()) tile = choose_tile(kernel, time).value_or(compiler::TileShape{});
+    compiler::CompiledKernel compiled = compiler_.compile(kernel, false, tile);
     std::shared_ptr<hcq::Program> program;
     try {
         program = device_->load_program(compiled.object, compiled.name);
     } catch (const Error&) {
         if (!compiled.from_cache) throw;
         // A damaged cache file (a disk that filled up, another version's object): generate anew.
-        compiled = compiler_.compile(kernel, true);
+        compiled = compiler_.compile(kernel, true, tile);
         program = device_->load_program(compiled.object, compiled.name);
     }
     compile_ms_ += compiled.compile_ms;
@@ -74,7 +106,55 @@ double Runtime::compile_ms() const {
     return compile_ms_;
 }
 
+void Runtime::resolve_pending(const NodeRef& node) {
+    std::vector<compiler::Node*> stack{node.get()};
+    std::unordered_set<const compiler::Node*> seen;
+    while (!stack.empty()) {
+        compiler::Node* n = stack.back();
+        stack.pop_back();
+        if (!seen.insert(n).second) continue;
+        {
+            // One thread runs a node's transfer; another one asking meanwhile waits for it. Recursive:
+            // the transfer realizes the source graph, which may hold transfers of its own.
+            static std::recursive_mutex pending_mutex;
+            std::lock_guard lock(pending_mutex);
+            if (n->pending) {
+                auto pending = std::move(n->pending);
+                n->pending = nullptr;
+                pending(*n);
+            }
+        }
+        if (n->realized) continue;
+        for (const NodeRef& s : n->src) stack.push_back(s.get());
+    }
+}
+
+NodeRef Runtime::import(const NodeRef& src, std::shared_ptr<Runtime> from) {
+    if (from.get() == this) return src;
+    NodeRef node = compiler::Node::make_buffer({}, src->dtype, src->shape);
+    node->pending = [this, src, from = std::move(from)](compiler::Node& self) {
+        from->realize(src);
+        from->device().synchronize();
+        uint64_t bytes = uint64_t(compiler::numel(src->shape)) * compiler::dtype_bytes(src->dtype);
+        hcq::Buffer dst = device_->allocate(std::max<uint64_t>(bytes, 4));
+        if (bytes) {
+            try {
+                hcq::Device::transfer(dst.view(0, bytes), src->realized.view(0, bytes), bytes);
+            } catch (const UnsupportedError&) {
+                // Different peer groups (or no copy engine): through host memory.
+                std::vector<std::byte> host(bytes);
+                from->device().copy_out(host, src->realized.view(0, bytes));
+                device_->copy_in(dst.view(0, bytes), host);
+            }
+        }
+        self.realized = std::move(dst);
+        transfers_.fetch_add(1);
+    };
+    return node;
+}
+
 void Runtime::realize(const NodeRef& node) {
+    resolve_pending(node);
     std::lock_guard lock(mutex_);
     for (compiler::ScheduleItem& item : compiler::schedule(node)) {
         if (!item.kernel) {
@@ -90,20 +170,29 @@ void Runtime::realize(const NodeRef& node) {
             item.output->realized = std::move(out);
             continue;
         }
-        auto program = program_for(k);
-        hcq::KernelArgs args(*program);
-        args.buffer(0, out);
-        for (size_t i = 0; i < item.inputs.size(); ++i) args.buffer(uint32_t(i + 1), item.inputs[i]->realized);
         // About 16K element-operations per workgroup, at most one group per output element.
         int64_t work = k.output_elements() * k.reduce_elements();
         auto groups = uint32_t(std::clamp<int64_t>(work / 16384, 1, std::min<int64_t>(k.output_elements(), 256)));
-        {
-            std::lock_guard submit(device_->submission_mutex());
+        // Submit `program` on the timeline; the value that says it finished.
+        auto submit = [&](hcq::Program& program) {
+            hcq::KernelArgs args(program);
+            args.buffer(0, out);
+            for (size_t i = 0; i < item.inputs.size(); ++i) args.buffer(uint32_t(i + 1), item.inputs[i]->realized);
+            std::lock_guard submitting(device_->submission_mutex());
             if (!queue_) queue_.emplace(device_->compute_queue());
             queue_->reset();
             uint64_t v = device_->next_timeline();
-            queue_->wait(device_->timeline(), v - 1).exec(*program, args, hcq::Dim3{groups}, hcq::Dim3{1}).signal(device_->timeline(), v).submit();
-        }
+            queue_->wait(device_->timeline(), v - 1).exec(program, args, hcq::Dim3{groups}, hcq::Dim3{1}).signal(device_->timeline(), v).submit();
+            return v;
+        };
+        auto time = [&](hcq::Program& program) {
+            device_->synchronize();  // what came before is not this kernel's time
+            auto start = std::chrono::steady_clock::now();
+            device_->timeline().wait(submit(program));
+            return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        };
+        auto program = program_for(k, time);
+        submit(*program);
         launched_.fetch_add(1);
         item.output->realized = std::move(out);
     }

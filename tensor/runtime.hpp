@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -37,6 +38,11 @@ public:
     // Compute `node` and everything it needs that is not realized yet (asynchronously: the
     // device runs the kernels; read() waits).
     void realize(const compiler::NodeRef& node);
+    // A node of this runtime's device holding `src`'s elements (a node of another runtime `from`),
+    // lazily: nothing moves until something on this runtime reads the node. Then `src` is
+    // realized on `from`, and its data copied with hcq::Device::transfer (devices of one peer
+    // group), else through host memory (copy_out, copy_in).
+    compiler::NodeRef import(const compiler::NodeRef& src, std::shared_ptr<Runtime> from);
     // A realized node holding a copy of `bytes` (numel(shape) elements of dtype).
     compiler::NodeRef upload(std::span<const std::byte> bytes, compiler::DType dtype, compiler::Shape shape);
     // Realize `node` and copy its elements into `out` (exactly numel * dtype_bytes).
@@ -48,6 +54,20 @@ public:
     uint64_t kernels_loaded() const { return loaded_.load(); }
     // Milliseconds spent generating code (first calls that missed the disk cache), in total.
     double compile_ms() const;
+
+    // The tile search (compiler::Compiler::tile_candidates): when on, the first launch of a
+    // register-blocked matmul kernel compiles it with each candidate tile shape, times each on
+    // this device with the launch's own buffers (one warm-up, best of two), and keeps the fastest;
+    // the choice is cached on disk next to the kernel cache (Compiler::store_tile) and reused
+    // without timing by later runtimes and processes. Off by default; on when the environment
+    // has BAREGPU_TILE_SEARCH=1 at construction, or by set_tile_search(true).
+    void set_tile_search(bool on) { tile_search_.store(on); }
+    bool tile_search() const { return tile_search_.load(); }
+    // Kernels whose tile shape was searched (timed), and taken from the disk cache instead.
+    uint64_t tile_searches() const { return tile_searches_.load(); }
+    uint64_t tile_choices_reused() const { return tile_reused_.load(); }
+    // Tensors moved in from other devices (import) so far.
+    uint64_t transfers_in() const { return transfers_.load(); }
 
 private:
     // Kernel outputs no node needs any more, by size, kept mapped for the next output of the
@@ -64,7 +84,11 @@ private:
     };
     // A buffer of `bytes` for a kernel's output, and the token that returns it to the pool.
     std::pair<hcq::Buffer, std::shared_ptr<void>> output_buffer(uint64_t bytes);
-    std::shared_ptr<hcq::Program> program_for(const compiler::Kernel& kernel);
+    // time: seconds one launch of a candidate program takes (the tile search).
+    std::shared_ptr<hcq::Program> program_for(const compiler::Kernel& kernel, const std::function<double(hcq::Program&)>& time);
+    // Run the `pending` transfers of the nodes `node` reads (Node::pending), outside mutex_.
+    static void resolve_pending(const compiler::NodeRef& node);
+    std::optional<compiler::TileShape> choose_tile(const compiler::Kernel& kernel, const std::function<double(hcq::Program&)>& time);
 
     std::shared_ptr<hcq::Device> device_;
     compiler::Compiler compiler_;
@@ -73,6 +97,10 @@ private:
     std::optional<hcq::ComputeQueue> queue_;
     std::atomic<uint64_t> launched_{0};
     std::atomic<uint64_t> loaded_{0};
+    std::atomic<bool> tile_search_{false};
+    std::atomic<uint64_t> tile_searches_{0};
+    std::atomic<uint64_t> tile_reused_{0};
+    std::atomic<uint64_t> transfers_{0};
     double compile_ms_ = 0;  // under mutex_
     std::shared_ptr<BufferPool> pool_ = std::make_shared<BufferPool>();  // destroyed before device_
 };

@@ -315,6 +315,17 @@ Tensor Tensor::gelu() const {
     return x * 0.5 * (1.0 + ((x + x * x * x * 0.044715) * std::sqrt(2.0 / std::numbers::pi)).tanh());
 }
 
+Tensor Tensor::to(const std::shared_ptr<Runtime>& runtime) const {
+    if (!runtime) throw std::invalid_argument("to: no runtime given");
+    if (runtime == rt_) return *this;
+    return Tensor(runtime->import(node_, rt_), runtime);
+}
+
+Tensor Tensor::to(const std::shared_ptr<hcq::Device>& device) const {
+    if (!device) throw std::invalid_argument("to: no device given");
+    return to(Runtime::for_device(device));
+}
+
 const Tensor& Tensor::realize() const {
     rt_->realize(node_);
     return *this;

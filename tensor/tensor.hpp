@@ -109,6 +109,13 @@ public:
     // The tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
     Tensor gelu() const;
 
+    // This tensor on another device (its runtime; or the device's, Runtime::for_device), lazily:
+    // the data moves when the result (or anything computed from it) is first realized or read,
+    // after this tensor is computed on its own device. The same runtime: *this.
+    Tensor to(const std::shared_ptr<Runtime>& runtime) const;
+    Tensor to(const std::shared_ptr<hcq::Device>& device) const;
+    const std::shared_ptr<Runtime>& runtime_ptr() const { return rt_; }
+
     // Compute now (asynchronously on the device); returns *this.
     const Tensor& realize() const;
     bool realized() const { return static_cast<bool>(node_->realized); }

@@ -10,6 +10,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
 #include <random>
 #include <unistd.h>
 
@@ -272,6 +274,35 @@ TEST_CASE("codegen: the register-blocked matmul, for AVX-512 and AVX2 register f
             for (size_t i = 0; i < got.size(); ++i) REQUIRE(std::fabs(got[i] - want[i]) <= 1e-4 * (1 + std::fabs(want[i])));
         }
     }
+    // Every tile shape the tile search may pick computes the same result (AVX-512 and AVX2).
+    Compiler host(Target::host(), KernelCache({}));
+    std::vector<TileShape> tiles = host.tile_candidates(kernel);
+    REQUIRE(tiles.size() > 1);
+    CHECK(tiles[0] == TileShape{});
+    for (const Target& target : {Target::host(), avx2}) {
+        for (const TileShape& tile : tiles) {
+            INFO(target.cpu << " " << tile.text());
+            REQUIRE(tile.valid());
+            CHECK(TileShape::parse(tile.text()) == tile);
+            std::vector<std::byte> object = emit_cpu_object(kernel, target, tile);
+            auto prog = dev->load_program(object, kernel.name());
+            CHECK(prog->info().private_bytes >= uint64_t(tile.mc * tile.kc + tile.kc * tile.nc + tile.mc * tile.nc) * 4);
+            for (uint32_t groups : {1u, 5u}) {
+                test::upload(*dev, out, std::vector<float>(size_t(m * n), NAN));
+                uint64_t v = dev->next_timeline();
+                dev->compute_queue().wait(dev->timeline(), v - 1).exec(*prog, hcq::KernelArgs(*prog, {out, da, db}), {groups}, {1}).signal(dev->timeline(), v).submit();
+                auto got = test::download<float>(*dev, out, size_t(m * n));
+                for (size_t i = 0; i < got.size(); ++i) REQUIRE(std::fabs(got[i] - want[i]) <= 1e-4 * (1 + std::fabs(want[i])));
+            }
+        }
+    }
+    // A tile shape's key differs from the default's; the default's is the plain key.
+    CHECK(host.cache_key(kernel, TileShape{96, 256, 256}) != host.cache_key(kernel));
+    CHECK(host.cache_key(kernel, TileShape{}) == host.cache_key(kernel));
+    CHECK_FALSE(TileShape::parse("mc 100 nc 256 kc 256"));  // not a multiple of 12
+    CHECK_FALSE(TileShape::parse("mc 192 nc 256 kc 256 x"));
+    // Not a matmul: nothing to search.
+    CHECK(host.tile_candidates(scale_kernel(64, 2.0)).empty());
 }
 
 TEST_CASE("cache: a second compile of the same kernel is read from disk") {
@@ -323,4 +354,59 @@ TEST_CASE("cache: the directory comes from the environment") {
     unsetenv("XDG_CACHE_HOME");
     if (const char* home = std::getenv("HOME")) CHECK(KernelCache::default_directory() == std::filesystem::path(home) / ".cache" / "baregpu");
     if (saved) setenv("BAREGPU_CACHE_DIR", keep.c_str(), 1);
+}
+
+TEST_CASE("cache: the key is the compiler version, LLVM version, target and IR, and nothing else") {
+    Kernel k = scale_kernel(64, 3.0);
+    Compiler a(Target::host(), KernelCache({}));
+    Compiler b(Target::host(), KernelCache({}));
+    std::string key = a.cache_key(k);
+    // Reproducible: no build time, no process state.
+    CHECK(key == b.cache_key(k));
+    CHECK(key == fmt::format("{} (LLVM {})\n{}\n{}", kCompilerVersion, llvm_version(), Target::host().key(), k.key()));
+    CHECK(key.find(__DATE__) == std::string::npos);
+    CHECK(llvm_version().rfind("19.", 0) == 0);
+    // Every target field counts.
+    Target t = Target::host();
+    t.features += ",+fake";
+    CHECK(Compiler(t, KernelCache({})).cache_key(k) != key);
+    t = Target::host();
+    t.cpu = "x86-64";
+    CHECK(Compiler(t, KernelCache({})).cache_key(k) != key);
+}
+
+TEST_CASE("cache: least recently used files go beyond the size limit") {
+    auto dir = fresh_directory("kernel-cache-lru");
+    const std::vector<std::byte> object(1000, std::byte{7});
+    KernelCache cache(dir, 3500);  // room for three objects
+    auto pause = [] { usleep(20000); };  // distinct modification times
+    cache.store("a", object);
+    pause();
+    cache.store("b", object);
+    pause();
+    cache.store("c", object);
+    pause();
+    CHECK(cache.load("a"));  // a is used again: b is now the least recently used
+    pause();
+    cache.store("d", object);
+    CHECK(cache.load("a"));
+    CHECK_FALSE(cache.load("b"));
+    CHECK(cache.load("c"));
+    CHECK(cache.load("d"));
+    // Text records (tile choices) count and are evicted the same way; other files are left alone.
+    std::ofstream(dir / "unrelated.txt") << std::string(5000, 'x');
+    pause();
+    cache.store_text("tile", std::string(1000, 't'));
+    CHECK(cache.load_text("tile") == std::string(1000, 't'));
+    CHECK(std::filesystem::exists(dir / "unrelated.txt"));
+    int left = 0;
+    for (const auto& e : std::filesystem::directory_iterator(dir)) left += e.path().filename().string().rfind("kernel-", 0) == 0;
+    CHECK(left == 2);
+    // The limit comes from the environment, in MiB.
+    setenv("BAREGPU_KERNEL_CACHE_MAX_MB", "7", 1);
+    CHECK(KernelCache::default_max_bytes() == 7ull << 20);
+    unsetenv("BAREGPU_KERNEL_CACHE_MAX_MB");
+    CHECK(KernelCache::default_max_bytes() == KernelCache::kDefaultMaxBytes);
+    CHECK(KernelCache(dir).max_bytes() == 512ull << 20);
+    std::filesystem::remove_all(dir);
 }
