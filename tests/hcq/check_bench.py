@@ -8,8 +8,10 @@ its own copy_h2d/copy_d2h. Speed is not checked here.
 Usage: check_bench.py BAREGPU
 """
 import json
+import os
 import subprocess
 import sys
+import tempfile
 
 
 def main():
@@ -64,6 +66,24 @@ def main():
     if not {"copy_h2d", "copy_d2h", "launch_overhead"} <= alone_names or "hcq_submit" in alone_names:
         print(f"FAIL: --suite tensor --only copy_,launch_ gave {sorted(alone_names)}")
         return 1
+    # --profile writes the Chrome trace of the run: the suite's kernels on the device's compute track.
+    with tempfile.TemporaryDirectory() as tmp:
+        trace_path = os.path.join(tmp, "bench.json")
+        prof = subprocess.run([sys.argv[1], "bench", "--suite", "tensor", "--device", "cpu", "--quick", "--json",
+                               "--only", "matmul_512", "--profile", trace_path], capture_output=True, text=True, timeout=300)
+        if prof.returncode != 0 or not os.path.exists(trace_path):
+            print(f"FAIL: --profile exited with {prof.returncode} and wrote {os.listdir(tmp)}: {prof.stderr}")
+            return 1
+        with open(trace_path) as f:
+            events = json.load(f)["traceEvents"]
+        kernels = [e for e in events if e.get("ph") == "X" and e.get("cat") == "exec"]
+        if not kernels or any(e["dur"] < 0 for e in kernels):
+            cats = sorted({e.get("cat") for e in events if e.get("ph") == "X"})
+            print(f"FAIL: the bench trace has no kernel (exec) events (categories: {cats})")
+            return 1
+        if {r["name"] for r in json.loads(prof.stdout)["results"]} != {"matmul_512"}:
+            print(f"FAIL: --profile changed what was measured: {prof.stdout[:200]}")
+            return 1
     bad = subprocess.run([sys.argv[1], "bench", "--suite", "nosuch"], capture_output=True, text=True, timeout=60)
     if bad.returncode != 2 or "unknown suite" not in bad.stderr:
         print(f"FAIL: an unknown suite is not refused: {bad.returncode} {bad.stderr}")

@@ -2,6 +2,7 @@
 
 #include "bench/hcq_bench.hpp"
 #include "bench/tensor_bench.hpp"
+#include "hcq/profiler.hpp"
 #include "hcq/registry.hpp"
 #include "tools/baregpu/json_writer.hpp"
 
@@ -17,12 +18,14 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: baregpu bench [--suite hcq|tensor|all] [--device NAME] [--json] [--quick] [--repeats N] [--only NAMES]\n"
+    "                     [--profile FILE]\n"
     "  --suite    which benchmarks (default: all; suites: hcq, tensor)\n"
     "  --device   device name, e.g. cpu or am:0000:03:00.0 (default: $BAREGPU_DEVICE, else the first GPU, else cpu)\n"
     "  --json     print {\"device\": ..., \"results\": [{\"name\", \"value\", \"unit\", ...}]}\n"
     "  --quick    fewer, smaller runs (a smoke test, not a measurement)\n"
     "  --repeats  runs per figure; the median is reported (default 15; tensor: a third, at least 3)\n"
-    "  --only     only results whose names start with these (comma-separated), e.g. hcq_submit\n";
+    "  --only     only results whose names start with these (comma-separated), e.g. hcq_submit\n"
+    "  --profile  write the profiler's Chrome trace of the whole run (every kernel, copy and wait) to FILE\n";
 
 int usage(const std::string& problem) {
     std::fprintf(stderr, "baregpu bench: %s\n%s", problem.c_str(), kUsage);
@@ -76,7 +79,7 @@ std::string to_text(const std::string& device, const std::vector<bench::Result>&
 }  // namespace
 
 int bench_command(std::span<const std::string_view> args) {
-    std::string suite = "all", device;
+    std::string suite = "all", device, profile;
     bool json = false;
     bench::Options options;
     for (size_t i = 0; i < args.size(); ++i) {
@@ -89,6 +92,9 @@ int bench_command(std::span<const std::string_view> args) {
         } else if (a == "--device") {
             device = std::string(value());
             if (device.empty()) return usage("--device needs a name");
+        } else if (a == "--profile") {
+            profile = std::string(value());
+            if (profile.empty()) return usage("--profile needs a file name");
         } else if (a == "--json") {
             json = true;
         } else if (a == "--only") {
@@ -118,6 +124,9 @@ int bench_command(std::span<const std::string_view> args) {
     }
     if (suite != "hcq" && suite != "tensor" && suite != "all") return usage("unknown suite '" + suite + "' (suites: hcq, tensor)");
     try {
+        // Started before the device opens, so its clock is synchronised from the first command.
+        // The figures then include the profiler's cost (BENCHMARKS.md: hcq_submit_profiled).
+        if (!profile.empty()) hcq::Profiler::start();
         auto dev = hcq::open_device(device);
         std::vector<bench::Result> results;
         if (suite != "tensor") results = bench::run_hcq_suite(*dev, options);
@@ -131,6 +140,11 @@ int bench_command(std::span<const std::string_view> args) {
                 }
             }
             results.insert(results.end(), tensor_results.begin(), tensor_results.end());
+        }
+        if (!profile.empty()) {
+            hcq::Profiler::stop();
+            hcq::Profiler::write_chrome_trace(profile);
+            std::fprintf(stderr, "baregpu bench: profiler trace written to %s\n", profile.c_str());
         }
         std::string text = json ? to_json(dev->name(), results) : to_text(dev->name(), results);
         std::fputs(text.c_str(), stdout);
