@@ -136,7 +136,6 @@ void ComputeEngine::activate() {
     if (q.eop_va == 0) return refuse("no EOP buffer (CP_HQD_EOP_BASE_ADDR is 0): RELEASE_MEM would write through null");
     if (q.wptr_poll == 0 || q.wptr_poll % 8 != 0) return refuse("CP_HQD_PQ_WPTR_POLL_ADDR is 0 or not 8-byte aligned");
     if (q.rptr_report == 0 || q.rptr_report % 4 != 0) return refuse("CP_HQD_PQ_RPTR_REPORT_ADDR is 0 or not 4-byte aligned");
-    if (q.ring_va % (q.ring_dwords * 4) != 0 && q.ring_va % 256 != 0) return refuse("the ring base is not 256-byte aligned");
     for (const auto& [key, other] : queues_)
         if (other.doorbell_dword == q.doorbell_dword) return refuse("another active queue has the same doorbell");
     queues_[pipe * 8 + queue] = q;

@@ -9,7 +9,9 @@
 // CP_HQD_PQ_WPTR_POLL_ADDR/_HI 0x1fb6/0x1fb7, CP_HQD_PQ_DOORBELL_CONTROL 0x1fb8, CP_HQD_PQ_CONTROL
 // 0x1fba, CP_HQD_DEQUEUE_REQUEST 0x1fc1, CP_HQD_EOP_BASE_ADDR/_HI 0x1fce/0x1fcf (>> 8),
 // CP_HQD_EOP_CONTROL 0x1fd0; GRBM_GFX_CNTL 0x0900 and CP_MEC_RS64_CNTL 0x2904, BASE_IDX 1.
-// The HQD registers are plain storage that the activation snapshots for the queue GRBM_GFX_CNTL
+// (CP_HQD_*, GRBM_GFX_CNTL, COMPUTE_* read in torvalds/linux gc_11_0_0_offset.h at 0e8655b4;
+// CP_MEC_RS64_CNTL's offset and its PIPEn_ACTIVE bits 26-29 / MEC_HALT bit 30 as am.md §1.12 has
+// them from the same header.) The HQD registers are plain storage that the activation snapshots for the queue GRBM_GFX_CNTL
 // selects (reads are not banked per queue).
 //
 // Strict: every malformed packet is a port violation and the queue stops for good (hung) until it

@@ -66,7 +66,6 @@ void SdmaEngine::start() {
     if (doorbell_dword_ % 2 != 0) return refuse("the doorbell offset is not a 64-bit doorbell (slot * 2 dwords)");
     if (wptr_poll_ == 0 || wptr_poll_ % 8 != 0) return refuse("RB_WPTR_POLL_ADDR is 0 or not 8-byte aligned");
     if (rptr_addr_ == 0 || rptr_addr_ % 8 != 0) return refuse("RB_RPTR_ADDR is 0 or not 8-byte aligned");
-    if (ring_va_ % 256 != 0) return refuse("the ring base is not 256-byte aligned");
     reset();
     rptr_ = (uint64_t{chip_.load(regs_.rb_rptr_hi)} << 32) | chip_.load(regs_.rb_rptr);
     active_ = true;

@@ -438,3 +438,27 @@ TEST_CASE("sim-am engines: SDMA copies, fences, polls and refuses a packet strad
         CHECK(s.ih_wptr() == 32);
     }
 }
+
+TEST_CASE("sim-am engines: SDMA ring enable is refused without a doorbell or a wptr poll address", "[sim-am][engines]") {
+    TempDir dir;
+    EngineRig e(dir.path);
+    const uint32_t q = e.gc0;
+    e.rig.wr(q + 0x81, static_cast<uint32_t>(kSdmaRing >> 8));
+    e.rig.wr(q + 0x82, static_cast<uint32_t>(kSdmaRing >> 40));
+    e.rig.wr(q + 0x89, static_cast<uint32_t>(kSdmaRptr));
+    e.rig.wr(q + 0x88, static_cast<uint32_t>(kSdmaRptr >> 32));
+    e.rig.wr(q + 0xab, (0x100u * 2) << 2);
+    e.rig.wr(q + 0x80, 1u | (10u << 1));  // DOORBELL.ENABLE still clear
+    CHECK(e.rig.has_violation("SDMA0_QUEUE0_DOORBELL.ENABLE is clear"));
+    CHECK_FALSE(e.rig.model->sdma_queue().active);
+    e.rig.bus->clear_violations();
+    e.rig.wr(q + 0x80, 0);
+    e.rig.wr(q + 0x92, 1u << 28);
+    e.rig.wr(q + 0x80, 1u | (10u << 1));  // no RB_WPTR_POLL_ADDR
+    CHECK(e.rig.has_violation("RB_WPTR_POLL_ADDR"));
+    CHECK_FALSE(e.rig.model->sdma_queue().active);
+    // A BAR2 write at the slot of no queue is accepted and ignored.
+    e.rig.bus->clear_violations();
+    e.rig.dev->bar(2).write64(BarOffset(0x100 * 8), 8);
+    CHECK(e.rig.violations() == 0);
+}
