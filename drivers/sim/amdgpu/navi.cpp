@@ -42,6 +42,9 @@ std::unique_ptr<pci::sim::SimDeviceModel> make_model(const ModelOptions& options
 
 NaviModel::NaviModel(const ModelOptions& options) : options_(options), impl_(std::make_unique<Impl>(options)) {
     impl_->chip.mode1_reset = [this] { mode1_reset(); };
+    // The CP's register waits go through the same decode as BAR5 (the model's lock is held).
+    impl_->cp.reg_read = [this](uint32_t a) { return impl_->registers.read(a); };
+    impl_->cp.reg_write = [this](uint32_t a, uint32_t v) { impl_->registers.write(a, v); };
     powered_on_at_open_ = impl_->file.powered_on();
     if (powered_on_at_open_) power_on(/*keep_vram=*/false);
 }

@@ -350,9 +350,19 @@ ComputeEngine::Step ComputeEngine::execute(Queue& q, const std::vector<uint32_t>
             // address (dword aligned); dw4 reference; dw5 mask; dw6 poll interval.
             const uint32_t function = w[1] & 7, mem_space = (w[1] >> 4) & 1, operation = (w[1] >> 6) & 3;
             if (function == 7) return bad("WAIT_REG_MEM function 7 is reserved");
-            if (mem_space != 1 || operation != 0)
-                return bad(fmt::format("WAIT_REG_MEM mem_space {} operation {}: only a memory wait (1, 0) is modelled yet",
+            if (operation > 1 || (mem_space == 1 && operation != 0))
+                return bad(fmt::format("WAIT_REG_MEM mem_space {} operation {}: only a wait (0) on memory or a register, "
+                                       "or write-wait-write (1) on registers, is modelled",
                                        mem_space, operation));
+            if (mem_space == 0) {
+                // Registers (dword addresses, as gfx_v11_0_wait_reg_mem passes them): operation 1
+                // writes the reference to the first and waits on the second (the HDP flush).
+                const uint32_t reg0 = w[2] & 0x3ffff, reg1 = w[3] & 0x3ffff;
+                if (!reg_read || !reg_write) return bad("WAIT_REG_MEM on a register: no register file");
+                if (operation == 1) reg_write(reg0, w[4]);
+                const uint32_t value = reg_read(operation == 1 ? reg1 : reg0);
+                return compare(function, value & w[5], w[4]) ? Step::next : Step::wait;
+            }
             const uint64_t va = addr64(2, 3);
             if (va % 4 != 0) return bad(fmt::format("WAIT_REG_MEM address {} is not dword aligned", hex(va)));
             uint32_t value = 0;

@@ -71,6 +71,10 @@ public:
     bool doorbell(uint64_t offset, unsigned width, uint64_t value);
 
     DispatchHook on_dispatch;
+    // Register access for WAIT_REG_MEM with MEM_SPACE 0 (the model's BAR5 decode, side effects
+    // included: a write to GPU_HDP_FLUSH_REQ is an HDP flush). Absolute dword addresses.
+    std::function<uint32_t(uint32_t)> reg_read;
+    std::function<void(uint32_t, uint32_t)> reg_write;
 
     struct QueueStatus {
         bool active = false, hung = false, waiting = false;

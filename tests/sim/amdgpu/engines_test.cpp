@@ -220,6 +220,19 @@ TEST_CASE("sim-am engines: a compute queue runs RELEASE_MEM, WAIT_REG_MEM, DISPA
         CHECK(e.rig.violations() == 0);
     }
 
+    SECTION("WAIT_REG_MEM write-wait-write on registers: the HDP flush") {
+        // nbio_4_3_0_offset.h BIF_BX_PF0_GPU_HDP_FLUSH_REQ/DONE 0x106/0x107, BASE_IDX 2 (static
+        // sienna_cichlid bases = the discovery bases here); gfx_v11_0_ring_emit_hdp_flush's packet.
+        const auto* nbio = e.rig.disc.find(108);
+        REQUIRE(nbio != nullptr);
+        const auto req = static_cast<uint32_t>(nbio->base_addresses.at(2) + 0x106), done = req + 1;
+        const uint32_t flushes = e.rig.model->hdp_flushes();
+        e.submit({pkt3(kWaitRegMem, 6), 3u | (1u << 6), req, done, 1u << 2, 1u << 2, 0x20});
+        CHECK(e.rig.violation_text().empty());
+        CHECK(e.rig.model->hdp_flushes() == flushes + 1);
+        CHECK(e.rig.model->compute_queue(0, 0).rptr == e.wptr);
+    }
+
     SECTION("packets wrap around the ring end") {
         std::vector<uint32_t> pad(kRingDwords - 3, 0);
         pad[0] = pkt3(kNop, kRingDwords - 4);  // one NOP of kRingDwords - 3 dwords
