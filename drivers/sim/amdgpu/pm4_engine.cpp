@@ -81,9 +81,13 @@ void ComputeEngine::register_written(uint32_t address, uint32_t value) {
     const uint32_t sel = chip_.load(regs_.grbm_gfx_cntl);
     const uint32_t pipe = sel & 3, me = (sel >> 2) & 3, queue = (sel >> 8) & 7;
     if (me != 1) {
-        chip_.violation(fmt::format("{} written with GRBM_GFX_CNTL selecting ME {} (compute queues are ME 1)",
-                                    address == regs_.hqd_active ? "CP_HQD_ACTIVE" : "CP_HQD_DEQUEUE_REQUEST", me),
-                        reg_name(address), "Linux gfx_v11_0.c (soc21_grbm_select(adev, 1, pipe, queue, 0))");
+        // Deactivating or dequeuing another ME's queue is harmless here; activating one is not
+        // modelled (ME 0 has its own CP_GFX_HQD_* registers, ME 2 / MES queues are not modelled).
+        if (address == regs_.hqd_active && (value & 1))
+            chip_.violation(fmt::format("CP_HQD_ACTIVE=1 with GRBM_GFX_CNTL selecting ME {}: only MEC1 (ME 1) compute "
+                                        "queues are modelled",
+                                        me),
+                            reg_name(address), "Linux gfx_v11_0.c (soc21_grbm_select(adev, 1, pipe, queue, 0))");
         return;
     }
     const uint32_t key = pipe * 8 + queue;
