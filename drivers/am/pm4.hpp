@@ -62,6 +62,8 @@ enum class IntSel : uint32_t { none = 0, interrupt = 1, interrupt_after_write = 
 // nvd.h RELEASE_MEM dword 1 GCR bits.
 inline constexpr uint32_t kRelGlmWb = 1u << 12, kRelGlmInv = 1u << 13, kRelGlvInv = 1u << 14, kRelGl1Inv = 1u << 15,
                           kRelGl2Inv = 1u << 20, kRelGl2Wb = 1u << 21, kRelGcrSeq = 1u << 22;
+// nvd.h PACKET3_RELEASE_MEM_CACHE_POLICY(x) << 25: 3 = bypass.
+inline constexpr uint32_t kRelCachePolicyBypass = 3u << 25;
 // VGT event types (soc21_enum.h / soc24_enum.h): CACHE_FLUSH_AND_INV_TS_EVENT, CS_PARTIAL_FLUSH.
 inline constexpr uint32_t kCacheFlushAndInvTsEvent = 0x14, kCsPartialFlush = 7;
 // kfd_pm4_headers_ai.h event_index_end_of_pipe = 5; nvd.h EVENT_INDEX comment: 4 = *S_PARTIAL_FLUSH.
@@ -86,10 +88,13 @@ inline constexpr uint32_t kInitiatorComputeShaderEn = 1u << 0, kInitiatorForceSt
 
 enum class GcGen { gc11, gc12 };
 
-// The RELEASE_MEM cache actions of a fence: Linux gfx_v11_0_ring_emit_fence (GCR_SEQ | GL2_WB | GLM_INV | GLM_WB)
-// and gfx_v12_0_ring_emit_fence (GCR_SEQ | GL2_WB; GC 12 has no GLM).
+// The RELEASE_MEM cache actions of a fence: Linux gfx_v11_0_ring_emit_fence (GCR_SEQ | GL2_WB | GLM_INV | GLM_WB |
+// CACHE_POLICY(3)) and gfx_v12_0_ring_emit_fence (GCR_SEQ | GL2_WB | CACHE_POLICY(3); no GLM on GC 12).
+// GC 12.0 (Navi48, gfx_v12_0.c) uses nvd.h's encodings; GC 12.1 (gfx_v12_1_pkt.h) moves the GCR bits and is
+// not supported here.
 constexpr uint32_t release_mem_flush(GcGen gen) {
-    return gen == GcGen::gc11 ? (kRelGcrSeq | kRelGl2Wb | kRelGlmInv | kRelGlmWb) : (kRelGcrSeq | kRelGl2Wb);
+    return gen == GcGen::gc11 ? (kRelGcrSeq | kRelGl2Wb | kRelGlmInv | kRelGlmWb | kRelCachePolicyBypass)
+                              : (kRelGcrSeq | kRelGl2Wb | kRelCachePolicyBypass);
 }
 
 struct ReleaseMem {
@@ -139,8 +144,10 @@ public:
     Pm4Writer& release_mem(const ReleaseMem& r);
     Pm4Writer& wait_reg_mem(uint64_t address, Compare f, uint32_t reference, uint32_t mask = 0xffffffffu,
                             uint32_t poll_interval = 4);
-    // 64-bit compare: PACKET3_WAIT_REG_MEM64 (nvd.h 0x93), 7 payload dwords: control, addr lo/hi,
-    // reference lo/hi, mask lo/hi, poll interval (Mesa radeonsi si_cp_wait_mem with WAIT_REG_MEM_64BIT).
+    // 64-bit compare in one packet: PACKET3_WAIT_REG_MEM64 (nvd.h 0x93), 7 payload dwords: control (as
+    // WAIT_REG_MEM), address lo/hi (8-byte aligned), reference lo/hi, mask lo/hi, poll interval (Mesa
+    // src/amd/common/amd_cp_packets_gfx11.h PKT3_WAIT_REG_MEM64). Linux defines the opcode but never emits it;
+    // a pair of 32-bit waits cannot express a 64-bit >= atomically, so this is the 64-bit wait.
     Pm4Writer& wait_reg_mem64(uint64_t address, Compare f, uint64_t reference, uint64_t mask = ~0ull,
                               uint32_t poll_interval = 4);
     Pm4Writer& acquire_mem(uint32_t gcr_cntl = kGcrAll);

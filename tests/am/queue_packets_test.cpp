@@ -35,6 +35,7 @@ constexpr uint32_t PACKET3_RELEASE_MEM_EVENT_TYPE(uint32_t x) { return x << 0; }
 constexpr uint32_t PACKET3_RELEASE_MEM_EVENT_INDEX(uint32_t x) { return x << 8; }
 constexpr uint32_t PACKET3_RELEASE_MEM_GCR_GLM_WB = 1u << 12, PACKET3_RELEASE_MEM_GCR_GLM_INV = 1u << 13,
                    PACKET3_RELEASE_MEM_GCR_GL2_WB = 1u << 21, PACKET3_RELEASE_MEM_GCR_SEQ = 1u << 22;
+constexpr uint32_t PACKET3_RELEASE_MEM_CACHE_POLICY(uint32_t x) { return x << 25; }
 constexpr uint32_t PACKET3_RELEASE_MEM_DATA_SEL(uint32_t x) { return x << 29; }
 constexpr uint32_t PACKET3_RELEASE_MEM_INT_SEL(uint32_t x) { return x << 24; }
 constexpr uint32_t SET_SH_REG_START = 0x2c00, SET_UCONFIG_REG_START = 0xc000;
@@ -108,7 +109,8 @@ TEST_CASE("PM4 RELEASE_MEM, WAIT_REG_MEM(64), ACQUIRE_MEM, INDIRECT_BUFFER, EVEN
         w.release_mem({pm4::release_mem_flush(pm4::GcGen::gc11), pm4::DataSel::low32, pm4::IntSel::none,
                        0x2000'0000'1000, 42, 0});
         uint32_t dw1 = PACKET3_RELEASE_MEM_GCR_SEQ | PACKET3_RELEASE_MEM_GCR_GL2_WB | PACKET3_RELEASE_MEM_GCR_GLM_INV |
-                       PACKET3_RELEASE_MEM_GCR_GLM_WB | PACKET3_RELEASE_MEM_EVENT_TYPE(0x14) |
+                       PACKET3_RELEASE_MEM_GCR_GLM_WB | PACKET3_RELEASE_MEM_CACHE_POLICY(3) |
+                       PACKET3_RELEASE_MEM_EVENT_TYPE(0x14) |
                        PACKET3_RELEASE_MEM_EVENT_INDEX(5);
         CHECK(span_words(w.words()) == Words{PACKET3(PACKET3_RELEASE_MEM, 6), dw1, PACKET3_RELEASE_MEM_DATA_SEL(1),
                                              0x1000, 0x2000, 42, 0, 0});
@@ -119,7 +121,8 @@ TEST_CASE("PM4 RELEASE_MEM, WAIT_REG_MEM(64), ACQUIRE_MEM, INDIRECT_BUFFER, EVEN
         w.release_mem({0, pm4::DataSel::gpu_clock, pm4::IntSel::none, 0x10010, 0, 0});
         uint32_t ev = PACKET3_RELEASE_MEM_EVENT_TYPE(0x14) | PACKET3_RELEASE_MEM_EVENT_INDEX(5);
         CHECK(span_words(w.words()) ==
-              Words{PACKET3(PACKET3_RELEASE_MEM, 6), PACKET3_RELEASE_MEM_GCR_SEQ | PACKET3_RELEASE_MEM_GCR_GL2_WB | ev,
+              Words{PACKET3(PACKET3_RELEASE_MEM, 6),
+                    PACKET3_RELEASE_MEM_GCR_SEQ | PACKET3_RELEASE_MEM_GCR_GL2_WB | PACKET3_RELEASE_MEM_CACHE_POLICY(3) | ev,
                     PACKET3_RELEASE_MEM_DATA_SEL(2) | PACKET3_RELEASE_MEM_INT_SEL(2), 0x10008, 0, 2, 1, 7,
                     PACKET3(PACKET3_RELEASE_MEM, 6), ev, PACKET3_RELEASE_MEM_DATA_SEL(3), 0x10010, 0, 0, 0, 0});
         CHECK_THROWS_AS(w.release_mem({0, pm4::DataSel::data64, pm4::IntSel::none, 0x10004, 0, 0}), Error);
