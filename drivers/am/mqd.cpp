@@ -40,7 +40,9 @@ ComputeMqd build_compute_mqd(const ComputeQueueConfig& c) {
     ComputeMqd m{};
     m[dw::header] = kMqdHeader;
     for (uint32_t se : {dw::compute_static_thread_mgmt_se0, dw::compute_static_thread_mgmt_se1,
-                        dw::compute_static_thread_mgmt_se2, dw::compute_static_thread_mgmt_se3})
+                        dw::compute_static_thread_mgmt_se2, dw::compute_static_thread_mgmt_se3,
+                        dw::compute_static_thread_mgmt_se4, dw::compute_static_thread_mgmt_se5,
+                        dw::compute_static_thread_mgmt_se6, dw::compute_static_thread_mgmt_se7})
         m[se] = 0xffffffffu;
     m[dw::cp_mqd_base_addr_lo] = lo(c.mqd_mc_address);
     m[dw::cp_mqd_base_addr_hi] = hi(c.mqd_mc_address);

@@ -22,7 +22,9 @@ static_assert(sizeof(ComputeMqd) == 2048);
 namespace dw {
 inline constexpr uint32_t header = 0;
 inline constexpr uint32_t compute_static_thread_mgmt_se0 = 23, compute_static_thread_mgmt_se1 = 24,
-                          compute_static_thread_mgmt_se2 = 26, compute_static_thread_mgmt_se3 = 27;
+                          compute_static_thread_mgmt_se2 = 26, compute_static_thread_mgmt_se3 = 27,
+                          compute_static_thread_mgmt_se4 = 44, compute_static_thread_mgmt_se5 = 45,
+                          compute_static_thread_mgmt_se6 = 46, compute_static_thread_mgmt_se7 = 47;
 inline constexpr uint32_t cp_mqd_base_addr_lo = 128, cp_mqd_base_addr_hi = 129, cp_hqd_active = 130, cp_hqd_vmid = 131,
                           cp_hqd_persistent_state = 132, cp_hqd_pipe_priority = 133, cp_hqd_queue_priority = 134,
                           cp_hqd_quantum = 135, cp_hqd_pq_base_lo = 136, cp_hqd_pq_base_hi = 137, cp_hqd_pq_rptr = 138,
@@ -44,7 +46,7 @@ inline constexpr uint32_t kPqControlQueueSizeShift = 0, kPqControlRptrBlockSizeS
 inline constexpr uint32_t kDoorbellOffsetShift = 2, kDoorbellOffsetMask = 0x0FFFFFFC, kDoorbellEn = 1u << 30;
 inline constexpr uint32_t kEopSizeShift = 0;                                                    // CP_HQD_EOP_CONTROL
 inline constexpr uint32_t kPersistentPreloadReq = 1u << 0, kPersistentPreloadSizeShift = 8;     // CP_HQD_PERSISTENT_STATE
-inline constexpr uint32_t kIbControlMinIbAvailSizeShift = 0;                                    // CP_HQD_IB_CONTROL
+inline constexpr uint32_t kIbControlMinIbAvailSizeShift = 20;  // CP_HQD_IB_CONTROL, mask 0x00300000
 inline constexpr uint32_t kMqdControlPrivState = 1u << 8;                                       // CP_MQD_CONTROL
 inline constexpr uint32_t kMqdHeader = 0xC0310800;  // research/am.md 1.12 (gfx_v11_0_compute_mqd_init)
 

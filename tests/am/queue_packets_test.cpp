@@ -412,11 +412,12 @@ TEST_CASE("Compute MQD: v11/v12_compute_mqd offsets and the encodings of researc
     CHECK(m[0x85] == 2);
     CHECK(m[0x86] == 0xf);
     CHECK(m[0x87] == 0x111);
-    CHECK(m[0x95] == 3);
+    CHECK(m[0x95] == 3u << 20);                    // MIN_IB_AVAIL_SIZE (gc_11_0_0_sh_mask.h shift 0x14)
     CHECK(m[0xA0] == 0x20004000);
     CHECK(m[0xA2] == 1u << 8);
     CHECK(m[23] == 0xffffffff);
-    CHECK(m[27] == 0xffffffff);
+    for (uint32_t se : {23, 24, 26, 27, 44, 45, 46, 47}) CHECK(m[se] == 0xffffffff);  // static_thread_mgmt_se0..7
+    CHECK(m[25] == 0);                                                               // compute_tmpring_size
     CHECK(m[0x82] == 0);  // CP_HQD_ACTIVE is set by the register write, not the image
     auto regs = mqd::register_block(m);
     CHECK(regs.size() == 0x1fe0 - 0x1fa9 + 1);
