@@ -3,8 +3,10 @@
 #include "drivers/sim/amdgpu/chip.hpp"
 #include "drivers/sim/amdgpu/discovery_image.hpp"
 #include "drivers/sim/amdgpu/ih.hpp"
+#include "drivers/sim/amdgpu/pm4_engine.hpp"
 #include "drivers/sim/amdgpu/psp.hpp"
 #include "drivers/sim/amdgpu/reference_firmware.hpp"
+#include "drivers/sim/amdgpu/sdma_engine.hpp"
 #include "drivers/sim/amdgpu/register_file.hpp"
 #include "drivers/sim/amdgpu/smu.hpp"
 #include "drivers/sim/amdgpu/state_file.hpp"
@@ -18,7 +20,8 @@ namespace baregpu::sim::amdgpu {
 struct NaviModel::Impl {
     Impl(const ModelOptions& o)
         : asic(asic_info(o.asic)), file(o.asic, o.state_dir, o.ephemeral), firmware(asic, o.firmware_dir), chip(asic, file),
-          psp(chip, firmware), smu(chip, firmware), ih(chip), gmc(chip, ih), registers(chip, psp, smu, gmc, ih) {}
+          psp(chip, firmware), smu(chip, firmware), ih(chip), gmc(chip, ih), registers(chip, psp, smu, gmc, ih),
+          cp(chip, gmc, ih), sdma(chip, gmc) {}
 
     const AsicInfo& asic;
     StateFile file;
@@ -29,6 +32,8 @@ struct NaviModel::Impl {
     Ih ih;
     Gmc gmc;
     RegisterFile registers;
+    ComputeEngine cp;
+    SdmaEngine sdma;
 };
 
 std::unique_ptr<pci::sim::SimDeviceModel> make_model(const ModelOptions& options) {
@@ -37,6 +42,9 @@ std::unique_ptr<pci::sim::SimDeviceModel> make_model(const ModelOptions& options
 
 NaviModel::NaviModel(const ModelOptions& options) : options_(options), impl_(std::make_unique<Impl>(options)) {
     impl_->chip.mode1_reset = [this] { mode1_reset(); };
+    // The CP's register waits go through the same decode as BAR5 (the model's lock is held).
+    impl_->cp.reg_read = [this](uint32_t a) { return impl_->registers.read(a); };
+    impl_->cp.reg_write = [this](uint32_t a, uint32_t v) { impl_->registers.write(a, v); };
     powered_on_at_open_ = impl_->file.powered_on();
     if (powered_on_at_open_) power_on(/*keep_vram=*/false);
 }
@@ -81,6 +89,8 @@ void NaviModel::power_on(bool keep_vram) {
     // that the driver's clear (nbio_v4_3 / nbif_v6_3_1 init_registers) is observable.
     m.chip.store(r.rcc_dev0_epf2_strap2, field::kStrapNoSoftResetDev0F2);
     m.gmc.power_on();
+    m.cp.reset();
+    m.sdma.reset();
     // The discovery table the VBIOS leaves at the top of VRAM.
     std::vector<std::byte> image = build_discovery_image(m.asic);
     std::memcpy(m.file.vram().data() + kDiscoveryOffset, image.data(), image.size());
@@ -112,8 +122,17 @@ uint64_t NaviModel::mmio_read(unsigned bar, uint64_t offset, unsigned width) {
 
 void NaviModel::mmio_write(unsigned bar, uint64_t offset, unsigned width, uint64_t value) {
     std::lock_guard lock(mutex_);
-    if (bar == 5) impl_->registers.bar5_write(offset, width, value);
-    // BAR2: doorbell writes are accepted; no queue engine is modelled.
+    if (bar == 5) {
+        impl_->registers.bar5_write(offset, width, value);
+        if (width == 4) {
+            const auto address = static_cast<uint32_t>(offset / 4);
+            impl_->cp.register_written(address, static_cast<uint32_t>(value));
+            impl_->sdma.register_written(address, static_cast<uint32_t>(value));
+        }
+        return;
+    }
+    // BAR2: a doorbell kicks the queue it belongs to; others are accepted and ignored.
+    if (bar == 2 && !impl_->cp.doorbell(offset, width, value)) impl_->sdma.doorbell(offset, width, value);
 }
 
 void NaviModel::inject_smu_hang(bool hang) {
@@ -143,6 +162,21 @@ bool NaviModel::gpu_write(uint64_t va, std::span<const std::byte> data, VmClient
     std::vector<std::byte> copy(data.begin(), data.end());
     std::lock_guard lock(mutex_);
     return impl_->gmc.access(va, copy, true, client);
+}
+
+void NaviModel::set_dispatch_hook(DispatchHook hook) {
+    std::lock_guard lock(mutex_);
+    impl_->cp.on_dispatch = std::move(hook);
+}
+
+NaviModel::ComputeQueueStatus NaviModel::compute_queue(uint32_t pipe, uint32_t queue) const {
+    std::lock_guard lock(mutex_);
+    return impl_->cp.status(pipe, queue);
+}
+
+NaviModel::SdmaQueueStatus NaviModel::sdma_queue() const {
+    std::lock_guard lock(mutex_);
+    return impl_->sdma.status();
 }
 
 void NaviModel::latch_vm_fault(uint64_t va) {

@@ -3,8 +3,8 @@
 // research/am.md) meets during bring-up, each checked the way the chip or its firmware checks it.
 //
 // BARs: BAR0 = VRAM (64-bit prefetchable, 1 GiB — real boards have 24 / 16 GiB; the model's
-// VRAM is its state file's), BAR2 = doorbells (2 MiB, writes are accepted and ignored: no
-// queues are modelled), BAR5 = MMIO registers (1 MiB). State lives in a MAP_SHARED file
+// VRAM is its state file's), BAR2 = doorbells (2 MiB; 64-bit writes at an active compute
+// queue's or SDMA0 queue 0's slot kick that engine, pm4_engine.hpp / sdma_engine.hpp), BAR5 = MMIO registers (1 MiB). State lives in a MAP_SHARED file
 // (state_file.hpp) so it survives the model, the bus and the process. What is modelled and what
 // is not: README.md next to this file.
 #pragma once
@@ -12,6 +12,8 @@
 #include "drivers/pci/sim_device_model.hpp"
 #include "drivers/sim/amdgpu/asic.hpp"
 #include "drivers/sim/amdgpu/gmc.hpp"
+#include "drivers/sim/amdgpu/pm4_engine.hpp"
+#include "drivers/sim/amdgpu/sdma_engine.hpp"
 
 #include <cstdint>
 #include <filesystem>
@@ -58,6 +60,13 @@ public:
     bool gpu_access(uint64_t va, size_t bytes, bool write, VmClient client = VmClient::gfx);
     bool gpu_read(uint64_t va, std::span<std::byte> out, VmClient client = VmClient::gfx);
     bool gpu_write(uint64_t va, std::span<const std::byte> data, VmClient client = VmClient::gfx);
+    // Called for every DISPATCH_DIRECT a compute queue executes (the kernel itself is not run
+    // yet), with the model's lock held: the hook must not call back into the model.
+    void set_dispatch_hook(DispatchHook hook);
+    using ComputeQueueStatus = ComputeEngine::QueueStatus;
+    using SdmaQueueStatus = SdmaEngine::Status;
+    ComputeQueueStatus compute_queue(uint32_t pipe, uint32_t queue) const;  // MEC 1
+    SdmaQueueStatus sdma_queue() const;                                       // SDMA0 queue 0
     // Latches a GC VM protection fault as an unmapped access would (without needing one).
     void latch_vm_fault(uint64_t va = 0xDEADBEEF000ull);
     // Cold power cycle: every register, every block and VRAM back to power-on.
