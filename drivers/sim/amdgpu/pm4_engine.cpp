@@ -12,7 +12,8 @@ constexpr const char* kHqd = "Linux gfx_v11_0.c gfx_v11_0_compute_mqd_init, v11_
 
 // Fixed payload dword counts (the header's count field is payload - 1) on GC 10+ (nvd.h users in
 // gfx_v11_0.c, kfd_pm4_headers_ai.h structs): DISPATCH_DIRECT 3 dims + initiator, WAIT_REG_MEM 6,
-// INDIRECT_BUFFER 3, RELEASE_MEM 7, ACQUIRE_MEM 7. 0: variable.
+// INDIRECT_BUFFER 3, RELEASE_MEM 7, ACQUIRE_MEM 7; WAIT_REG_MEM64 8, count 7 (Mesa amd_cp_packets_gfx11.h
+// PKT3_WAIT_REG_MEM64, lines 1764-1826). 0: variable.
 uint32_t fixed_payload(uint32_t op) {
     switch (op) {
         case pm4::kDispatchDirect: return 4;
@@ -20,6 +21,7 @@ uint32_t fixed_payload(uint32_t op) {
         case pm4::kIndirectBuffer: return 3;
         case pm4::kReleaseMem: return 7;
         case pm4::kAcquireMem: return 7;
+        case pm4::kWaitRegMem64: return 8;
         default: return 0;
     }
 }
@@ -30,7 +32,16 @@ constexpr uint32_t sh(uint32_t gc_offset) { return gc_offset + 0x1260 - pm4::kSe
 constexpr uint32_t kShNumThreadX = sh(0x1ba7), kShPgmLo = sh(0x1bac), kShPgmHi = sh(0x1bad),
                    kShPgmRsrc1 = sh(0x1bb2), kShPgmRsrc2 = sh(0x1bb3), kShUserData0 = sh(0x1be0);
 
-bool compare(uint32_t function, uint32_t value, uint32_t ref) {
+// The dwords a packet with this header occupies: type 3 is count + 2, except the one-dword NOP
+// (count 0x3FFF, pm4_engine.hpp); other types are one dword (and refused by execute()).
+uint32_t packet_dwords(uint32_t header) {
+    if ((header >> 30) != 3) return 1;
+    const uint32_t count = (header >> 16) & 0x3fff;
+    if (((header >> 8) & 0xff) == pm4::kNop && count == pm4::kNopOneDwordCount) return 1;
+    return count + 2;
+}
+
+bool compare(uint32_t function, uint64_t value, uint64_t ref) {
     switch (function) {  // WAIT_REG_MEM_FUNCTION (nvd.h): 0 always, 1 <, 2 <=, 3 ==, 4 !=, 5 >=, 6 >
         case 0: return true;
         case 1: return value < ref;
@@ -219,8 +230,8 @@ void ComputeEngine::run(Queue& q) {
                 uint32_t header = 0;
                 if (!read32(q, at, header)) return;
                 const std::string where = fmt::format("IB {} dword {}", hex(q.ib_va), q.ib_pos);
-                const uint32_t n = ((header >> 30) == 3) ? ((header >> 16) & 0x3fff) + 2 : 1;
-                if ((header >> 30) == 3 && q.ib_pos + n > q.ib_dwords)
+                const uint32_t n = packet_dwords(header);
+                if (q.ib_pos + n > q.ib_dwords)
                     return hang(q, fmt::format("packet of {} dwords crosses the end of the {}-dword IB", n, q.ib_dwords),
                                 where, kNvd);
                 std::vector<uint32_t> words(n);
@@ -243,8 +254,8 @@ void ComputeEngine::run(Queue& q) {
         const std::string where = fmt::format("ring {} dword {}", hex(q.ring_va), q.rptr % q.ring_dwords);
         uint32_t header = 0;
         if (!read32(q, at, header)) return;
-        const uint32_t n = ((header >> 30) == 3) ? ((header >> 16) & 0x3fff) + 2 : 1;
-        if ((header >> 30) == 3 && q.rptr + n > wptr)
+        const uint32_t n = packet_dwords(header);
+        if (q.rptr + n > wptr)
             return hang(q, fmt::format("packet of {} dwords crosses the write pointer {} (read pointer {})", n, wptr, q.rptr),
                         where, "am.md 3.1 (a submission is whole packets)");
         std::vector<uint32_t> words(n);
@@ -272,6 +283,7 @@ ComputeEngine::Step ComputeEngine::execute(Queue& q, const std::vector<uint32_t>
         return bad(fmt::format("header {} is a type-{} packet: compute queues take type-3 only", hex(header), header >> 30));
     const uint32_t op = (header >> 8) & 0xff;
     const uint32_t payload = static_cast<uint32_t>(w.size()) - 1;
+    if (op == pm4::kNop && w.size() == 1) return Step::next;  // the one-dword NOP (count 0x3FFF)
     const uint32_t fixed = fixed_payload(op);
     if (fixed != 0 && payload != fixed)
         return bad(fmt::format("opcode {} with count {} ({} payload dwords): it takes {}", hex(op), payload - 1, payload, fixed));
@@ -372,6 +384,23 @@ ComputeEngine::Step ComputeEngine::execute(Queue& q, const std::vector<uint32_t>
             uint32_t value = 0;
             if (!read32(q, va, value)) return Step::stop;
             return compare(function, value & w[5], w[4]) ? Step::next : Step::wait;
+        }
+        case pm4::kWaitRegMem64: {
+            // Mesa amd_cp_packets_gfx11.h PKT3_WAIT_REG_MEM64 (1764-1826): dw1 as WAIT_REG_MEM
+            // (FUNCTION bits 0-2, MEM_SPACE bit 4, OPERATION bits 6-7); dw2/3 address (8-byte
+            // aligned); dw4/5 reference lo/hi; dw6/7 mask lo/hi; dw8 poll interval. Memory only.
+            const uint32_t function = w[1] & 7, mem_space = (w[1] >> 4) & 1, operation = (w[1] >> 6) & 3;
+            if (function == 7) return bad("WAIT_REG_MEM64 function 7 is reserved");
+            if (mem_space != 1 || operation != 0)
+                return bad(fmt::format("WAIT_REG_MEM64 mem_space {} operation {}: only a wait (0) on memory (1) is "
+                                       "modelled",
+                                       mem_space, operation));
+            const uint64_t va = addr64(2, 3);
+            if (va % 8 != 0) return bad(fmt::format("WAIT_REG_MEM64 address {} is not 8-byte aligned", hex(va)));
+            const uint64_t ref = (uint64_t{w[5]} << 32) | w[4], mask = (uint64_t{w[7]} << 32) | w[6];
+            uint64_t value = 0;
+            if (!read(q, va, std::as_writable_bytes(std::span(&value, 1)))) return Step::stop;
+            return compare(function, value & mask, ref) ? Step::next : Step::wait;
         }
         case pm4::kAcquireMem: return Step::next;  // caches are not modelled: the coherence action is a no-op
         case pm4::kEventWrite: {

@@ -53,7 +53,11 @@ namespace pm4 {
 // nvd.h
 inline constexpr uint32_t kNop = 0x10, kDispatchDirect = 0x15, kWaitRegMem = 0x3C, kIndirectBuffer = 0x3F,
                           kEventWrite = 0x46, kReleaseMem = 0x49, kAcquireMem = 0x58, kSetShReg = 0x76,
-                          kSetUconfigReg = 0x79;
+                          kSetUconfigReg = 0x79, kWaitRegMem64 = 0x93;
+// A type-3 NOP whose count field is 0x3FFF is one dword, header only (Linux gfx_v11_0.c
+// gfx_v11_0_ring_funcs_compute/_gfx .nop = PACKET3(PACKET3_NOP, 0x3FFF), which amdgpu_ring_insert_nop
+// and amdgpu_ring_commit's alignment padding repeat dword by dword), not a 16 K-dword packet.
+inline constexpr uint32_t kNopOneDwordCount = 0x3FFF;
 inline constexpr uint32_t kSetShRegStart = 0x2c00, kSetShRegEnd = 0x3000;  // PACKET3_SET_SH_REG_START/END
 inline constexpr uint32_t kSetUconfigRegStart = 0xc000, kSetUconfigRegEnd = 0x10000;
 // irqsrcs_gfx_11_0_0.h GFX_11_0_0__SRCID__CP_EOP_INTERRUPT

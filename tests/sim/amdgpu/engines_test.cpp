@@ -29,7 +29,9 @@ constexpr uint32_t kRingDwords = 1024;
 // PACKET3(op, n) with n = payload dwords - 1 (nvd.h).
 uint32_t pkt3(uint32_t op, uint32_t payload) { return (3u << 30) | ((payload - 1) << 16) | (op << 8); }
 constexpr uint32_t kNop = 0x10, kDispatchDirect = 0x15, kWaitRegMem = 0x3C, kIndirectBuffer = 0x3F, kEventWrite = 0x46,
-                   kReleaseMem = 0x49, kAcquireMem = 0x58, kSetShReg = 0x76;
+                   kReleaseMem = 0x49, kAcquireMem = 0x58, kSetShReg = 0x76, kWaitRegMem64 = 0x93;
+// PACKET3(PACKET3_NOP, 0x3FFF): the one-dword NOP (Linux gfx_v11_0.c ring funcs .nop).
+constexpr uint32_t kNop1 = (3u << 30) | (0x3FFFu << 16) | (kNop << 8);
 
 std::vector<uint32_t> release_mem(uint64_t va, uint32_t data_sel, uint32_t int_sel, uint64_t data, uint32_t ctx = 0) {
     // dw1 CACHE_FLUSH_AND_INV_TS_EVENT 0x14 | EVENT_INDEX 5 << 8; dw2 DATA_SEL << 29 | INT_SEL << 24.
@@ -40,6 +42,13 @@ std::vector<uint32_t> release_mem(uint64_t va, uint32_t data_sel, uint32_t int_s
 std::vector<uint32_t> wait_ge(uint64_t va, uint32_t ref) {
     // FUNCTION 5 (>=) | MEM_SPACE 1 << 4; mask; poll interval.
     return {pkt3(kWaitRegMem, 6), 5u | (1u << 4), static_cast<uint32_t>(va), static_cast<uint32_t>(va >> 32), ref, 0xffffffffu, 4};
+}
+std::vector<uint32_t> wait64(uint64_t va, uint32_t function, uint64_t ref, uint64_t mask = ~0ull) {
+    // PKT3_WAIT_REG_MEM64 (Mesa amd_cp_packets_gfx11.h): control (FUNCTION | MEM_SPACE 1 << 4),
+    // address lo/hi, reference lo/hi, mask lo/hi, poll interval.
+    return {pkt3(kWaitRegMem64, 8),       function | (1u << 4),           static_cast<uint32_t>(va),
+            static_cast<uint32_t>(va >> 32), static_cast<uint32_t>(ref),  static_cast<uint32_t>(ref >> 32),
+            static_cast<uint32_t>(mask),     static_cast<uint32_t>(mask >> 32), 4};
 }
 // SET_SH_REG offset = gc_11_0_0 COMPUTE_* offset + static GC base 0x1260 - 0x2c00.
 constexpr uint32_t sh(uint32_t gc_offset) { return gc_offset + 0x1260 - 0x2c00; }
@@ -185,6 +194,44 @@ TEST_CASE("sim-am engines: a compute queue runs RELEASE_MEM, WAIT_REG_MEM, DISPA
         CHECK(e.rig.violations() == 0);
     }
 
+    SECTION("WAIT_REG_MEM64 >= on a 64-bit value whose high dword decides: blocks, then resumes") {
+        // Low dword already above the reference's, high dword below: a 32-bit wait would pass.
+        e.set_va64(kSignal + 0x100, 0x00000001ffffffffull);
+        std::vector<uint32_t> words = wait64(kSignal + 0x100, 5, 0x00000002'00000000ull);
+        auto rel = release_mem(kSignal, 1, 0, 0x64);
+        words.insert(words.end(), rel.begin(), rel.end());
+        e.submit(words);
+        CHECK(e.rig.model->compute_queue(0, 0).waiting);
+        CHECK(e.va32(kSignal) == 0);
+        e.set_va64(kSignal + 0x100, 0x0000000200000000ull);
+        e.kick();
+        CHECK(e.va32(kSignal) == 0x64);
+        CHECK_FALSE(e.rig.model->compute_queue(0, 0).waiting);
+        CHECK(e.rig.model->compute_queue(0, 0).rptr == e.wptr);
+        CHECK(e.rig.violations() == 0);
+    }
+
+    SECTION("one-dword NOPs (count 0x3FFF) between packets, in the ring and in an IB") {
+        std::vector<uint32_t> ib = {kNop1};
+        auto r2 = release_mem(kSignal + 8, 1, 0, 0x22);
+        ib.insert(ib.end(), r2.begin(), r2.end());
+        ib.push_back(kNop1);
+        for (size_t i = 0; i < ib.size(); ++i) e.rig.vram_write32(EngineRig::leaf(kIb) + i * 4, ib[i]);
+        std::vector<uint32_t> w = {kNop1, kNop1};
+        auto r1 = release_mem(kSignal, 1, 0, 0x11);
+        w.insert(w.end(), r1.begin(), r1.end());
+        w.push_back(kNop1);
+        w.insert(w.end(), {pkt3(kIndirectBuffer, 3), static_cast<uint32_t>(kIb), static_cast<uint32_t>(kIb >> 32),
+                           static_cast<uint32_t>(ib.size()) | (1u << 23)});
+        w.push_back(kNop1);
+        e.submit(w);
+        CHECK(e.rig.violation_text().empty());
+        CHECK(e.va32(kSignal) == 0x11);
+        CHECK(e.va32(kSignal + 8) == 0x22);
+        CHECK(e.rig.model->compute_queue(0, 0).rptr == e.wptr);
+        CHECK(e.va32(kRptr) == e.wptr);
+    }
+
     SECTION("DISPATCH_DIRECT hands the program, grid, block and kernarg pointer to the hook") {
         const uint64_t code = kVa + 0x50000, kernarg = kVa + 0x60000;
         std::vector<uint32_t> w = {pkt3(kAcquireMem, 7), 0, 0xffffffff, 0xffffffff, 0, 0, 0, 0x3ff};
@@ -279,6 +326,23 @@ TEST_CASE("sim-am engines: malformed PM4, bad activation and page faults hang th
         e.set_va64(kWptr, w.size());
         e.rig.dev->bar(2).write64(BarOffset(4 * 8), w.size());
         CHECK(e.rig.has_violation("is not 4-byte aligned"));
+        CHECK(e.rig.model->compute_queue(0, 1).hung);
+    }
+    SECTION("WAIT_REG_MEM64 on an address that is not 8-byte aligned; a wrong count") {
+        e.activate();
+        e.submit(wait64(kSignal + 4, 5, 1));
+        CHECK(e.rig.has_violation("WAIT_REG_MEM64 address"));
+        CHECK(e.rig.has_violation("is not 8-byte aligned"));
+        CHECK(e.rig.model->compute_queue(0, 0).hung);
+        e.rig.bus->clear_violations();
+        e.activate(1, kRing + 0x1000, kEop, 4);
+        auto w = wait64(kSignal, 5, 0);
+        w[0] = pkt3(kWaitRegMem64, 7);  // count 6: one payload dword short
+        w.pop_back();
+        for (size_t i = 0; i < w.size(); ++i) e.rig.vram_write32(EngineRig::leaf(kRing + 0x1000) + i * 4, w[i]);
+        e.set_va64(kWptr, w.size());
+        e.rig.dev->bar(2).write64(BarOffset(4 * 8), w.size());
+        CHECK(e.rig.has_violation("it takes 8"));
         CHECK(e.rig.model->compute_queue(0, 1).hung);
     }
     SECTION("a packet crossing the write pointer") {
