@@ -144,7 +144,7 @@ public:
     Pm4Writer& release_mem(const ReleaseMem& r);
     Pm4Writer& wait_reg_mem(uint64_t address, Compare f, uint32_t reference, uint32_t mask = 0xffffffffu,
                             uint32_t poll_interval = 4);
-    // 64-bit compare in one packet: PACKET3_WAIT_REG_MEM64 (nvd.h 0x93), 7 payload dwords: control (as
+    // 64-bit compare in one packet: PACKET3_WAIT_REG_MEM64 (nvd.h 0x93), 8 payload dwords (count field 7): control (as
     // WAIT_REG_MEM), address lo/hi (8-byte aligned), reference lo/hi, mask lo/hi, poll interval (Mesa
     // src/amd/common/amd_cp_packets_gfx11.h PKT3_WAIT_REG_MEM64). Linux defines the opcode but never emits it;
     // a pair of 32-bit waits cannot express a 64-bit >= atomically, so this is the 64-bit wait.
