@@ -2,6 +2,7 @@
 
 #include "base/error.hpp"
 #include "drivers/am/am_device.hpp"
+#include "drivers/am/hcq_device.hpp"
 #include "drivers/cpu/cpu_device.hpp"
 #include "drivers/pci/bar.hpp"
 #include "drivers/pci/device_lock.hpp"
@@ -43,11 +44,12 @@ std::unique_ptr<pci::sim::SimDeviceModel> make_navi(sim::amdgpu::Asic asic, bool
     return sim::amdgpu::make_model(options);
 }
 
-// The AM models are not HCQ devices until drivers/am has queues (issue 5 brings up the chip only).
+// sim-am:navi31 is an HCQ device (drivers/am queues, issue 7); navi48 is not until the GC 12 queue
+// registers are transcribed.
 const SimulatedModel kSimulatedModels[] = {
     {"sim-edu", "QEMU's edu test DMA device (docs/specs/edu.rst)", false,
      [] { return std::unique_ptr<pci::sim::SimDeviceModel>(std::make_unique<sim::EduDevice>()); }},
-    {"sim-am:navi31", "AMD Navi31 / RX 7900 XTX (RDNA3) for drivers/am bring-up", false,
+    {"sim-am:navi31", "AMD Navi31 / RX 7900 XTX (RDNA3), driven by drivers/am", true,
      [] { return make_navi(sim::amdgpu::Asic::navi31, /*ephemeral=*/true); }},
     {"sim-am:navi48", "AMD Navi48 / RX 9070 XT (RDNA4) for drivers/am bring-up", false,
      [] { return make_navi(sim::amdgpu::Asic::navi48, /*ephemeral=*/true); }},
@@ -88,7 +90,33 @@ std::string field(std::string_view cpuinfo, std::string_view key) {
 
 }  // namespace
 
-void register_backends(hcq::Registry& registry) { cpu::register_cpu_backend(registry); }
+namespace {
+
+// "sim-am:navi31?compute_ring=...&copy_ring=...": the simulated chip brought up by the real AM
+// driver, its kernels run as host code by the model (ARCHITECTURE.md, code objects).
+std::shared_ptr<hcq::Device> open_sim_am(const hcq::DeviceUri& uri) {
+    am::AmHcqOptions options;
+    options.name = uri.name();
+    options.isa = am::KernelIsa::host;
+    options.compute_ring_bytes = uri.option_u64("compute_ring", options.compute_ring_bytes);
+    options.copy_ring_bytes = uri.option_u64("copy_ring", options.copy_ring_bytes);
+    uri.reject_unused("compute_ring, copy_ring");
+    AmTarget target = open_am(uri.name());
+    options.keepalive = target.keepalive;
+    return am::AmHcqDevice::create(std::move(target.device), std::move(options));
+}
+
+}  // namespace
+
+void register_backends(hcq::Registry& registry) {
+    cpu::register_cpu_backend(registry);
+    hcq::Backend sim_am;
+    sim_am.scheme = "sim-am";
+    sim_am.description = "simulated AMD GPUs (drivers/sim/amdgpu) driven by drivers/am; kernels run as host code";
+    sim_am.enumerate = [] { return std::vector<std::string>{"sim-am:navi31"}; };
+    sim_am.open = open_sim_am;
+    registry.add(std::move(sim_am));
+}
 
 std::string describe_cpu(std::string_view cpuinfo, unsigned online_cpus) {
     std::string model = field(cpuinfo, "model name");
@@ -166,7 +194,7 @@ AmTarget open_am(std::string_view uri, am::AmOptions options, std::string_view s
         pci::sim::Transport link = pci::sim::Transport::pcie_gen4_x16();
         if (sim_link == "usb") {
             // Every register access one 100 µs USB round trip; bulk VRAM copies at the bridge's ~0.32 GB/s.
-            link = {"usb-100us", 100'000, 100'000, 100'000, 0.32, 100'000, 0.32, 50'000'000};
+            link = {"usb-100us", 100'000, 100'000, 100'000, 0.32, 100'000, 0.32, 50'000'000, /*bar_mmap=*/false};
         } else if (!sim_link.empty() && sim_link != "pcie") {
             throw Error(std::string(uri), fmt::format("unknown simulated link '{}': pcie or usb", sim_link));
         }

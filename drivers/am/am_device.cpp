@@ -419,13 +419,23 @@ std::chrono::nanoseconds AmDevice::mode1_reset() {
     return t;
 }
 
-void AmDevice::map(uint64_t va, uint64_t paddr, uint64_t size, const MapFlags& flags) {
+void AmDevice::map(uint64_t va, uint64_t paddr, uint64_t size, const MapFlags& flags, bool flush) {
     page_table_->map(va, paddr, size, flags);
+    if (flush) flush_tlbs();
+}
+
+void AmDevice::unmap(uint64_t va, uint64_t size, bool flush) {
+    page_table_->unmap(va, size);
+    // A stale TLB entry would let an engine reach memory that is about to be reused.
+    if (flush) flush_tlbs();
+}
+
+void AmDevice::flush_tlbs() {
     gmc_->flush_tlb(true);
     gmc_->flush_tlb(false);
 }
 
-void AmDevice::unmap(uint64_t va, uint64_t size) { page_table_->unmap(va, size); }
+std::optional<Translation> AmDevice::translate(uint64_t va) { return page_table_->translate(va); }
 
 std::vector<PageFault> AmDevice::take_page_faults() {
     std::vector<PageFault> out;
