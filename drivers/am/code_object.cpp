@@ -26,7 +26,8 @@ constexpr uint16_t kEmAmdgpu = 224;          // EM_AMDGPU
 constexpr uint32_t kEfAmdgpuMach = 0x0ff;    // EF_AMDGPU_MACH (processor mask of e_flags)
 constexpr uint32_t kPtLoad = 1, kPtNote = 4; // PT_LOAD, PT_NOTE
 constexpr uint32_t kPfX = 1;                 // PF_X
-constexpr uint32_t kShtSymtab = 2, kShtNote = 7, kShtDynsym = 11;
+constexpr uint32_t kShtSymtab = 2, kShtRela = 4, kShtNote = 7, kShtRel = 9, kShtDynsym = 11;
+constexpr uint64_t kShfAlloc = 0x2;          // SHF_ALLOC
 constexpr uint32_t kNtAmdgpuMetadata = 32;   // NT_AMDGPU_METADATA, note name "AMDGPU"
 constexpr size_t kEhdrSize = 64, kPhdrSize = 56, kShdrSize = 64, kSymSize = 24;  // Elf64_Ehdr, _Phdr, _Shdr, _Sym
 
@@ -60,6 +61,11 @@ struct GfxMach {
 constexpr std::array<GfxMach, 2> kGfxMachs{{{"gfx1100", 0x041}, {"gfx1201", 0x04e}}};
 
 std::string hex(uint64_t v) { return fmt::format("0x{:x}", v); }
+
+// "<where>: <field>: expected <expected>, found <found>": the shape of every check's error.
+CodeObjectError field_error(std::string_view source, std::string_view field, const auto& expected, const auto& found) {
+    return CodeObjectError(fmt::format("{}: {}: expected {}, found {}", source, field, expected, found));
+}
 
 // Bounds-checked little-endian reads from the file; `what` names the field in the error.
 class ElfBytes {
@@ -301,7 +307,7 @@ Metadata parse_metadata(std::span<const std::byte> desc, std::string_view source
 
 struct Section {
     uint32_t type = 0;
-    uint64_t offset = 0, size = 0, entsize = 0;
+    uint64_t flags = 0, offset = 0, size = 0, entsize = 0;
     uint32_t link = 0;
 };
 
@@ -323,6 +329,7 @@ std::vector<Section> read_sections(const ElfBytes& f, std::string_view source) {
         uint64_t h = shoff + s * kShdrSize;
         Section sec;
         sec.type = f.read<uint32_t>(h + 4, "sh_type");
+        sec.flags = f.read<uint64_t>(h + 8, "sh_flags");
         sec.offset = f.read<uint64_t>(h + 24, "sh_offset");
         sec.size = f.read<uint64_t>(h + 32, "sh_size");
         sec.link = f.read<uint32_t>(h + 40, "sh_link");
@@ -340,7 +347,7 @@ std::vector<KdSymbol> read_kd_symbols(const ElfBytes& f, const std::vector<Secti
         for (const Section& sec : sections) {
             if (sec.type != want) continue;
             if (sec.entsize != kSymSize)
-                throw CodeObjectError(fmt::format("{}: symbol table sh_entsize: expected {}, found {}", source, kSymSize, sec.entsize));
+                throw field_error(source, "symbol table sh_entsize", kSymSize, sec.entsize);
             if (sec.link >= sections.size())
                 throw CodeObjectError(fmt::format("{}: symbol table sh_link: expected a section index below {}, found {}", source,
                                                   sections.size(), sec.link));
@@ -454,17 +461,14 @@ KernelDescriptor read_descriptor(std::span<const std::byte> kd) {
 AmdgpuKernel check_kernel(const KernelMetadata& md, const std::vector<KdSymbol>& kd_symbols, const AmdgpuCodeObject& co,
                           std::string_view source) {
     const std::string ctx = fmt::format("{}: kernel '{}'", source, md.name);
-    auto mismatch = [&](std::string_view field, const auto& expected, const auto& found) {
-        return CodeObjectError(fmt::format("{}: {}: expected {}, found {}", ctx, field, expected, found));
-    };
-    if (md.symbol != md.name + ".kd") throw mismatch("metadata .symbol", md.name + ".kd", md.symbol);
+    if (md.symbol != md.name + ".kd") throw field_error(ctx, "metadata .symbol", md.name + ".kd", md.symbol);
     auto sym = std::find_if(kd_symbols.begin(), kd_symbols.end(), [&](const KdSymbol& s) { return s.name == md.symbol; });
     if (sym == kd_symbols.end())
         throw CodeObjectError(fmt::format("{}: the kernel descriptor symbol '{}' is not in the symbol tables", ctx, md.symbol));
-    if (sym->size != 0 && sym->size != kKdSize) throw mismatch(md.symbol + " st_size", kKdSize, sym->size);
-    if (sym->value % kKdAlign != 0) throw mismatch(md.symbol + " address", "a multiple of 64", hex(sym->value));
+    if (sym->size != 0 && sym->size != kKdSize) throw field_error(ctx, md.symbol + " st_size", kKdSize, sym->size);
+    if (sym->value % kKdAlign != 0) throw field_error(ctx, md.symbol + " address", "a multiple of 64", hex(sym->value));
     if (segment_with(co.segments, sym->value, kKdSize) == nullptr)
-        throw CodeObjectError(fmt::format("{}: {} at {}: its 64 bytes are not inside a loaded segment", ctx, md.symbol, hex(sym->value)));
+        throw field_error(ctx, md.symbol, "64 bytes inside a loaded segment's file bytes", hex(sym->value));
 
     AmdgpuKernel k;
     k.name = md.name;
@@ -482,20 +486,23 @@ AmdgpuKernel check_kernel(const KernelMetadata& md, const std::vector<KdSymbol>&
         throw CodeObjectError(fmt::format("{}: kernel_code_entry_byte_offset {} from the descriptor at {} does not point "
                                           "into an executable segment",
                                           ctx, off, hex(sym->value)));
-    if (*entry % kCodeEntryAlign != 0) throw mismatch("code entry address", "a multiple of 256", hex(*entry));
+    if (*entry % kCodeEntryAlign != 0) throw field_error(ctx, "code entry address", "a multiple of 256", hex(*entry));
     k.entry_address = *entry;
 
     k.user_sgprs = user_sgpr_layout(d.kernel_code_properties);
     const uint32_t rsrc2_sgprs = rsrc2_user_sgpr_count(d.compute_pgm_rsrc2);
     if (k.user_sgprs.count > rsrc2_sgprs)
-        throw mismatch("COMPUTE_PGM_RSRC2.USER_SGPR_COUNT", fmt::format("at least {} (the SGPRs kernel_code_properties enables)", k.user_sgprs.count),
+        throw field_error(ctx, "COMPUTE_PGM_RSRC2.USER_SGPR_COUNT",
+                          fmt::format("at least {} (the SGPRs kernel_code_properties enables)", k.user_sgprs.count),
                        rsrc2_sgprs);
     k.wave_size = (d.kernel_code_properties & kEnableWavefrontSize32) != 0 ? 32 : 64;
 
     // Descriptor against metadata, then against the device.
     if (d.kernarg_size != md.kernarg_segment_size)
-        throw mismatch("kernarg size (descriptor kernarg_size vs metadata .kernarg_segment_size)", md.kernarg_segment_size, d.kernarg_size);
-    if (!is_power_of_two(md.kernarg_segment_align)) throw mismatch(".kernarg_segment_align", "a power of two", md.kernarg_segment_align);
+        throw field_error(ctx, "kernarg size (descriptor kernarg_size vs metadata .kernarg_segment_size)", md.kernarg_segment_size,
+                          d.kernarg_size);
+    if (!is_power_of_two(md.kernarg_segment_align))
+        throw field_error(ctx, ".kernarg_segment_align", "a power of two", md.kernarg_segment_align);
     if (d.kernarg_size > 0 && !k.user_sgprs.kernarg_segment_ptr)
         throw CodeObjectError(fmt::format("{}: kernarg size {} but kernel_code_properties {} does not enable the kernarg "
                                           "segment pointer user SGPR",
@@ -503,74 +510,89 @@ AmdgpuKernel check_kernel(const KernelMetadata& md, const std::vector<KdSymbol>&
     for (size_t a = 0; a < md.args.size(); ++a) {
         const KernelArgMetadata& arg = md.args[a];
         if (!range_within(arg.offset, arg.size, md.kernarg_segment_size))
-            throw mismatch(fmt::format(".args[{}] (offset {}, size {})", a, arg.offset, arg.size),
+            throw field_error(ctx, fmt::format(".args[{}] (offset {}, size {})", a, arg.offset, arg.size),
                            fmt::format("inside the kernarg segment of {} bytes", md.kernarg_segment_size), "outside");
     }
     if (d.group_segment_fixed_size != md.group_segment_fixed_size)
-        throw mismatch("LDS size (descriptor group_segment_fixed_size vs metadata .group_segment_fixed_size)",
+        throw field_error(ctx, "LDS size (descriptor group_segment_fixed_size vs metadata .group_segment_fixed_size)",
                        md.group_segment_fixed_size, d.group_segment_fixed_size);
     if (d.group_segment_fixed_size > kMaxLdsBytes)
-        throw mismatch("LDS size (group_segment_fixed_size)", fmt::format("at most {} bytes (64 KiB per workgroup on RDNA3/4)", kMaxLdsBytes),
+        throw field_error(ctx, "LDS size (group_segment_fixed_size)",
+                          fmt::format("at most {} bytes (64 KiB per workgroup on RDNA3/4)", kMaxLdsBytes),
                        d.group_segment_fixed_size);
     if (d.private_segment_fixed_size != md.private_segment_fixed_size)
-        throw mismatch("scratch size (descriptor private_segment_fixed_size vs metadata .private_segment_fixed_size)",
+        throw field_error(ctx, "scratch size (descriptor private_segment_fixed_size vs metadata .private_segment_fixed_size)",
                        md.private_segment_fixed_size, d.private_segment_fixed_size);
     if (d.private_segment_fixed_size > 0 && (d.compute_pgm_rsrc2 & kRsrc2EnablePrivateSegment) == 0)
         throw CodeObjectError(fmt::format("{}: scratch size {} but COMPUTE_PGM_RSRC2.ENABLE_PRIVATE_SEGMENT is clear", ctx,
                                           d.private_segment_fixed_size));
-    if (md.wavefront_size != 32 && md.wavefront_size != 64) throw mismatch("metadata .wavefront_size", "32 or 64", md.wavefront_size);
+    if (md.wavefront_size != 32 && md.wavefront_size != 64)
+        throw field_error(ctx, "metadata .wavefront_size", "32 or 64", md.wavefront_size);
     if (md.wavefront_size != k.wave_size)
-        throw mismatch("wave size (metadata .wavefront_size vs descriptor ENABLE_WAVEFRONT_SIZE32)", md.wavefront_size, k.wave_size);
+        throw field_error(ctx, "wave size (metadata .wavefront_size vs descriptor ENABLE_WAVEFRONT_SIZE32)", md.wavefront_size,
+                          k.wave_size);
     if (md.max_flat_workgroup_size == 0 || md.max_flat_workgroup_size > kMaxFlatWorkgroupSize)
-        throw mismatch("metadata .max_flat_workgroup_size", "1..1024", md.max_flat_workgroup_size);
+        throw field_error(ctx, "metadata .max_flat_workgroup_size", "1..1024", md.max_flat_workgroup_size);
     return k;
 }
 
 }  // namespace
 
-AmdgpuCodeObject parse_code_object(std::span<const std::byte> elf, std::string_view expected_gfx, std::string_view kernel,
-                                   std::string_view source) {
-    const ElfBytes f(elf, source);
-    auto mismatch = [&](std::string_view field, const auto& expected, const auto& found) {
-        return CodeObjectError(fmt::format("{}: {}: expected {}, found {}", source, field, expected, found));
-    };
+namespace {
 
-    // ELF header (ELF64, little-endian, EM_AMDGPU, the HSA OS ABI, a shared object for this chip).
+// ELF64, little-endian, EM_AMDGPU, the HSA OS ABI, code object v4..v6, a shared object, built for
+// this chip. Returns e_flags.
+uint32_t check_elf_header(const ElfBytes& f, std::span<const std::byte> elf, std::string_view expected_gfx,
+                          std::string_view source) {
     f.need(0, kEhdrSize, "the ELF header");
     for (size_t k = 0; k < kElfMagic.size(); ++k)
-        if (std::to_integer<uint8_t>(elf[k]) != kElfMagic[k]) throw CodeObjectError(fmt::format("{}: not an ELF file (no \\x7fELF magic)", source));
+        if (std::to_integer<uint8_t>(elf[k]) != kElfMagic[k])
+            throw CodeObjectError(fmt::format("{}: not an ELF file (no \\x7fELF magic)", source));
     const auto ident = [&](size_t i) { return std::to_integer<unsigned>(elf[i]); };
-    if (ident(kEiClass) != kElfClass64) throw mismatch("EI_CLASS", "2 (ELFCLASS64)", ident(kEiClass));
-    if (ident(kEiData) != kElfData2Lsb) throw mismatch("EI_DATA", "1 (ELFDATA2LSB, little-endian)", ident(kEiData));
+    if (ident(kEiClass) != kElfClass64) throw field_error(source, "EI_CLASS", "2 (ELFCLASS64)", ident(kEiClass));
+    if (ident(kEiData) != kElfData2Lsb) throw field_error(source, "EI_DATA", "1 (ELFDATA2LSB, little-endian)", ident(kEiData));
     const auto machine = f.read<uint16_t>(18, "e_machine");
-    if (machine != kEmAmdgpu) throw mismatch("e_machine", "224 (EM_AMDGPU)", machine);
-    if (ident(kEiOsAbi) != kElfOsAbiAmdgpuHsa) throw mismatch("EI_OSABI", "64 (ELFOSABI_AMDGPU_HSA)", ident(kEiOsAbi));
+    if (machine != kEmAmdgpu) throw field_error(source, "e_machine", "224 (EM_AMDGPU)", machine);
+    if (ident(kEiOsAbi) != kElfOsAbiAmdgpuHsa) throw field_error(source, "EI_OSABI", "64 (ELFOSABI_AMDGPU_HSA)", ident(kEiOsAbi));
     if (ident(kEiAbiVersion) < kAbiVersionV4 || ident(kEiAbiVersion) > kAbiVersionV6)
-        throw mismatch("EI_ABIVERSION", "2..4 (code object v4..v6)", ident(kEiAbiVersion));
+        throw field_error(source, "EI_ABIVERSION", "2..4 (code object v4..v6)", ident(kEiAbiVersion));
     const auto type = f.read<uint16_t>(16, "e_type");
-    if (type != kEtDyn)
-        throw mismatch("e_type", "3 (ET_DYN, a linked shared object)",
+    if (type != kEtDyn) {
+        throw field_error(source, "e_type", "3 (ET_DYN, a linked shared object)",
                        type == kEtRel ? std::string("1 (ET_REL, an unlinked relocatable object: link it with ld.lld -shared)")
                                       : std::to_string(type));
-    const std::optional<uint32_t> mach = amdgpu_mach_of(expected_gfx);
-    if (!mach) throw CodeObjectError(fmt::format("{}: device target '{}' is not one drivers/am knows (gfx1100, gfx1201)", source, expected_gfx));
-    AmdgpuCodeObject co;
-    co.e_flags = f.read<uint32_t>(48, "e_flags");
-    if ((co.e_flags & kEfAmdgpuMach) != *mach) {
-        std::string found = hex(co.e_flags & kEfAmdgpuMach);
-        for (const GfxMach& g : kGfxMachs)
-            if (g.mach == (co.e_flags & kEfAmdgpuMach)) found += fmt::format(" ({})", g.gfx);
-        throw mismatch(fmt::format("e_flags EF_AMDGPU_MACH (the device is {})", expected_gfx), fmt::format("{} ({})", hex(*mach), expected_gfx), found);
     }
+    const std::optional<uint32_t> mach = amdgpu_mach_of(expected_gfx);
+    if (!mach) {
+        throw CodeObjectError(
+            fmt::format("{}: device target '{}' is not one drivers/am knows (gfx1100, gfx1201)", source, expected_gfx));
+    }
+    const auto e_flags = f.read<uint32_t>(48, "e_flags");
+    if ((e_flags & kEfAmdgpuMach) != *mach) {
+        std::string found = hex(e_flags & kEfAmdgpuMach);
+        for (const GfxMach& g : kGfxMachs)
+            if (g.mach == (e_flags & kEfAmdgpuMach)) found += fmt::format(" ({})", g.gfx);
+        throw field_error(source, fmt::format("e_flags EF_AMDGPU_MACH (the device is {})", expected_gfx),
+                       fmt::format("{} ({})", hex(*mach), expected_gfx), found);
+    }
+    return e_flags;
+}
 
-    // Program headers: PT_LOAD segments make the image; PT_NOTE segments hold the metadata.
+struct ProgramHeaders {
+    std::vector<LoadSegment> segments;
+    std::optional<std::span<const std::byte>> note;  // the metadata, from a PT_NOTE segment
+};
+
+// PT_LOAD segments (inside the file, ascending and disjoint, within the image limit) and the
+// metadata note of the PT_NOTE segments.
+ProgramHeaders read_program_headers(const ElfBytes& f, std::string_view source) {
     const auto phoff = f.read<uint64_t>(32, "e_phoff");
     const auto phentsize = f.read<uint16_t>(54, "e_phentsize");
     const auto phnum = f.read<uint16_t>(56, "e_phnum");
     if (phnum == 0) throw CodeObjectError(fmt::format("{}: no program headers: nothing to load", source));
-    if (phentsize != kPhdrSize) throw mismatch("e_phentsize", kPhdrSize, phentsize);
+    if (phentsize != kPhdrSize) throw field_error(source, "e_phentsize", kPhdrSize, phentsize);
     f.need(phoff, uint64_t(phnum) * kPhdrSize, "the program header table");
-    std::optional<std::span<const std::byte>> note;
+    ProgramHeaders out;
     for (uint64_t p = 0; p < phnum; ++p) {
         const uint64_t h = phoff + p * kPhdrSize;
         const auto p_type = f.read<uint32_t>(h, "p_type");
@@ -581,38 +603,78 @@ AmdgpuCodeObject parse_code_object(std::span<const std::byte> elf, std::string_v
         s.file_size = f.read<uint64_t>(h + 32, "p_filesz");
         s.mem_size = f.read<uint64_t>(h + 40, "p_memsz");
         const auto p_align = f.read<uint64_t>(h + 48, "p_align");
-        if (p_type == kPtNote && !note) note = find_metadata_note(f.slice(s.offset, s.file_size, "a PT_NOTE segment"), p_align == 8 ? 8 : 4, source);
+        if (p_type == kPtNote && !out.note) {
+            // Notes are 4-byte aligned unless the segment says 8 (gABI, "Note Section").
+            out.note = find_metadata_note(f.slice(s.offset, s.file_size, "a PT_NOTE segment"), p_align == 8 ? 8 : 4, source);
+        }
         if (p_type != kPtLoad) continue;
+        const std::string what = fmt::format("PT_LOAD at {}", hex(s.vaddr));
         f.need(s.offset, s.file_size, "a PT_LOAD segment's file bytes");
-        if (s.file_size > s.mem_size) throw mismatch(fmt::format("PT_LOAD at {} p_filesz", hex(s.vaddr)), fmt::format("at most p_memsz {}", s.mem_size), s.file_size);
-        if (!range_within(s.vaddr, s.mem_size, kMaxImageBytes))
-            throw mismatch(fmt::format("PT_LOAD at {} (p_memsz {})", hex(s.vaddr), s.mem_size), fmt::format("an end below {} (the image limit)", hex(kMaxImageBytes)), hex(s.vaddr + std::min(s.mem_size, kMaxImageBytes)) + " or more");
-        if (!co.segments.empty() && s.vaddr < co.segments.back().vaddr + co.segments.back().mem_size)
-            throw CodeObjectError(fmt::format("{}: PT_LOAD at {} overlaps or precedes the previous one (ELF requires ascending, disjoint segments)", source, hex(s.vaddr)));
-        co.segments.push_back(s);
+        if (s.file_size > s.mem_size)
+            throw field_error(source, what + " p_filesz", fmt::format("at most p_memsz {}", s.mem_size), s.file_size);
+        if (!range_within(s.vaddr, s.mem_size, kMaxImageBytes)) {
+            throw field_error(source, what, fmt::format("to end within the image limit of {} bytes", kMaxImageBytes),
+                           fmt::format("p_memsz {}", s.mem_size));
+        }
+        if (!out.segments.empty() && s.vaddr < out.segments.back().vaddr + out.segments.back().mem_size) {
+            throw CodeObjectError(
+                fmt::format("{}: {} overlaps or precedes the previous one (ELF requires ascending, disjoint segments)", source, what));
+        }
+        out.segments.push_back(s);
     }
-    if (co.segments.empty()) throw CodeObjectError(fmt::format("{}: no PT_LOAD segment: nothing to load", source));
-    co.image.assign(co.segments.back().vaddr + co.segments.back().mem_size, std::byte{0});
-    for (const LoadSegment& s : co.segments)
-        if (s.file_size > 0) std::memcpy(co.image.data() + s.vaddr, elf.data() + s.offset, s.file_size);
+    if (out.segments.empty()) throw CodeObjectError(fmt::format("{}: no PT_LOAD segment: nothing to load", source));
+    return out;
+}
 
-    const std::vector<Section> sections = read_sections(f, source);
-    if (!note) {
-        for (const Section& sec : sections) {
-            if (sec.type != kShtNote) continue;
-            note = find_metadata_note(f.slice(sec.offset, sec.size, "a SHT_NOTE section"), 4, source);
-            if (note) break;
+// The segments at their vaddr, zero filled (bounded by kMaxImageBytes).
+std::vector<std::byte> load_image(const std::vector<LoadSegment>& segments, std::span<const std::byte> elf) {
+    std::vector<std::byte> image(segments.back().vaddr + segments.back().mem_size, std::byte{0});
+    for (const LoadSegment& s : segments)
+        if (s.file_size > 0) std::memcpy(image.data() + s.vaddr, elf.data() + s.offset, s.file_size);
+    return image;
+}
+
+// The image is copied as it is: an object that needs dynamic relocations applied (a kernel that
+// takes the address of a global) would run with unrelocated addresses, so it is refused here.
+void refuse_relocations(const std::vector<Section>& sections, std::string_view source) {
+    for (const Section& sec : sections) {
+        if ((sec.type == kShtRela || sec.type == kShtRel) && (sec.flags & kShfAlloc) != 0 && sec.size > 0) {
+            throw CodeObjectError(fmt::format("{}: has dynamic relocations ({} bytes of {}); loading an object that needs "
+                                              "relocating is not supported",
+                                              source, sec.size, sec.type == kShtRela ? "SHT_RELA" : "SHT_REL"));
         }
     }
-    if (!note)
-        throw CodeObjectError(fmt::format("{}: no \"AMDGPU\" NT_AMDGPU_METADATA (32) note: not an HSA code object of v3 or later", source));
+}
+
+}  // namespace
+
+AmdgpuCodeObject parse_code_object(std::span<const std::byte> elf, std::string_view expected_gfx, std::string_view kernel,
+                                   std::string_view source) {
+    const ElfBytes f(elf, source);
+    AmdgpuCodeObject co;
+    co.e_flags = check_elf_header(f, elf, expected_gfx, source);
+    ProgramHeaders ph = read_program_headers(f, source);
+    co.segments = std::move(ph.segments);
+    co.image = load_image(co.segments, elf);
+
+    const std::vector<Section> sections = read_sections(f, source);
+    refuse_relocations(sections, source);
+    std::optional<std::span<const std::byte>> note = ph.note;
+    for (const Section& sec : sections) {
+        if (note) break;
+        if (sec.type == kShtNote) note = find_metadata_note(f.slice(sec.offset, sec.size, "a SHT_NOTE section"), 4, source);
+    }
+    if (!note) {
+        throw CodeObjectError(
+            fmt::format("{}: no \"AMDGPU\" NT_AMDGPU_METADATA (32) note: not an HSA code object of v3 or later", source));
+    }
     Metadata md = parse_metadata(*note, source);
     co.target = md.target;
     co.hsa_version = md.version;
     // amdhsa.target: "amdgcn-amd-amdhsa--gfx1100", optionally followed by ":feature+/-" settings.
     const std::string target_prefix = "amdgcn-amd-amdhsa--" + std::string(expected_gfx);
     if (!(md.target == target_prefix || md.target.starts_with(target_prefix + ":")))
-        throw mismatch("metadata amdhsa.target", target_prefix, "'" + md.target + "'");
+        throw field_error(source, "metadata amdhsa.target", target_prefix, "'" + md.target + "'");
 
     const std::vector<KdSymbol> kd_symbols = read_kd_symbols(f, sections, source);
     for (const KernelMetadata& k : md.kernels) co.kernels.push_back(check_kernel(k, kd_symbols, co, source));

@@ -12,6 +12,7 @@
 #include <array>
 #include <catch2/catch.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -479,6 +480,22 @@ TEST_CASE("code object: malformed objects are rejected with the field, expected 
         b = with_metadata(f.object, encode_metadata(f.co, {.group_segment_fixed_size = std::nullopt, .wavefront_size_as_string = true}));
         expect_rejected(b, "gfx1100", name, {"kernel '" + name + "'", ".wavefront_size: expected an unsigned integer, found a string"});
     }
+    SECTION("dynamic relocations are refused (the image is copied unrelocated)") {
+        // Retype the allocated SHT_HASH section (5) as SHT_RELA (4): Elf64_Shdr, sh_type at +4.
+        Bytes b = f.object;
+        uint64_t shoff;
+        uint16_t shnum;
+        std::memcpy(&shoff, b.data() + 40, 8);
+        std::memcpy(&shnum, b.data() + 60, 2);
+        bool retyped = false;
+        for (uint64_t sh = 0; sh < shnum && !retyped; ++sh) {
+            uint32_t type;
+            std::memcpy(&type, b.data() + shoff + sh * 64 + 4, 4);
+            if (type == 5) put<uint32_t>(b, shoff + sh * 64 + 4, 4), retyped = true;
+        }
+        REQUIRE(retyped);
+        expect_rejected(b, "gfx1100", name, {"dynamic relocations", "SHT_RELA", "not supported"});
+    }
     SECTION("metadata note missing") {
         Bytes b = f.object;
         NoteAt note = find_note(b);
@@ -491,8 +508,11 @@ TEST_CASE("code object: mutated objects are rejected or accepted, never crash") 
     Fixture f;
     const NoteAt note = find_note(f.object);
     std::mt19937_64 rng(7);
+    // A few thousand by default (under a second); BAREGPU_FUZZ_ITERATIONS for a longer run.
+    const char* env = std::getenv("BAREGPU_FUZZ_ITERATIONS");
+    const int iterations = env != nullptr ? std::atoi(env) : 3000;
     int accepted = 0, rejected = 0;
-    for (int i = 0; i < 3000; ++i) {
+    for (int i = 0; i < iterations; ++i) {
         Bytes b = f.object;
         const int flips = 1 + int(rng() % 8);
         for (int k = 0; k < flips; ++k) {
@@ -515,7 +535,7 @@ TEST_CASE("code object: mutated objects are rejected or accepted, never crash") 
     }
     std::printf("fuzz: %d mutated objects accepted, %d rejected\n", accepted, rejected);
     CHECK(rejected > 0);
-    CHECK(accepted + rejected == 3000);
+    CHECK(accepted + rejected == iterations);
 }
 
 int main(int argc, char** argv) {
