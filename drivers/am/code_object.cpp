@@ -32,6 +32,7 @@ constexpr uint32_t kNtAmdgpuMetadata = 32;   // NT_AMDGPU_METADATA, note name "A
 constexpr size_t kEhdrSize = 64, kPhdrSize = 56, kShdrSize = 64, kSymSize = 24;  // Elf64_Ehdr, _Phdr, _Shdr, _Sym
 
 // --- Kernel descriptor: llvm/Support/AMDHSAKernelDescriptor.h (AMDGPUUsage "Kernel Descriptor") ---
+// AMDGPUUsage: "CP microcode requires the Kernel descriptor to be allocated on 64-byte alignment".
 constexpr uint64_t kKdSize = 64, kKdAlign = 64;
 constexpr size_t kKdGroupSegmentFixedSize = 0, kKdPrivateSegmentFixedSize = 4, kKdKernargSize = 8,
                  kKdKernelCodeEntryByteOffset = 16, kKdComputePgmRsrc3 = 44, kKdComputePgmRsrc1 = 48,
@@ -43,7 +44,8 @@ constexpr uint16_t kEnableSgprPrivateSegmentBuffer = 1u << 0, kEnableSgprDispatc
                    kEnableSgprPrivateSegmentSize = 1u << 6, kEnableWavefrontSize32 = 1u << 10;
 // COMPUTE_PGM_RSRC2 fields: ENABLE_PRIVATE_SEGMENT bit 0, USER_SGPR_COUNT bits 5:1.
 constexpr uint32_t kRsrc2EnablePrivateSegment = 1u << 0, kRsrc2UserSgprCountShift = 1, kRsrc2UserSgprCountMask = 0x1f;
-// AMDGPUUsage, kernel descriptor: "the kernel code entry ... must be 256 byte aligned".
+// AMDGPUUsage, KERNEL_CODE_ENTRY_BYTE_OFFSET: the entry point instruction "must be 256 byte
+// aligned" (the CP programs COMPUTE_PGM_LO with the address >> 8).
 constexpr uint64_t kCodeEntryAlign = 256;
 // AMDGPUUsage: the largest flat workgroup size the hardware dispatches.
 constexpr uint64_t kMaxFlatWorkgroupSize = 1024;
@@ -83,9 +85,9 @@ public:
     }
     void need(uint64_t offset, uint64_t length, const char* what) const {
         if (!range_within(offset, length, bytes_.size())) {
-            throw CodeObjectError(fmt::format("{}: {} (bytes {}..{}) lies outside the file of {} bytes; the file is "
-                                              "truncated or corrupt",
-                                              source_, what, offset, offset + length, bytes_.size()));
+            throw CodeObjectError(fmt::format("{}: {} ({} bytes at offset {}) lies outside the file of {} bytes; the "
+                                              "file is truncated or corrupt",
+                                              source_, what, length, offset, bytes_.size()));
         }
     }
     std::span<const std::byte> slice(uint64_t offset, uint64_t length, const char* what) const {
@@ -134,7 +136,8 @@ public:
     MsgValue read_document() {
         MsgValue v = read(0);
         if (pos_ != data_.size()) {
-            // The note's descriptor is padded to 4 bytes by the producer; allow only zero padding.
+            // descsz is the document's exact length when LLVM writes it; zero bytes after the
+            // document (one rewritten in place, shorter) carry nothing, anything else is corrupt.
             for (size_t p = pos_; p < data_.size(); ++p)
                 if (data_[p] != std::byte{0}) fail(p, "bytes follow the metadata document");
         }
