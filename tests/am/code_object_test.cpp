@@ -169,7 +169,10 @@ void check_real_object(const Kernel& kernel, const std::string& gfx) {
         CHECK(k.metadata.args[b].size == 8);
         CHECK(k.metadata.args[b].offset == 8 * b);
     }
-    CHECK(k.metadata.kernarg_segment_size >= 8 * buffers);
+    // No hidden arguments: the kernels read none, so LLVM's optimizer (AMDGPUAttributor) leaves the
+    // implicit argument block out and the kernarg segment is exactly the buffers.
+    CHECK(k.metadata.kernarg_segment_size == 8 * buffers);
+    CHECK(k.metadata.args.size() == buffers);
 
     // The kernel descriptor's bytes, as llvm-readelf dumps them, decoded here with the offsets
     // of AMDHSAKernelDescriptor.h.
