@@ -1,5 +1,5 @@
-// Our loader for x86-64 ELF relocatable objects (what `cc -c -fPIC` writes): the CPU device's
-// code objects. parse() validates everything it reads (header, section table, names, symbols,
+// Our loader for x86-64 ELF relocatable objects (what `cc -c -fPIC` writes): the code objects the
+// CPU device and the simulated GPUs run as host code. parse() validates everything it reads (header, section table, names, symbols,
 // relocations, kernel descriptors) against the file's size before use and rejects what it does
 // not support with a message that names the section, offset and what was expected; link()
 // lays the loadable sections out (code, then read-only data, then writable data, each on its
@@ -17,7 +17,7 @@
 #include <string_view>
 #include <vector>
 
-namespace baregpu::cpu {
+namespace baregpu::hostcode {
 
 // A host function kernels may call (memcpy, ...).
 struct Import {
@@ -104,4 +104,4 @@ private:
     Layout layout_;
 };
 
-}  // namespace baregpu::cpu
+}  // namespace baregpu::hostcode
