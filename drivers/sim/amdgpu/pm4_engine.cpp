@@ -1,5 +1,7 @@
 #include "drivers/sim/amdgpu/pm4_engine.hpp"
 
+#include "drivers/sim/amdgpu/host_exec.hpp"
+
 #include <cstring>
 #include <fmt/format.h>
 
@@ -8,6 +10,7 @@ namespace baregpu::sim::amdgpu {
 namespace {
 constexpr const char* kNvd = "Linux amdgpu/nvd.h (PACKET3 opcodes and sizes)";
 constexpr const char* kPm4Ai = "Linux amdkfd/kfd_pm4_headers_ai.h";
+constexpr const char* kHostProgram = "drivers/hostcode/host_program.h (the simulated GPU's host-program contract)";
 constexpr const char* kHqd = "Linux gfx_v11_0.c gfx_v11_0_compute_mqd_init, v11_structs.h; am.md 1.12";
 
 // Fixed payload dword counts (the header's count field is payload - 1) on GC 10+ (nvd.h users in
@@ -181,6 +184,17 @@ bool ComputeEngine::doorbell(uint64_t offset, unsigned width, uint64_t value) {
     return false;
 }
 
+void ComputeEngine::poll() {
+    for (auto& [key, q] : queues_)
+        if (q.waiting && !q.hung) run(q);
+}
+
+bool ComputeEngine::any_waiting() const {
+    for (const auto& [key, q] : queues_)
+        if (q.waiting && !q.hung) return true;
+    return false;
+}
+
 void ComputeEngine::hang(Queue& q, const std::string& what, const std::string& where, const std::string& source) {
     q.hung = true;
     chip_.violation(fmt::format("{}: {} (the queue hangs)", name(q), what), where, source);
@@ -321,9 +335,22 @@ ComputeEngine::Step ComputeEngine::execute(Queue& q, const std::vector<uint32_t>
             if (d.program == 0) return bad("DISPATCH_DIRECT with COMPUTE_PGM_LO/HI unset (program address 0)");
             for (int i = 0; i < 3; ++i)
                 if (d.block[i] == 0) return bad("DISPATCH_DIRECT with a COMPUTE_NUM_THREAD_X/Y/Z of 0");
-            ++q.dispatches;
-            if (on_dispatch) on_dispatch(d);
-            return Step::next;
+            // Held by inject_dispatch_hang: the packet is not retired and nothing after it runs; the
+            // engine thread retries it while the queue waits.
+            if (hang_dispatches.load(std::memory_order_acquire)) return Step::wait;
+            if (on_dispatch) {
+                ++q.dispatches;
+                on_dispatch(d);
+                return Step::next;
+            }
+            if (executor == nullptr) return bad("DISPATCH_DIRECT with no way to run kernels", kHostProgram);
+            std::string what;
+            switch (executor->run(d, what)) {
+                case HostExecutor::Outcome::done: ++q.dispatches; return Step::next;
+                case HostExecutor::Outcome::fault: q.hung = true; return Step::stop;  // latched and in the IH ring
+                case HostExecutor::Outcome::refused: return bad(what, kHostProgram);
+            }
+            return Step::stop;
         }
         case pm4::kReleaseMem: {
             // dw1 EVENT_TYPE bits 0-5, EVENT_INDEX bits 8-11 (5 = end of pipe); dw2 DST_SEL 16-17,

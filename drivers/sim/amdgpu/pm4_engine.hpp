@@ -23,6 +23,7 @@
 #include "drivers/sim/amdgpu/ih.hpp"
 
 #include <array>
+#include <atomic>
 #include <functional>
 #include <map>
 #include <optional>
@@ -64,6 +65,8 @@ inline constexpr uint32_t kSetUconfigRegStart = 0xc000, kSetUconfigRegEnd = 0x10
 inline constexpr uint8_t kSrcIdCpEop = 181;
 }  // namespace pm4
 
+class HostExecutor;
+
 class ComputeEngine {
 public:
     ComputeEngine(Chip& chip, Gmc& gmc, Ih& ih);
@@ -74,7 +77,14 @@ public:
     // A BAR2 write at `offset` (bytes); true when it was one of this engine's doorbells.
     bool doorbell(uint64_t offset, unsigned width, uint64_t value);
 
+    // DISPATCH_DIRECT: the hook when one is set (tests), else the host-code executor runs it.
     DispatchHook on_dispatch;
+    HostExecutor* executor = nullptr;
+    // Fault injection: while set, a dispatch never completes (the queue stays on it, waiting).
+    std::atomic<bool> hang_dispatches{false};
+    // The engine thread's re-poll: runs every queue that waits (WAIT_REG_MEM, a held dispatch).
+    void poll();
+    bool any_waiting() const;
     // Register access for WAIT_REG_MEM with MEM_SPACE 0 (the model's BAR5 decode, side effects
     // included: a write to GPU_HDP_FLUSH_REQ is an HDP flush). Absolute dword addresses.
     std::function<uint32_t(uint32_t)> reg_read;
