@@ -237,10 +237,33 @@ bool Gmc::access(uint64_t va, std::span<std::byte> data, bool write, VmClient cl
                 fault(at, write, client);
                 return false;
             }
-            if (write) {
-                std::memcpy(chip_.vram().data() + t->address, chunk.data(), n);
+            std::byte* word = chip_.vram().data() + t->address;
+            if ((n == 4 || n == 8) && t->address % n == 0) {
+                // A single aligned word (a signal, a wait target, a pointer report) is one access
+                // on hardware, and the host may touch it at the same time through BAR0: atomic.
+                if (n == 4) {
+                    uint32_t v = 0;
+                    if (write) {
+                        std::memcpy(&v, chunk.data(), 4);
+                        __atomic_store_n(reinterpret_cast<uint32_t*>(word), v, __ATOMIC_RELAXED);
+                    } else {
+                        v = __atomic_load_n(reinterpret_cast<const uint32_t*>(word), __ATOMIC_RELAXED);
+                        std::memcpy(chunk.data(), &v, 4);
+                    }
+                } else {
+                    uint64_t v = 0;
+                    if (write) {
+                        std::memcpy(&v, chunk.data(), 8);
+                        __atomic_store_n(reinterpret_cast<uint64_t*>(word), v, __ATOMIC_RELAXED);
+                    } else {
+                        v = __atomic_load_n(reinterpret_cast<const uint64_t*>(word), __ATOMIC_RELAXED);
+                        std::memcpy(chunk.data(), &v, 8);
+                    }
+                }
+            } else if (write) {
+                std::memcpy(word, chunk.data(), n);
             } else {
-                std::memcpy(chunk.data(), chip_.vram().data() + t->address, n);
+                std::memcpy(chunk.data(), word, n);
             }
         }
         done += n;

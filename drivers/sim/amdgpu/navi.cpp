@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <exception>
 #include <fmt/format.h>
 #include <vector>
 
@@ -86,10 +87,15 @@ void NaviModel::engine_loop() {
         {
             std::lock_guard lock(mutex_);
             Impl& m = *impl_;
-            for (const Kick& k : batch)
-                if (!m.cp.doorbell(k.offset, k.width, k.value)) m.sdma.doorbell(k.offset, k.width, k.value);
-            m.cp.poll();
-            m.sdma.poll();
+            try {
+                for (const Kick& k : batch)
+                    if (!m.cp.doorbell(k.offset, k.width, k.value)) m.sdma.doorbell(k.offset, k.width, k.value);
+                m.cp.poll();
+                m.sdma.poll();
+            } catch (const std::exception& e) {
+                // Nothing may escape the thread (std::terminate); the bus records what went wrong.
+                m.chip.violation(fmt::format("the engine thread failed: {}", e.what()), "engine thread", "model limit");
+            }
             waiting = m.cp.any_waiting() || m.sdma.waiting();
         }
         {
@@ -141,7 +147,9 @@ pci::sim::DeviceSpec NaviModel::spec() const {
 
 void NaviModel::connect(pci::sim::SimPort& port) {
     SimDeviceModel::connect(port);
-    std::lock_guard lock(mutex_);
+    // Not under mutex_: the bus calls this holding its own lock, which the engine thread takes
+    // (violations) while holding mutex_. Nothing else can reach the model before it is attached,
+    // and the engine thread only runs after a doorbell or a request, which synchronize with this.
     impl_->chip.port = &port;
     // A new bus starts its clock at 0: whatever was "working" when the last owner left is done.
     impl_->psp.reconnect();

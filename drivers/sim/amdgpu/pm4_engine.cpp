@@ -3,6 +3,7 @@
 #include "drivers/sim/amdgpu/host_exec.hpp"
 
 #include <cstring>
+#include <exception>
 #include <fmt/format.h>
 
 namespace baregpu::sim::amdgpu {
@@ -345,7 +346,14 @@ ComputeEngine::Step ComputeEngine::execute(Queue& q, const std::vector<uint32_t>
             }
             if (executor == nullptr) return bad("DISPATCH_DIRECT with no way to run kernels", kHostProgram);
             std::string what;
-            switch (executor->run(d, what)) {
+            HostExecutor::Outcome outcome = HostExecutor::Outcome::refused;
+            try {
+                outcome = executor->run(d, what);
+            } catch (const std::exception& e) {
+                // The host ran out of something (mappings, memory): the dispatch cannot run.
+                what = fmt::format("the model could not run the dispatch: {}", e.what());
+            }
+            switch (outcome) {
                 case HostExecutor::Outcome::done: ++q.dispatches; return Step::next;
                 case HostExecutor::Outcome::fault: q.hung = true; return Step::stop;  // latched and in the IH ring
                 case HostExecutor::Outcome::refused: return bad(what, kHostProgram);
