@@ -738,6 +738,18 @@ TEST_CASE("sim-am engines: host-code dispatch faults and refusals hang the queue
         CHECK(e.rig.rd(e.rig.r.gc_fault_addr_lo) == static_cast<uint32_t>(unmapped >> 12));
         CHECK(e.rig.rd(e.rig.r.gc_fault_status) != 0);
     }
+    SECTION("a buffer in system memory is a page fault too: the host mirror covers VRAM only") {
+        // PTB entry 32 (right after the 32 VRAM pages): a valid, readable, writeable page with
+        // AMDGPU_PTE_SYSTEM (bit 1, amdgpu_vm.h) at bus address 0x100000.
+        const uint64_t ptb = (48u << 20) + 0x3000, system_va = kPagesVa + 32 * 0x1000;
+        e.put64(ptb + 32 * 8, 0x100000 | 1 | 2 | (1 << 5) | (1 << 6));
+        e.write_kernargs(kA, kB, system_va, kK);
+        e.submit(ExecRig::dispatch() + release_mem(kSignal, 1, 0, 1));
+        no_run();
+        REQUIRE(e.ih_wptr() == 32);
+        CHECK(e.rig.vram32(kIhRing + 16) == static_cast<uint32_t>(system_va >> 12));
+        CHECK(e.rig.rd(e.rig.r.gc_fault_addr_lo) == static_cast<uint32_t>(system_va >> 12));
+    }
     SECTION("a descriptor without the host-program magic is a violation") {
         e.write_program(0x12345678);
         e.submit(ExecRig::dispatch() + release_mem(kSignal, 1, 0, 1));
