@@ -97,6 +97,12 @@ SimBus::Function::Function(SimBus& owner, PciAddress addr, std::unique_ptr<SimDe
     msix_pending_.assign(spec.msix.vectors, false);
 }
 
+SimBus::Function::~Function() {
+    // The model's threads may still use this port (DMA, interrupts, violations): stop them while
+    // every member is alive; the members declared after `model` are destroyed before it.
+    model->disconnect();
+}
+
 void SimBus::Function::charge(uint64_t ns) {
     counters.modelled_ns.fetch_add(ns, std::memory_order_relaxed);
     bus.clock_ns_.fetch_add(ns, std::memory_order_relaxed);

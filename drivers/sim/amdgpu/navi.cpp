@@ -56,13 +56,15 @@ NaviModel::NaviModel(const ModelOptions& options) : options_(options), impl_(std
     engine_ = std::thread([this] { engine_loop(); });
 }
 
-NaviModel::~NaviModel() {
+NaviModel::~NaviModel() { stop_engines(); }
+
+void NaviModel::stop_engines() {
     {
         std::lock_guard lock(kick_mutex_);
         stop_ = true;
     }
     kick_cv_.notify_all();
-    engine_.join();
+    if (engine_.joinable()) engine_.join();
 }
 
 void NaviModel::engine_loop() {

@@ -51,6 +51,7 @@ public:
 
     pci::sim::DeviceSpec spec() const override;
     void connect(pci::sim::SimPort& port) override;
+    void disconnect() override { stop_engines(); }
     uint64_t mmio_read(unsigned bar, uint64_t offset, unsigned width) override;
     void mmio_write(unsigned bar, uint64_t offset, unsigned width, uint64_t value) override;
     // Navi dGPUs advertise no FLR (spec: function_level_reset = false): never called by the bus.
@@ -109,6 +110,7 @@ private:
     void power_on(bool keep_vram);
     void mode1_reset();
     void engine_loop();
+    void stop_engines();  // joins the engine thread (idempotent): doorbells are then only recorded
     void request_pass();
 
     ModelOptions options_;
