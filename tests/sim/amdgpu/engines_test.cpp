@@ -683,6 +683,46 @@ TEST_CASE("sim-am engines: DISPATCH_DIRECT runs a host-code kernel over every wo
         CHECK(e.rig.violations() == 0);
     }
 
+    SECTION("a doorbell does not wait behind a running kernel; the host releases the kernel through BAR0") {
+        // A second program: the spin kernel, its flag words in the leaf.
+        constexpr uint64_t kSpinProgram = kProgram + 0x100, kSpinImage = kVa + 0xD0000, kSpinArgs = kKernarg + 0x100,
+                           kFlag = kSignal + 0x400;
+        auto object = baregpu::sim_test_kernels::find_object("spin.o");
+        REQUIRE(!object.empty());
+        e.rig.vram_write(EngineRig::leaf(kSpinImage), object);
+        baregpu_host_program p{};
+        p.magic = BAREGPU_HOST_PROGRAM_MAGIC;
+        p.version = BAREGPU_HOST_PROGRAM_VERSION;
+        p.image_va = kSpinImage;
+        p.image_size = object.size();
+        p.image_hash = baregpu_host_program_hash(object.data(), object.size());
+        std::strcpy(p.kernel, "spin");
+        p.kernarg_size = 8;
+        REQUIRE(e.rig.model->gpu_write(kSpinProgram, std::as_bytes(std::span(&p, 1))));
+        e.set_va64(kSpinArgs, kFlag);
+        std::vector<uint32_t> w = {pkt3(kSetShReg, 3), sh(0x1bac), static_cast<uint32_t>(kSpinProgram >> 8),
+                                   static_cast<uint32_t>(kSpinProgram >> 40), pkt3(kSetShReg, 4), sh(0x1ba7), 1, 1, 1,
+                                   pkt3(kSetShReg, 3), sh(0x1be0), static_cast<uint32_t>(kSpinArgs),
+                                   static_cast<uint32_t>(kSpinArgs >> 32), pkt3(kDispatchDirect, 4), 1, 1, 1, 1u};
+        e.submit(w + release_mem(kSignal, 1, 0, 0x5e), false);
+        e.rig.dev->bar(2).write64(BarOffset(3 * 8), e.wptr);
+        std::this_thread::sleep_for(50ms);  // the kernel is spinning now
+        CHECK(e.rig.vram32(EngineRig::leaf(kSignal)) == 0);
+        const auto t0 = std::chrono::steady_clock::now();
+        e.rig.dev->bar(2).write64(BarOffset(3 * 8), e.wptr);  // again, while the kernel runs
+        CHECK(std::chrono::steady_clock::now() - t0 < 1s);  // blocked, it would wait for the kernel (seconds)
+        CHECK(e.rig.vram32(EngineRig::leaf(kSignal)) == 0);
+        e.rig.vram_write32(EngineRig::leaf(kFlag), 5);  // the host releases the kernel
+        const auto deadline = std::chrono::steady_clock::now() + 10s;
+        while (e.rig.vram32(EngineRig::leaf(kSignal)) != 0x5e && std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(100us);
+        CHECK(e.rig.vram32(EngineRig::leaf(kSignal)) == 0x5e);
+        CHECK(e.rig.vram32(EngineRig::leaf(kFlag + 4)) == 6);
+        REQUIRE(e.rig.model->wait_engines_idle());
+        CHECK(e.rig.model->compute_queue(0, 0).rptr == e.wptr);
+        CHECK(e.rig.violations() == 0);
+    }
+
     SECTION("inject_dispatch_hang holds the queue on the dispatch until cleared; the doorbell does not wait") {
         const std::vector<uint32_t> before = release_mem(kSignal + 8, 1, 0, 0x11);
         e.rig.model->inject_dispatch_hang(true);
