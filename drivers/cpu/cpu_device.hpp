@@ -15,8 +15,8 @@
 
 #include "drivers/cpu/address_space.hpp"
 #include "drivers/cpu/command_processor.hpp"
-#include "drivers/cpu/thread_pool.hpp"
 #include "drivers/cpu/wake_word.hpp"
+#include "drivers/hostcode/thread_pool.hpp"
 #include "hcq/device.hpp"
 #include "hcq/registry.hpp"
 
@@ -27,6 +27,8 @@
 #include <mutex>
 
 namespace baregpu::cpu {
+
+using hostcode::ThreadPool;
 
 class CpuDevice final : public hcq::Device, private hcq::MemoryBackend {
     struct Token {};

@@ -4,6 +4,7 @@
 #include "drivers/hostcode/elf_loader.hpp"
 #include "drivers/hostcode/host_program.h"
 #include "drivers/hostcode/kernel_abi.h"
+#include "drivers/hostcode/thread_pool.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -249,36 +250,38 @@ HostExecutor::Outcome HostExecutor::run(const Dispatch& d, std::string& what) {
         std::memcpy(args.data() + i * 8, &addr, 8);
     }
 
-    // Every workgroup, on up to hardware_concurrency host threads.
-    const auto fn = reinterpret_cast<baregpu_kernel_fn>(reinterpret_cast<uintptr_t>(image->memory) + k->offset);
-    const uint64_t groups = uint64_t{d.grid[0]} * d.grid[1] * d.grid[2];
-    const unsigned workers =
-        static_cast<unsigned>(std::min<uint64_t>(std::max(1u, std::thread::hardware_concurrency()), std::max<uint64_t>(groups, 1)));
-    std::atomic<uint64_t> next{0};
-    const uint32_t shared_bytes = (k->shared_bytes + 63) / 64 * 64;
-    auto work = [&](unsigned thread) {
-        std::unique_ptr<void, decltype(&std::free)> shared(shared_bytes ? std::aligned_alloc(64, shared_bytes) : nullptr, &std::free);
+    // Every workgroup, on the pool's hardware_concurrency host threads (the engine thread is
+    // thread 0), each thread with its own shared_bytes of workgroup memory.
+    if (!pool_) pool_ = std::make_unique<hostcode::ThreadPool>(std::max(1u, std::thread::hardware_concurrency()));
+    struct Launch {
+        baregpu_kernel_fn fn;
+        const std::byte* args;
+        std::array<uint32_t, 3> grid, block;
+        std::byte* shared;
+        uint64_t shared_stride;
+    };
+    const uint64_t stride = (uint64_t{k->shared_bytes} + 63) / 64 * 64;
+    if (shared_.size() < stride * pool_->threads() + 64) shared_.resize(stride * pool_->threads() + 64);
+    auto* shared_base = reinterpret_cast<std::byte*>((reinterpret_cast<uintptr_t>(shared_.data()) + 63) & ~uintptr_t{63});
+    Launch launch{reinterpret_cast<baregpu_kernel_fn>(reinterpret_cast<uintptr_t>(image->memory) + k->offset), args.data(),
+                  d.grid, d.block, shared_base, stride};
+    auto workgroup = [](void* context, uint64_t g, unsigned thread) {
+        const Launch& l = *static_cast<const Launch*>(context);
         baregpu_dispatch bd{};
+        bd.group_id[0] = static_cast<uint32_t>(g % l.grid[0]);
+        bd.group_id[1] = static_cast<uint32_t>(g / l.grid[0] % l.grid[1]);
+        bd.group_id[2] = static_cast<uint32_t>(g / (uint64_t{l.grid[0]} * l.grid[1]));
         for (int i = 0; i < 3; ++i) {
-            bd.grid[i] = d.grid[i];
-            bd.block[i] = d.block[i];
+            bd.grid[i] = l.grid[i];
+            bd.block[i] = l.block[i];
         }
         bd.thread = thread;
-        bd.shared = shared.get();
-        for (uint64_t g; (g = next.fetch_add(1, std::memory_order_relaxed)) < groups;) {
-            bd.group_id[0] = static_cast<uint32_t>(g % d.grid[0]);
-            bd.group_id[1] = static_cast<uint32_t>(g / d.grid[0] % d.grid[1]);
-            bd.group_id[2] = static_cast<uint32_t>(g / (uint64_t{d.grid[0]} * d.grid[1]));
-            fn(args.data(), &bd);
-        }
+        bd.shared = l.shared_stride != 0 ? l.shared + uint64_t{thread} * l.shared_stride : nullptr;
+        l.fn(l.args, &bd);
     };
+    const uint64_t groups = uint64_t{d.grid[0]} * d.grid[1] * d.grid[2];
     const auto begin = std::chrono::steady_clock::now();
-    if (groups != 0) {
-        std::vector<std::thread> pool;
-        for (unsigned t = 1; t < workers; ++t) pool.emplace_back(work, t);
-        work(0);
-        for (std::thread& t : pool) t.join();
-    }
+    if (groups != 0) pool_->run(groups, workgroup, &launch);
     const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - begin).count();
     chip_.spend(static_cast<uint64_t>(std::max<int64_t>(ns, 1)));
     return Outcome::done;

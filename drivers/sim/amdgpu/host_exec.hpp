@@ -2,7 +2,8 @@
 // and ISAs"). COMPUTE_PGM_LO/HI point at a struct baregpu_host_program (drivers/hostcode/
 // host_program.h) naming a host ELF code object in GPU memory; the executor reads both through
 // the VMID 0 walker, loads the image with drivers/hostcode's ELF loader (a small cache keyed by
-// (image_va, image_hash)), and runs every workgroup on a few host threads.
+// (image_va, image_hash)), and runs every workgroup on drivers/hostcode's thread pool
+// (hardware_concurrency threads, kept for the model's life).
 //
 // Host kernels dereference the buffer addresses in their kernargs directly, so the executor
 // keeps a HOST MIRROR of the GPU address space: for each run of consecutive valid VMID 0 leaves
@@ -25,6 +26,10 @@
 #include <memory>
 #include <string>
 #include <vector>
+
+namespace baregpu::hostcode {
+class ThreadPool;
+}
 
 namespace baregpu::sim::amdgpu {
 
@@ -83,6 +88,8 @@ private:
     MirrorKey key_;
     std::map<std::pair<uint64_t, uint64_t>, std::shared_ptr<Image>> images_;
     uint64_t use_counter_ = 0;
+    std::unique_ptr<hostcode::ThreadPool> pool_;  // made at the first dispatch
+    std::vector<std::byte> shared_;               // workgroup memory, one slice per pool thread
 };
 
 }  // namespace baregpu::sim::amdgpu
