@@ -44,6 +44,10 @@ HostExecutor::HostExecutor(Chip& chip, Gmc& gmc, int vram_fd, uint64_t vram_file
 HostExecutor::~HostExecutor() { drop_mirror(); }
 
 void HostExecutor::reset() {
+    if (busy_) {
+        reset_pending_ = true;  // the running kernel uses the mirror and its image
+        return;
+    }
     drop_mirror();
     images_.clear();
 }
@@ -281,7 +285,26 @@ HostExecutor::Outcome HostExecutor::run(const Dispatch& d, std::string& what) {
     };
     const uint64_t groups = uint64_t{d.grid[0]} * d.grid[1] * d.grid[2];
     const auto begin = std::chrono::steady_clock::now();
-    if (groups != 0) pool_->run(groups, workgroup, &launch);
+    if (groups != 0) {
+        // Only the pool, the mirror and the image are used from here on, none of them the chip's
+        // state: the model's lock may go (reset() waits, see busy_).
+        busy_ = true;
+        auto all = [&] { pool_->run(groups, workgroup, &launch); };
+        try {
+            if (unlocked)
+                unlocked(all);
+            else
+                all();
+        } catch (...) {
+            busy_ = false;
+            throw;
+        }
+        busy_ = false;
+        if (reset_pending_) {
+            reset_pending_ = false;
+            reset();
+        }
+    }
     const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - begin).count();
     chip_.spend(static_cast<uint64_t>(std::max<int64_t>(ns, 1)));
     return Outcome::done;

@@ -22,6 +22,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -49,7 +50,12 @@ public:
     // Runs dispatch `d` to completion. Adds the host time it took to the modelled clock.
     Outcome run(const Dispatch& d, std::string& what);
 
-    void reset();  // forget the mirror and the loaded images (power cycle, mode1 reset)
+    // Forget the mirror and the loaded images (power cycle, mode1 reset); while a kernel runs,
+    // when it ends.
+    void reset();
+    // Runs `work` (the workgroups) with the model's lock released, so that register accesses do
+    // not wait for a kernel; the model sets it. Unset: the lock stays held.
+    std::function<void(const std::function<void()>& work)> unlocked;
     size_t cached_images() const { return images_.size(); }
 
 private:
@@ -85,6 +91,7 @@ private:
     uint64_t vram_file_offset_;
     std::vector<Window> windows_;  // sorted by va, disjoint
     bool mirror_valid_ = false;
+    bool busy_ = false, reset_pending_ = false;  // a kernel runs; reset() came meanwhile
     MirrorKey key_;
     std::map<std::pair<uint64_t, uint64_t>, std::shared_ptr<Image>> images_;
     uint64_t use_counter_ = 0;

@@ -51,6 +51,18 @@ NaviModel::NaviModel(const ModelOptions& options) : options_(options), impl_(std
     // The CP's register waits go through the same decode as BAR5 (the model's lock is held).
     impl_->cp.reg_read = [this](uint32_t a) { return impl_->registers.read(a); };
     impl_->cp.reg_write = [this](uint32_t a, uint32_t v) { impl_->registers.write(a, v); };
+    // Kernels run with the model's lock released (only ever on the engine thread, which holds it
+    // then): BAR5, gpu_read/gpu_write and status calls do not wait for a kernel to end.
+    impl_->host.unlocked = [this](const std::function<void()>& work) {
+        mutex_.unlock();
+        try {
+            work();
+        } catch (...) {
+            mutex_.lock();
+            throw;
+        }
+        mutex_.lock();
+    };
     powered_on_at_open_ = impl_->file.powered_on();
     if (powered_on_at_open_) power_on(/*keep_vram=*/false);
     engine_ = std::thread([this] { engine_loop(); });

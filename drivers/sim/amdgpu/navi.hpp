@@ -114,7 +114,9 @@ private:
     void request_pass();
 
     ModelOptions options_;
-    mutable std::mutex mutex_;  // the chip: registers, blocks, engines (not the doorbell kicks)
+    // The chip: registers, blocks, engines (not the doorbell kicks). The engine thread releases
+    // it while a kernel's workgroups run (HostExecutor::unlocked).
+    mutable std::mutex mutex_;
     std::unique_ptr<Impl> impl_;
     bool powered_on_at_open_ = false;
 

@@ -107,18 +107,57 @@ void ComputeEngine::register_written(uint32_t address, uint32_t value) {
     }
     const uint32_t key = pipe * 8 + queue;
     if (address == regs_.dequeue_request) {
-        // DEQUEUE_REQ (bits 0-3): 1 drain, 2 reset waves; the queue goes inactive at once.
+        // DEQUEUE_REQ (bits 0-3): 1 drain, 2 reset waves; the queue goes inactive at once, or,
+        // while its kernel runs, when the kernel ends (CP_HQD_ACTIVE reads 1 until then: Linux
+        // gfx_v11_0 / amdgpu_amdkfd_gfx_v11 hqd_destroy poll it for 0).
         if ((value & 0xf) != 0) {
-            queues_.erase(key);
-            chip_.store(regs_.hqd_active, 0);
+            if (running_ == key && queues_.count(key)) {
+                queues_[key].remove_pending = true;
+                chip_.store(regs_.hqd_active, 1);
+            } else {
+                queues_.erase(key);
+                chip_.store(regs_.hqd_active, 0);
+            }
         }
         return;
     }
     if ((value & 1) == 0) {
-        queues_.erase(key);
+        remove(key);
         return;
     }
     activate();
+}
+
+void ComputeEngine::remove(uint32_t key) {
+    auto it = queues_.find(key);
+    if (it == queues_.end()) return;
+    if (running_ == key)
+        it->second.remove_pending = true;
+    else
+        queues_.erase(it);
+}
+
+void ComputeEngine::reset() {
+    for (auto it = queues_.begin(); it != queues_.end();) {
+        if (running_ == it->first) {
+            it->second.remove_pending = true;
+            ++it;
+        } else {
+            it = queues_.erase(it);
+        }
+    }
+}
+
+void ComputeEngine::finish_pending() {
+    if (running_) return;
+    for (auto it = queues_.begin(); it != queues_.end();) {
+        if (it->second.remove_pending) {
+            it = queues_.erase(it);
+            chip_.store(regs_.hqd_active, 0);
+        } else {
+            ++it;
+        }
+    }
 }
 
 void ComputeEngine::activate() {
@@ -168,7 +207,7 @@ bool ComputeEngine::doorbell(uint64_t offset, unsigned width, uint64_t value) {
                             fmt::format("BAR2+0x{:x}", offset), "am.md 1.14 (doorbell64)");
             return true;
         }
-        if (q.hung) return true;
+        if (q.hung || q.remove_pending) return true;
         uint64_t wptr = 0;
         if (!read(q, q.wptr_poll, std::as_writable_bytes(std::span(&wptr, 1)))) return true;
         if (wptr != value) {
@@ -180,6 +219,7 @@ bool ComputeEngine::doorbell(uint64_t offset, unsigned width, uint64_t value) {
             return true;
         }
         run(q);
+        finish_pending();
         return true;
     }
     return false;
@@ -187,7 +227,8 @@ bool ComputeEngine::doorbell(uint64_t offset, unsigned width, uint64_t value) {
 
 void ComputeEngine::poll() {
     for (auto& [key, q] : queues_)
-        if (q.waiting && !q.hung) run(q);
+        if (q.waiting && !q.hung && !q.remove_pending) run(q);
+    finish_pending();
 }
 
 bool ComputeEngine::any_waiting() const {
@@ -347,12 +388,17 @@ ComputeEngine::Step ComputeEngine::execute(Queue& q, const std::vector<uint32_t>
             if (executor == nullptr) return bad("DISPATCH_DIRECT with no way to run kernels", kHostProgram);
             std::string what;
             HostExecutor::Outcome outcome = HostExecutor::Outcome::refused;
+            running_ = q.pipe * 8 + q.queue;
             try {
                 outcome = executor->run(d, what);
             } catch (const std::exception& e) {
                 // The host ran out of something (mappings, memory): the dispatch cannot run.
                 what = fmt::format("the model could not run the dispatch: {}", e.what());
             }
+            running_.reset();
+            // Dequeued or reset while the kernel ran (the model's lock was released): stop here;
+            // the caller removes the queue.
+            if (q.remove_pending) return Step::stop;
             switch (outcome) {
                 case HostExecutor::Outcome::done: ++q.dispatches; return Step::next;
                 case HostExecutor::Outcome::fault: q.hung = true; return Step::stop;  // latched and in the IH ring

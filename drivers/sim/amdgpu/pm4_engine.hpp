@@ -96,7 +96,9 @@ public:
         uint64_t dispatches = 0;
     };
     QueueStatus status(uint32_t pipe, uint32_t queue) const;
-    void reset() { queues_.clear(); }
+    // Every queue goes. While a kernel runs (the model's lock released, host_exec.hpp) the
+    // running queue's removal waits for the kernel to end, as a dequeue waits for waves to drain.
+    void reset();
 
 private:
     struct Queue {
@@ -107,6 +109,7 @@ private:
         uint32_t doorbell_dword = 0;  // CP_HQD_PQ_DOORBELL_CONTROL.DOORBELL_OFFSET (dwords)
         uint64_t rptr = 0;
         bool hung = false, waiting = false;
+        bool remove_pending = false;  // dequeued or reset while its kernel ran: goes when it ends
         uint64_t dispatches = 0;
         // An INDIRECT_BUFFER being executed (resumable when a WAIT_REG_MEM inside it blocks).
         bool in_ib = false;
@@ -137,6 +140,10 @@ private:
     Ih& ih_;
     Regs regs_;
     std::map<uint32_t, Queue> queues_;  // key pipe * 8 + queue
+    // The queue whose kernel runs with the model's lock released; removals of it are deferred.
+    std::optional<uint32_t> running_;
+    void remove(uint32_t key);
+    void finish_pending();  // the deferred removals, once no kernel runs
 };
 
 // The 100 MHz GPU clock counter RELEASE_MEM data_sel 3 and SDMA TIMESTAMP write (am.md §3.3:

@@ -626,6 +626,42 @@ struct ExecRig : EngineRig {
     }
     static std::vector<uint32_t> untouched() { return std::vector<uint32_t>(kN + 1, 0xdeadbeef); }
 
+    // The spin kernel (a second program), dispatched with a RELEASE_MEM of 0x5e to kSignal after
+    // it; returns once the kernel has had 50 ms to start spinning on kFlag.
+    static constexpr uint64_t kSpinProgram = kProgram + 0x100, kSpinImage = kVa + 0xD0000, kSpinArgs = kKernarg + 0x100,
+                              kFlag = kSignal + 0x400;
+    void start_spin() {
+        auto object = baregpu::sim_test_kernels::find_object("spin.o");
+        REQUIRE(!object.empty());
+        rig.vram_write(leaf(kSpinImage), object);
+        baregpu_host_program p{};
+        p.magic = BAREGPU_HOST_PROGRAM_MAGIC;
+        p.version = BAREGPU_HOST_PROGRAM_VERSION;
+        p.image_va = kSpinImage;
+        p.image_size = object.size();
+        p.image_hash = baregpu_host_program_hash(object.data(), object.size());
+        std::strcpy(p.kernel, "spin");
+        p.kernarg_size = 8;
+        REQUIRE(rig.model->gpu_write(kSpinProgram, std::as_bytes(std::span(&p, 1))));
+        set_va64(kSpinArgs, kFlag);
+        std::vector<uint32_t> w = {pkt3(kSetShReg, 3), sh(0x1bac), static_cast<uint32_t>(kSpinProgram >> 8),
+                                   static_cast<uint32_t>(kSpinProgram >> 40), pkt3(kSetShReg, 4), sh(0x1ba7), 1, 1, 1,
+                                   pkt3(kSetShReg, 3), sh(0x1be0), static_cast<uint32_t>(kSpinArgs),
+                                   static_cast<uint32_t>(kSpinArgs >> 32), pkt3(kDispatchDirect, 4), 1, 1, 1, 1u};
+        auto rel = release_mem(kSignal, 1, 0, 0x5e);
+        w.insert(w.end(), rel.begin(), rel.end());
+        submit(w, false);
+        rig.dev->bar(2).write64(BarOffset(3 * 8), wptr);
+        std::this_thread::sleep_for(50ms);
+    }
+    // Polls kSignal through BAR0 in real time (no doorbell, no idle wait) for up to 10 s.
+    bool poll_signal(uint32_t value) {
+        const auto deadline = std::chrono::steady_clock::now() + 10s;
+        while (rig.vram32(leaf(kSignal)) != value && std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(100us);
+        return rig.vram32(leaf(kSignal)) == value;
+    }
+
     std::vector<std::byte> image;
 };
 
@@ -684,43 +720,43 @@ TEST_CASE("sim-am engines: DISPATCH_DIRECT runs a host-code kernel over every wo
     }
 
     SECTION("a doorbell does not wait behind a running kernel; the host releases the kernel through BAR0") {
-        // A second program: the spin kernel, its flag words in the leaf.
-        constexpr uint64_t kSpinProgram = kProgram + 0x100, kSpinImage = kVa + 0xD0000, kSpinArgs = kKernarg + 0x100,
-                           kFlag = kSignal + 0x400;
-        auto object = baregpu::sim_test_kernels::find_object("spin.o");
-        REQUIRE(!object.empty());
-        e.rig.vram_write(EngineRig::leaf(kSpinImage), object);
-        baregpu_host_program p{};
-        p.magic = BAREGPU_HOST_PROGRAM_MAGIC;
-        p.version = BAREGPU_HOST_PROGRAM_VERSION;
-        p.image_va = kSpinImage;
-        p.image_size = object.size();
-        p.image_hash = baregpu_host_program_hash(object.data(), object.size());
-        std::strcpy(p.kernel, "spin");
-        p.kernarg_size = 8;
-        REQUIRE(e.rig.model->gpu_write(kSpinProgram, std::as_bytes(std::span(&p, 1))));
-        e.set_va64(kSpinArgs, kFlag);
-        std::vector<uint32_t> w = {pkt3(kSetShReg, 3), sh(0x1bac), static_cast<uint32_t>(kSpinProgram >> 8),
-                                   static_cast<uint32_t>(kSpinProgram >> 40), pkt3(kSetShReg, 4), sh(0x1ba7), 1, 1, 1,
-                                   pkt3(kSetShReg, 3), sh(0x1be0), static_cast<uint32_t>(kSpinArgs),
-                                   static_cast<uint32_t>(kSpinArgs >> 32), pkt3(kDispatchDirect, 4), 1, 1, 1, 1u};
-        e.submit(w + release_mem(kSignal, 1, 0, 0x5e), false);
-        e.rig.dev->bar(2).write64(BarOffset(3 * 8), e.wptr);
-        std::this_thread::sleep_for(50ms);  // the kernel is spinning now
+        e.start_spin();
         CHECK(e.rig.vram32(EngineRig::leaf(kSignal)) == 0);
         const auto t0 = std::chrono::steady_clock::now();
         e.rig.dev->bar(2).write64(BarOffset(3 * 8), e.wptr);  // again, while the kernel runs
-        CHECK(std::chrono::steady_clock::now() - t0 < 1s);  // blocked, it would wait for the kernel (seconds)
+        CHECK(std::chrono::steady_clock::now() - t0 < 1s);     // blocked, it would wait for the kernel (seconds)
+        // Nor do register reads and status calls: the model's lock is not held while kernels run.
+        const auto t1 = std::chrono::steady_clock::now();
+        CHECK(e.rig.rd(e.hqd(0x1fab)) == 1);  // CP_HQD_ACTIVE
+        const auto status = e.rig.model->compute_queue(0, 0);
+        CHECK(std::chrono::steady_clock::now() - t1 < 1s);
+        CHECK(status.active);
+        CHECK(status.rptr == 13);  // on the DISPATCH_DIRECT, after the three SET_SH_REG
         CHECK(e.rig.vram32(EngineRig::leaf(kSignal)) == 0);
-        e.rig.vram_write32(EngineRig::leaf(kFlag), 5);  // the host releases the kernel
-        const auto deadline = std::chrono::steady_clock::now() + 10s;
-        while (e.rig.vram32(EngineRig::leaf(kSignal)) != 0x5e && std::chrono::steady_clock::now() < deadline)
-            std::this_thread::sleep_for(100us);
-        CHECK(e.rig.vram32(EngineRig::leaf(kSignal)) == 0x5e);
-        CHECK(e.rig.vram32(EngineRig::leaf(kFlag + 4)) == 6);
+        e.rig.vram_write32(EngineRig::leaf(ExecRig::kFlag), 5);  // the host releases the kernel
+        CHECK(e.poll_signal(0x5e));
+        CHECK(e.rig.vram32(EngineRig::leaf(ExecRig::kFlag + 4)) == 6);
         REQUIRE(e.rig.model->wait_engines_idle());
         CHECK(e.rig.model->compute_queue(0, 0).rptr == e.wptr);
         CHECK(e.rig.violations() == 0);
+    }
+
+    SECTION("a dequeue while a kernel runs: CP_HQD_ACTIVE stays 1 until the kernel ends, then the queue goes") {
+        e.start_spin();
+        e.rig.wr(e.gc1 + 0x0900, 1u << 2);  // GRBM_GFX_CNTL: ME 1 pipe 0 queue 0
+        e.rig.wr(e.hqd(0x1fc1), 1);         // CP_HQD_DEQUEUE_REQUEST: drain
+        CHECK(e.rig.rd(e.hqd(0x1fab)) == 1);
+        CHECK(e.rig.model->compute_queue(0, 0).active);
+        e.rig.vram_write32(EngineRig::leaf(ExecRig::kFlag), 5);
+        REQUIRE(e.rig.model->wait_engines_idle());
+        CHECK(e.rig.vram32(EngineRig::leaf(ExecRig::kFlag + 4)) == 6);  // the kernel finished
+        CHECK(e.rig.rd(e.hqd(0x1fab)) == 0);
+        CHECK_FALSE(e.rig.model->compute_queue(0, 0).active);
+        CHECK(e.va32(kSignal) == 0);  // the RELEASE_MEM after it never ran
+        CHECK(e.rig.violations() == 0);
+        e.activate();  // the slot can be used again
+        CHECK(e.rig.violations() == 0);
+        CHECK(e.rig.model->compute_queue(0, 0).active);
     }
 
     SECTION("inject_dispatch_hang holds the queue on the dispatch until cleared; the doorbell does not wait") {
