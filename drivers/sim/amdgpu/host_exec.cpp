@@ -7,9 +7,7 @@
 #include "drivers/hostcode/thread_pool.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
 #include <fmt/format.h>
 #include <sys/mman.h>
