@@ -14,7 +14,7 @@ cd "$(dirname "$0")"
 packages=(
     g++ clang meson ninja-build pkg-config python3
     libpci-dev pci.ids libusb-1.0-0-dev libdrm-dev libfmt-dev catch2 libzstd-dev liblzma-dev
-    llvm-19-dev llvm-19 libclang-rt-14-dev libopenblas-dev
+    llvm-19-dev llvm-19 lld-19 libclang-rt-14-dev libopenblas-dev
 )
 
 install_missing() {

@@ -6,18 +6,29 @@
 // kernel descriptor (.rodata, name.kd) and the HSA metadata note (NT_AMDGPU_METADATA,
 // code object v5).
 //
-// The result is the relocatable object LLVM emits (ET_REL); a device loader needs it linked
-// into a shared object (ld.lld -shared), which is not done here yet.
+// emit_amdgpu_object returns the relocatable object LLVM emits (ET_REL). A device loader takes
+// the linked shared object (ET_DYN: PT_LOAD segments with final addresses, the .kd symbol in
+// .dynsym), which emit_amdgpu_code_object makes by running ld.lld -shared on it.
 #pragma once
 
 #include "compiler/kernel.hpp"
 
 #include <cstddef>
+#include <span>
 #include <string>
 #include <vector>
 
 namespace baregpu::compiler {
 
 std::vector<std::byte> emit_amdgpu_object(const Kernel& kernel, const std::string& gfx_arch);
+
+// The kernel as a loadable HSA code object: emit_amdgpu_object linked by ld.lld -shared.
+std::vector<std::byte> emit_amdgpu_code_object(const Kernel& kernel, const std::string& gfx_arch);
+
+// Links an AMDGPU relocatable object into a shared object with ld.lld (a subprocess, through
+// temporary files). The linker is $BAREGPU_LD_LLD, else ld.lld-19 or ld.lld on PATH; LLVM 19
+// writes code object v5, which needs lld 15 or newer (Debian 12: apt-get install lld-19).
+// Throws baregpu::Error naming the linker and its output when there is none or it fails.
+std::vector<std::byte> link_amdgpu_shared_object(std::span<const std::byte> relocatable, const std::string& name);
 
 }  // namespace baregpu::compiler

@@ -1,6 +1,6 @@
 // x86-64 code generation for the CPU device, through LLVM linked as a library.
 //
-// The generated kernel runs ONE workgroup (drivers/cpu/kernel_abi.h): workgroup g of G owns
+// The generated kernel runs ONE workgroup (drivers/hostcode/kernel_abi.h): workgroup g of G owns
 // the g-th of G equal chunks of the output's row-major elements, so any grid size is correct
 // and a larger grid spreads the work over more pool threads. Within a chunk the loops run over
 // the output's rows and, innermost, its last non-reduced dimension (vectorized by LLVM's loop

@@ -1,5 +1,5 @@
 /* The launch benchmark's kernel: does nothing, so what is measured is the queue. */
-#include "drivers/cpu/kernel_abi.h"
+#include "drivers/hostcode/kernel_abi.h"
 
 void empty(const void *kernargs, const struct baregpu_dispatch *dispatch) {
     (void)kernargs;

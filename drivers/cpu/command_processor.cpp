@@ -3,7 +3,7 @@
 #include "base/error.hpp"
 #include "drivers/cpu/cpu_device.hpp"
 #include "drivers/cpu/cpu_program.hpp"
-#include "drivers/cpu/kernel_abi.h"
+#include "drivers/hostcode/kernel_abi.h"
 #include "hcq/clock.hpp"
 #include "hcq/profiler.hpp"
 #include "hcq/program.hpp"

@@ -3,7 +3,7 @@
 #include "base/checked.hpp"
 #include "base/error.hpp"
 #include "drivers/cpu/cpu_program.hpp"
-#include "drivers/cpu/elf_loader.hpp"
+#include "drivers/hostcode/elf_loader.hpp"
 #include "hcq/clock.hpp"
 #include "hcq/profiler.hpp"
 
@@ -15,6 +15,10 @@
 #include <unistd.h>
 
 namespace baregpu::cpu {
+
+using hostcode::ElfObject;
+using hostcode::Import;
+using hostcode::KernelEntry;
 
 namespace {
 

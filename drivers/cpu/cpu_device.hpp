@@ -2,7 +2,7 @@
 // processor threads (one for compute, one for copies); exec runs workgroups on a thread pool
 // with one thread per core; signals and timestamps are written by the command processors as a
 // GPU's would be; code objects are x86-64 ELF relocatable objects placed and relocated by our
-// own loader (drivers/cpu/elf_loader.hpp) into the device's address space.
+// own loader (drivers/hostcode/elf_loader.hpp) into the device's address space.
 //
 // Names: "cpu" and "cpu:N" (independent instances; all CPU devices are one peer group).
 // Options (?key=value&...): threads (pool size, default: cores, at most 1024), ring (bytes per
@@ -15,8 +15,8 @@
 
 #include "drivers/cpu/address_space.hpp"
 #include "drivers/cpu/command_processor.hpp"
-#include "drivers/cpu/thread_pool.hpp"
 #include "drivers/cpu/wake_word.hpp"
+#include "drivers/hostcode/thread_pool.hpp"
 #include "hcq/device.hpp"
 #include "hcq/registry.hpp"
 
@@ -27,6 +27,8 @@
 #include <mutex>
 
 namespace baregpu::cpu {
+
+using hostcode::ThreadPool;
 
 class CpuDevice final : public hcq::Device, private hcq::MemoryBackend {
     struct Token {};

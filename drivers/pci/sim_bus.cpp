@@ -25,6 +25,26 @@ constexpr uint64_t kFlrWaitNs = 100'000'000;
 
 uint64_t ones(unsigned width) { return width >= 8 ? kAllOnes : ((uint64_t{1} << (8 * width)) - 1); }
 
+// One naturally aligned access to a Memory BAR (the offset is aligned to the width). A model's
+// engine thread reads and writes the same words (a signal, a WAIT_REG_MEM target): as on a real
+// bus these single accesses are not torn, so they are atomic here (relaxed: PCIe orders nothing more).
+uint64_t load_word(const std::byte* at, unsigned width) {
+    switch (width) {
+        case 1: return __atomic_load_n(reinterpret_cast<const uint8_t*>(at), __ATOMIC_RELAXED);
+        case 2: return __atomic_load_n(reinterpret_cast<const uint16_t*>(at), __ATOMIC_RELAXED);
+        case 4: return __atomic_load_n(reinterpret_cast<const uint32_t*>(at), __ATOMIC_RELAXED);
+        default: return __atomic_load_n(reinterpret_cast<const uint64_t*>(at), __ATOMIC_RELAXED);
+    }
+}
+void store_word(std::byte* at, unsigned width, uint64_t value) {
+    switch (width) {
+        case 1: __atomic_store_n(reinterpret_cast<uint8_t*>(at), static_cast<uint8_t>(value), __ATOMIC_RELAXED); break;
+        case 2: __atomic_store_n(reinterpret_cast<uint16_t*>(at), static_cast<uint16_t>(value), __ATOMIC_RELAXED); break;
+        case 4: __atomic_store_n(reinterpret_cast<uint32_t*>(at), static_cast<uint32_t>(value), __ATOMIC_RELAXED); break;
+        default: __atomic_store_n(reinterpret_cast<uint64_t*>(at), value, __ATOMIC_RELAXED); break;
+    }
+}
+
 }  // namespace
 
 std::string IommuFault::describe() const {
@@ -77,6 +97,12 @@ SimBus::Function::Function(SimBus& owner, PciAddress addr, std::unique_ptr<SimDe
     }
     msix_.resize(spec.msix.vectors);
     msix_pending_.assign(spec.msix.vectors, false);
+}
+
+SimBus::Function::~Function() {
+    // The model's threads may still use this port (DMA, interrupts, violations): stop them while
+    // every member is alive; the members declared after `model` are destroyed before it.
+    model->disconnect();
 }
 
 void SimBus::Function::charge(uint64_t ns) {
@@ -210,9 +236,7 @@ uint64_t SimBus::Function::bar_read(unsigned bar, uint64_t offset, unsigned widt
     if (!memory_decode_enabled("read", bar, offset)) return ones(width);
     if (in_msix_table(bar, offset) || in_msix_pba(bar, offset)) return msix_read(bar, offset, width);
     if (!memory[bar].empty()) {
-        uint64_t v = 0;
-        std::memcpy(&v, memory[bar].data() + offset, width);
-        return v;
+        return load_word(memory[bar].data() + offset, width);
     }
     return model->mmio_read(bar, offset, width);
 }
@@ -229,7 +253,7 @@ void SimBus::Function::bar_write(unsigned bar, uint64_t offset, unsigned width, 
         return;
     }
     if (!memory[bar].empty()) {
-        std::memcpy(memory[bar].data() + offset, &value, width);
+        store_word(memory[bar].data() + offset, width, value);
         return;
     }
     model->mmio_write(bar, offset, width, value);

@@ -108,6 +108,9 @@ public:
 
     // Called once when attached; the port lives as long as the model stays on the bus.
     virtual void connect(SimPort& port) { port_ = &port; }
+    // Called once when the function leaves the bus, while the port still works and before any
+    // of it is torn down: a model that runs its own threads (engines) stops them here.
+    virtual void disconnect() {}
 
     // Register BAR accesses. width is 1, 2, 4 or 8 and offset is aligned to it and inside the
     // BAR. Accesses to the MSI-X table and PBA never arrive here.

@@ -34,6 +34,7 @@ struct IommuDomain {
 struct SimBus::Function final : SimPort {
     Function(SimBus& bus, PciAddress address, std::unique_ptr<SimDeviceModel> model,
              const std::array<uint64_t, kBarCount>& bar_addresses);
+    ~Function() override;  // disconnects the model before any member goes
 
     // SimPort
     bool dma_read(BusAddress address, std::span<std::byte> out) override;

@@ -1,13 +1,16 @@
 // AMDGPU code objects from the compiler, checked by LLVM's own tools: llvm-objdump must
 // disassemble them for the target and llvm-readelf must show the HSA metadata note with the
-// kernel. Exits 77 (meson: skipped) with a message when the tools are not installed.
+// kernel; emit_amdgpu_code_object must give a shared object (ld.lld). Exits 77 (meson: skipped)
+// with a message when the tools are not installed.
 #define CATCH_CONFIG_RUNNER
+#include "base/error.hpp"
 #include "compiler/amdgpu_codegen.hpp"
 #include "compiler/scheduler.hpp"
 
 #include <array>
 #include <catch2/catch.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -110,6 +113,57 @@ TEST_CASE("amdgpu: matmul, reduction and row-reduction code objects for gfx1100 
         check_object(reduction_kernel(), gfx);
         check_object(row_kernel(), gfx);
     }
+}
+
+TEST_CASE("amdgpu: emit_amdgpu_code_object links with ld.lld into a shared object; linker problems are clear errors") {
+    auto [version, version_rc] = run("ld.lld-19 --version || ld.lld --version");
+    if (version_rc != 0 || version.find("LLD 1") == std::string::npos || version.find("LLD 14") != std::string::npos) {
+        WARN("no ld.lld 15 or newer (Debian: apt-get install lld-19): linking not checked");
+        return;
+    }
+    Kernel kernel = row_kernel();
+    std::vector<std::byte> so = emit_amdgpu_code_object(kernel, "gfx1100");
+    auto path = std::filesystem::temp_directory_path() / (kernel.name() + "-" + std::to_string(getpid()) + ".so");
+    {
+        std::ofstream f(path, std::ios::binary);
+        f.write(reinterpret_cast<const char*>(so.data()), std::streamsize(so.size()));
+    }
+    auto [header, header_rc] = run(std::string(kReadelf) + " -h --dyn-syms " + path.string());
+    std::filesystem::remove(path);
+    INFO(header);
+    CHECK(header_rc == 0);
+    CHECK(header.find("DYN (Shared object file)") != std::string::npos);
+    CHECK(header.find(kernel.name() + ".kd") != std::string::npos);  // exported for the loader
+
+    // Not an object: the linker's own message comes back.
+    std::vector<std::byte> junk(64, std::byte{0x5a});
+    try {
+        link_amdgpu_shared_object(junk, "junk");
+        FAIL("linked junk");
+    } catch (const Error& e) {
+        INFO(e.what());
+        CHECK(std::string(e.what()).find("-shared failed for kernel junk") != std::string::npos);
+    }
+    // A linker that is not there.
+    setenv("BAREGPU_LD_LLD", "/nonexistent/ld.lld", 1);
+    try {
+        emit_amdgpu_code_object(kernel, "gfx1100");
+        FAIL("linked without a linker");
+    } catch (const Error& e) {
+        CHECK(std::string(e.what()).find("BAREGPU_LD_LLD=/nonexistent/ld.lld is not an executable") != std::string::npos);
+    }
+    // lld 14 (Debian 12's plain `lld`) cannot link code object v5: the error says what to install.
+    if (have_tool("ld.lld-14")) {
+        setenv("BAREGPU_LD_LLD", "ld.lld-14", 1);
+        try {
+            emit_amdgpu_code_object(kernel, "gfx1100");
+            FAIL("lld 14 linked code object v5");
+        } catch (const Error& e) {
+            INFO(e.what());
+            CHECK(std::string(e.what()).find("install lld-19") != std::string::npos);
+        }
+    }
+    unsetenv("BAREGPU_LD_LLD");
 }
 
 int main(int argc, char** argv) {

@@ -4,7 +4,7 @@
 #include "compiler/cpu_codegen.hpp"
 #include "compiler/cpu_kernel_abi.hpp"
 #include "compiler/scheduler.hpp"
-#include "drivers/cpu/kernel_abi.h"
+#include "drivers/hostcode/kernel_abi.h"
 #include "tests/hcq/support.hpp"
 
 #include <cmath>

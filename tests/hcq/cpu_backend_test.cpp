@@ -5,7 +5,7 @@
 #include "base/error.hpp"
 #include "drivers/cpu/cpu_device.hpp"
 #include "drivers/cpu/cpu_program.hpp"
-#include "drivers/cpu/kernel_abi.h"
+#include "drivers/hostcode/kernel_abi.h"
 #include "drivers/cpu/packets.hpp"
 #include "drivers/cpu/wake_word.hpp"
 #include "hcq/clock.hpp"
@@ -151,7 +151,7 @@ TEST_CASE("cpu: a kernel that asks for more stack than the device gives is refus
     auto dev = test::open_device("cpu");
     auto object = test::kernel_object(*dev, "add_one");
     std::vector<std::byte> bytes(object.begin(), object.end());
-    // The descriptor's private_bytes (drivers/cpu/kernel_abi.h: at offset 84).
+    // The descriptor's private_bytes (drivers/hostcode/kernel_abi.h: at offset 84).
     auto* elf = reinterpret_cast<const Elf64_Ehdr*>(bytes.data());
     auto* sections = reinterpret_cast<const Elf64_Shdr*>(bytes.data() + elf->e_shoff);
     const char* names = reinterpret_cast<const char*>(bytes.data() + sections[elf->e_shstrndx].sh_offset);

@@ -1,7 +1,7 @@
 // Unit: the CPU device's ELF loader rejects bad code objects with clear errors, and survives
 // random corruption (brief by default, longer with BAREGPU_LONG=full).
 #include "base/error.hpp"
-#include "drivers/cpu/elf_loader.hpp"
+#include "drivers/hostcode/elf_loader.hpp"
 #include "tests/hcq/support.hpp"
 
 #include <cstring>
@@ -9,7 +9,7 @@
 #include <random>
 
 using namespace baregpu;
-using namespace baregpu::cpu;
+using namespace baregpu::hostcode;
 
 namespace baregpu::test_kernels {
 std::span<const std::byte> find_object(std::string_view name);

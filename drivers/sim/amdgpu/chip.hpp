@@ -29,6 +29,10 @@ public:
     std::span<std::byte> vram() { return file_.vram(); }
 
     uint64_t now() const { return port != nullptr ? port->now_ns() : 0; }
+    // Device work (a kernel's host execution time) advances the modelled clock.
+    void spend(uint64_t ns) const {
+        if (port != nullptr) port->spend_ns(ns);
+    }
     void violation(const std::string& what, const std::string& where, const std::string& source) const {
         if (port != nullptr) port->violation(what, where, source);
     }

@@ -1,5 +1,6 @@
 #include "drivers/sim/amdgpu/gmc.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <fmt/format.h>
 
@@ -141,6 +142,45 @@ std::optional<Gmc::Translation> Gmc::translate(uint64_t va, VmClient client) {
     return std::nullopt;
 }
 
+void Gmc::for_each_leaf(VmClient client,
+                        const std::function<void(uint64_t va, uint64_t bytes, const Translation&)>& visit) {
+    // The same decode as translate(), walked top-down over valid entries only.
+    const RegisterMap::Hub& h = hub(client);
+    const uint32_t cntl = chip_.load(h.context0_cntl);
+    if (!(cntl & field::kContextEnable)) return;
+    const uint64_t start = ((uint64_t{chip_.load(h.pt_start_hi) & 0xf} << 32) | chip_.load(h.pt_start_lo)) << 12;
+    const uint64_t end = ((uint64_t{chip_.load(h.pt_end_hi) & 0xf} << 32) | chip_.load(h.pt_end_lo)) << 12;
+    const unsigned depth = (cntl >> field::kPageTableDepthShift) & 3;
+    const uint64_t base = (uint64_t{chip_.load(h.pt_base_hi)} << 32) | chip_.load(h.pt_base_lo);
+    if (!(base & gmc::kPteValid) || end < start) return;
+    const uint64_t pde_pte = chip_.asic.gc_major() >= 12 ? gmc::kPdePteGfx12 : gmc::kPdePteGfx11;
+    const uint64_t limit = end - start + 0x1000;  // relative VAs the range covers
+    std::function<void(uint64_t, unsigned, uint64_t)> walk = [&](uint64_t table, unsigned level, uint64_t rel_base) {
+        const unsigned shift = 12 + 9 * (depth - level);
+        for (uint64_t index = 0; index < 512; ++index) {
+            const uint64_t rel = rel_base + (index << shift);
+            if (rel >= limit) return;
+            if (table + index * 8 + 8 > kVramBytes) return;
+            uint64_t entry = 0;
+            std::memcpy(&entry, chip_.vram().data() + table + index * 8, 8);
+            if (!(entry & gmc::kPteValid)) continue;
+            const bool leaf = level == depth || (level > 0 && (entry & pde_pte));
+            if (!leaf) {
+                walk(entry & gmc::kPteAddressMask, level + 1, rel);
+                continue;
+            }
+            const uint64_t page = uint64_t{1} << shift;
+            Translation t;
+            t.address = entry & gmc::kPteAddressMask & ~(page - 1);
+            t.system = (entry & gmc::kPteSystem) != 0;
+            t.writeable = (entry & gmc::kPteWriteable) != 0;
+            if (!(entry & gmc::kPteReadable) && !t.writeable) continue;
+            visit(start + rel, std::min(page, limit - rel), t);
+        }
+    };
+    walk(base & gmc::kPteAddressMask, 0, 0);
+}
+
 void Gmc::fault(uint64_t va, bool write, VmClient client) {
     const RegisterMap::Hub& h = hub(client);
     GmcState& g = chip_.state().gmc;
@@ -197,10 +237,33 @@ bool Gmc::access(uint64_t va, std::span<std::byte> data, bool write, VmClient cl
                 fault(at, write, client);
                 return false;
             }
-            if (write) {
-                std::memcpy(chip_.vram().data() + t->address, chunk.data(), n);
+            std::byte* word = chip_.vram().data() + t->address;
+            if ((n == 4 || n == 8) && t->address % n == 0) {
+                // A single aligned word (a signal, a wait target, a pointer report) is one access
+                // on hardware, and the host may touch it at the same time through BAR0: atomic.
+                if (n == 4) {
+                    uint32_t v = 0;
+                    if (write) {
+                        std::memcpy(&v, chunk.data(), 4);
+                        __atomic_store_n(reinterpret_cast<uint32_t*>(word), v, __ATOMIC_RELAXED);
+                    } else {
+                        v = __atomic_load_n(reinterpret_cast<const uint32_t*>(word), __ATOMIC_RELAXED);
+                        std::memcpy(chunk.data(), &v, 4);
+                    }
+                } else {
+                    uint64_t v = 0;
+                    if (write) {
+                        std::memcpy(&v, chunk.data(), 8);
+                        __atomic_store_n(reinterpret_cast<uint64_t*>(word), v, __ATOMIC_RELAXED);
+                    } else {
+                        v = __atomic_load_n(reinterpret_cast<const uint64_t*>(word), __ATOMIC_RELAXED);
+                        std::memcpy(chunk.data(), &v, 8);
+                    }
+                }
+            } else if (write) {
+                std::memcpy(word, chunk.data(), n);
             } else {
-                std::memcpy(chunk.data(), chip_.vram().data() + t->address, n);
+                std::memcpy(chunk.data(), word, n);
             }
         }
         done += n;

@@ -15,6 +15,7 @@
 #include "drivers/sim/amdgpu/chip.hpp"
 #include "drivers/sim/amdgpu/ih.hpp"
 
+#include <functional>
 #include <optional>
 
 namespace baregpu::sim::amdgpu {
@@ -56,6 +57,10 @@ public:
         bool writeable = false;
     };
     std::optional<Translation> translate(uint64_t va, VmClient client);
+    // Every valid leaf of the hub's VMID 0 page table, in VA order, as translate() would decode it
+    // (the system aperture is not a leaf and is not visited): `bytes` is the leaf's page size.
+    // For the compute engine's host mirror of the address space (host_exec.hpp).
+    void for_each_leaf(VmClient client, const std::function<void(uint64_t va, uint64_t bytes, const Translation&)>& visit);
     // An access by `client`; faults (latch + IH entry) when not mapped or not writeable.
     bool access(uint64_t va, std::span<std::byte> data, bool write, VmClient client);
     // The same checks without moving data.

@@ -2,6 +2,7 @@
 
 #include "drivers/sim/amdgpu/chip.hpp"
 #include "drivers/sim/amdgpu/discovery_image.hpp"
+#include "drivers/sim/amdgpu/host_exec.hpp"
 #include "drivers/sim/amdgpu/ih.hpp"
 #include "drivers/sim/amdgpu/pm4_engine.hpp"
 #include "drivers/sim/amdgpu/psp.hpp"
@@ -11,7 +12,9 @@
 #include "drivers/sim/amdgpu/smu.hpp"
 #include "drivers/sim/amdgpu/state_file.hpp"
 
+#include <algorithm>
 #include <cstring>
+#include <exception>
 #include <fmt/format.h>
 #include <vector>
 
@@ -21,7 +24,9 @@ struct NaviModel::Impl {
     Impl(const ModelOptions& o)
         : asic(asic_info(o.asic)), file(o.asic, o.state_dir, o.ephemeral), firmware(asic, o.firmware_dir), chip(asic, file),
           psp(chip, firmware), smu(chip, firmware), ih(chip), gmc(chip, ih), registers(chip, psp, smu, gmc, ih),
-          cp(chip, gmc, ih), sdma(chip, gmc) {}
+          cp(chip, gmc, ih), sdma(chip, gmc), host(chip, gmc, file.fd(), StateFile::vram_file_offset()) {
+        cp.executor = &host;
+    }
 
     const AsicInfo& asic;
     StateFile file;
@@ -34,6 +39,7 @@ struct NaviModel::Impl {
     RegisterFile registers;
     ComputeEngine cp;
     SdmaEngine sdma;
+    HostExecutor host;
 };
 
 std::unique_ptr<pci::sim::SimDeviceModel> make_model(const ModelOptions& options) {
@@ -45,11 +51,95 @@ NaviModel::NaviModel(const ModelOptions& options) : options_(options), impl_(std
     // The CP's register waits go through the same decode as BAR5 (the model's lock is held).
     impl_->cp.reg_read = [this](uint32_t a) { return impl_->registers.read(a); };
     impl_->cp.reg_write = [this](uint32_t a, uint32_t v) { impl_->registers.write(a, v); };
+    // Kernels run with the model's lock released (only ever on the engine thread, which holds it
+    // then): BAR5, gpu_read/gpu_write and status calls do not wait for a kernel to end.
+    impl_->host.unlocked = [this](const std::function<void()>& work) {
+        mutex_.unlock();
+        try {
+            work();
+        } catch (...) {
+            mutex_.lock();
+            throw;
+        }
+        mutex_.lock();
+    };
     powered_on_at_open_ = impl_->file.powered_on();
     if (powered_on_at_open_) power_on(/*keep_vram=*/false);
+    engine_ = std::thread([this] { engine_loop(); });
 }
 
-NaviModel::~NaviModel() = default;
+NaviModel::~NaviModel() { stop_engines(); }
+
+void NaviModel::stop_engines() {
+    {
+        std::lock_guard lock(kick_mutex_);
+        stop_ = true;
+    }
+    kick_cv_.notify_all();
+    if (engine_.joinable()) engine_.join();
+}
+
+void NaviModel::engine_loop() {
+    // Real hardware polls a WAIT_REG_MEM / POLL_REGMEM every few hundred cycles; ~30 µs keeps a
+    // waiting queue responsive without burning a host core.
+    constexpr auto kPollInterval = std::chrono::microseconds(30);
+    for (;;) {
+        std::vector<Kick> batch;
+        uint64_t pass = 0;
+        {
+            std::unique_lock lock(kick_mutex_);
+            auto woken = [&] { return stop_ || !kicks_.empty() || requested_pass_ > completed_pass_; };
+            if (polling_)
+                kick_cv_.wait_for(lock, kPollInterval, woken);
+            else
+                kick_cv_.wait(lock, woken);
+            if (stop_) return;
+            batch.swap(kicks_);
+            pass = requested_pass_;
+        }
+        bool waiting = false;
+        {
+            std::lock_guard lock(mutex_);
+            Impl& m = *impl_;
+            try {
+                for (const Kick& k : batch)
+                    if (!m.cp.doorbell(k.offset, k.width, k.value)) m.sdma.doorbell(k.offset, k.width, k.value);
+                m.cp.poll();
+                m.sdma.poll();
+            } catch (const std::exception& e) {
+                // Nothing may escape the thread (std::terminate); the bus records what went wrong.
+                m.chip.violation(fmt::format("the engine thread failed: {}", e.what()), "engine thread", "model limit");
+            }
+            waiting = m.cp.any_waiting() || m.sdma.waiting();
+        }
+        {
+            std::lock_guard lock(kick_mutex_);
+            polling_ = waiting;
+            completed_pass_ = std::max(completed_pass_, pass);
+        }
+        idle_cv_.notify_all();
+    }
+}
+
+void NaviModel::request_pass() {
+    {
+        std::lock_guard lock(kick_mutex_);
+        ++requested_pass_;
+    }
+    kick_cv_.notify_one();
+}
+
+bool NaviModel::wait_engines_idle(std::chrono::milliseconds timeout) {
+    std::unique_lock lock(kick_mutex_);
+    const uint64_t want = ++requested_pass_;
+    kick_cv_.notify_one();
+    return idle_cv_.wait_for(lock, timeout, [&] { return completed_pass_ >= want && kicks_.empty(); });
+}
+
+void NaviModel::inject_dispatch_hang(bool hang) {
+    impl_->cp.hang_dispatches.store(hang, std::memory_order_release);
+    request_pass();  // a held dispatch resumes at once
+}
 
 pci::sim::DeviceSpec NaviModel::spec() const {
     const AsicInfo& a = impl_->asic;
@@ -73,7 +163,9 @@ pci::sim::DeviceSpec NaviModel::spec() const {
 
 void NaviModel::connect(pci::sim::SimPort& port) {
     SimDeviceModel::connect(port);
-    std::lock_guard lock(mutex_);
+    // Not under mutex_: the bus calls this holding its own lock, which the engine thread takes
+    // (violations) while holding mutex_. Nothing else can reach the model before it is attached,
+    // and the engine thread only runs after a doorbell or a request, which synchronize with this.
     impl_->chip.port = &port;
     // A new bus starts its clock at 0: whatever was "working" when the last owner left is done.
     impl_->psp.reconnect();
@@ -93,6 +185,7 @@ void NaviModel::power_on(bool keep_vram) {
     m.gmc.power_on();
     m.cp.reset();
     m.sdma.reset();
+    m.host.reset();
     // The discovery table the VBIOS leaves at the top of VRAM.
     std::vector<std::byte> image = build_discovery_image(m.asic);
     std::memcpy(m.file.vram().data() + kDiscoveryOffset, image.data(), image.size());
@@ -123,6 +216,22 @@ uint64_t NaviModel::mmio_read(unsigned bar, uint64_t offset, unsigned width) {
 }
 
 void NaviModel::mmio_write(unsigned bar, uint64_t offset, unsigned width, uint64_t value) {
+    if (bar == 2) {
+        // A doorbell: recorded for the engine thread, which finds the queue it belongs to (others
+        // are accepted and ignored) without the writer waiting for any of it.
+        // Kicks of one doorbell not yet taken coalesce (the last value is what the slot holds), so
+        // the list stays as short as the number of queues.
+        {
+            std::lock_guard lock(kick_mutex_);
+            auto same = std::find_if(kicks_.begin(), kicks_.end(), [&](const Kick& k) { return k.offset == offset && k.width == width; });
+            if (same != kicks_.end())
+                same->value = value;
+            else
+                kicks_.push_back({offset, width, value});
+        }
+        kick_cv_.notify_one();
+        return;
+    }
     std::lock_guard lock(mutex_);
     if (bar == 5) {
         impl_->registers.bar5_write(offset, width, value);
@@ -133,8 +242,6 @@ void NaviModel::mmio_write(unsigned bar, uint64_t offset, unsigned width, uint64
         }
         return;
     }
-    // BAR2: a doorbell kicks the queue it belongs to; others are accepted and ignored.
-    if (bar == 2 && !impl_->cp.doorbell(offset, width, value)) impl_->sdma.doorbell(offset, width, value);
 }
 
 void NaviModel::inject_smu_hang(bool hang) {

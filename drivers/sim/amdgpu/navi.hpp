@@ -4,7 +4,10 @@
 //
 // BARs: BAR0 = VRAM (64-bit prefetchable, 1 GiB — real boards have 24 / 16 GiB; the model's
 // VRAM is its state file's), BAR2 = doorbells (2 MiB; 64-bit writes at an active compute
-// queue's or SDMA0 queue 0's slot kick that engine, pm4_engine.hpp / sdma_engine.hpp), BAR5 = MMIO registers (1 MiB). State lives in a MAP_SHARED file
+// queue's or SDMA0 queue 0's slot kick that engine, pm4_engine.hpp / sdma_engine.hpp), BAR5 = MMIO registers (1 MiB).
+// The engines run asynchronously, as on hardware: a doorbell write only records the kick and
+// wakes the model's engine thread, which runs the kicked queues (compute dispatches execute as
+// host code, host_exec.hpp) and re-polls every waiting queue every ~30 µs of real time. State lives in a MAP_SHARED file
 // (state_file.hpp) so it survives the model, the bus and the process. What is modelled and what
 // is not: README.md next to this file.
 #pragma once
@@ -15,12 +18,16 @@
 #include "drivers/sim/amdgpu/pm4_engine.hpp"
 #include "drivers/sim/amdgpu/sdma_engine.hpp"
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <mutex>
 #include <span>
 #include <string>
+#include <thread>
+#include <vector>
 
 namespace baregpu::sim::amdgpu {
 
@@ -44,6 +51,7 @@ public:
 
     pci::sim::DeviceSpec spec() const override;
     void connect(pci::sim::SimPort& port) override;
+    void disconnect() override { stop_engines(); }
     uint64_t mmio_read(unsigned bar, uint64_t offset, unsigned width) override;
     void mmio_write(unsigned bar, uint64_t offset, unsigned width, uint64_t value) override;
     // Navi dGPUs advertise no FLR (spec: function_level_reset = false): never called by the bus.
@@ -60,9 +68,18 @@ public:
     bool gpu_access(uint64_t va, size_t bytes, bool write, VmClient client = VmClient::gfx);
     bool gpu_read(uint64_t va, std::span<std::byte> out, VmClient client = VmClient::gfx);
     bool gpu_write(uint64_t va, std::span<const std::byte> data, VmClient client = VmClient::gfx);
-    // Called for every DISPATCH_DIRECT a compute queue executes (the kernel itself is not run
-    // yet), with the model's lock held: the hook must not call back into the model.
+    // When set, called for every DISPATCH_DIRECT a compute queue executes INSTEAD of running the
+    // kernel (host_exec.hpp), on the engine thread with the model's lock held: the hook must not
+    // call back into the model. An empty hook restores execution.
     void set_dispatch_hook(DispatchHook hook);
+    // While set, a compute dispatch never completes: its queue stays on the DISPATCH_DIRECT
+    // (rptr does not pass it, nothing after it runs, status().waiting) until cleared, or until
+    // the queue is dequeued or the chip reset.
+    void inject_dispatch_hang(bool hang);
+    // Blocks until the engine thread has finished a pass begun after this call with no doorbell
+    // pending: every engine is then idle, hung, or waiting on something not yet true. For tests
+    // that want deterministic completion; false on timeout.
+    bool wait_engines_idle(std::chrono::milliseconds timeout = std::chrono::seconds(10));
     using ComputeQueueStatus = ComputeEngine::QueueStatus;
     using SdmaQueueStatus = SdmaEngine::Status;
     ComputeQueueStatus compute_queue(uint32_t pipe, uint32_t queue) const;  // MEC 1
@@ -92,11 +109,30 @@ private:
     struct Impl;
     void power_on(bool keep_vram);
     void mode1_reset();
+    void engine_loop();
+    void stop_engines();  // joins the engine thread (idempotent): doorbells are then only recorded
+    void request_pass();
 
     ModelOptions options_;
+    // The chip: registers, blocks, engines (not the doorbell kicks). The engine thread releases
+    // it while a kernel's workgroups run (HostExecutor::unlocked).
     mutable std::mutex mutex_;
     std::unique_ptr<Impl> impl_;
     bool powered_on_at_open_ = false;
+
+    // The engine thread. A BAR2 write appends to kicks_ under kick_mutex_ only, so a doorbell never
+    // waits for a running kernel; the thread takes mutex_ to run the engines.
+    struct Kick {
+        uint64_t offset;
+        unsigned width;
+        uint64_t value;
+    };
+    std::mutex kick_mutex_;
+    std::condition_variable kick_cv_, idle_cv_;
+    std::vector<Kick> kicks_;
+    bool stop_ = false, polling_ = false;
+    uint64_t requested_pass_ = 0, completed_pass_ = 0;
+    std::thread engine_;  // last: started after everything it uses, joined first
 };
 
 }  // namespace baregpu::sim::amdgpu

@@ -1,6 +1,9 @@
 #include "drivers/sim/amdgpu/pm4_engine.hpp"
 
+#include "drivers/sim/amdgpu/host_exec.hpp"
+
 #include <cstring>
+#include <exception>
 #include <fmt/format.h>
 
 namespace baregpu::sim::amdgpu {
@@ -8,6 +11,7 @@ namespace baregpu::sim::amdgpu {
 namespace {
 constexpr const char* kNvd = "Linux amdgpu/nvd.h (PACKET3 opcodes and sizes)";
 constexpr const char* kPm4Ai = "Linux amdkfd/kfd_pm4_headers_ai.h";
+constexpr const char* kHostProgram = "drivers/hostcode/host_program.h (the simulated GPU's host-program contract)";
 constexpr const char* kHqd = "Linux gfx_v11_0.c gfx_v11_0_compute_mqd_init, v11_structs.h; am.md 1.12";
 
 // Fixed payload dword counts (the header's count field is payload - 1) on GC 10+ (nvd.h users in
@@ -103,18 +107,57 @@ void ComputeEngine::register_written(uint32_t address, uint32_t value) {
     }
     const uint32_t key = pipe * 8 + queue;
     if (address == regs_.dequeue_request) {
-        // DEQUEUE_REQ (bits 0-3): 1 drain, 2 reset waves; the queue goes inactive at once.
+        // DEQUEUE_REQ (bits 0-3): 1 drain, 2 reset waves; the queue goes inactive at once, or,
+        // while its kernel runs, when the kernel ends (CP_HQD_ACTIVE reads 1 until then: Linux
+        // gfx_v11_0 / amdgpu_amdkfd_gfx_v11 hqd_destroy poll it for 0).
         if ((value & 0xf) != 0) {
-            queues_.erase(key);
-            chip_.store(regs_.hqd_active, 0);
+            if (running_ == key && queues_.count(key)) {
+                queues_[key].remove_pending = true;
+                chip_.store(regs_.hqd_active, 1);
+            } else {
+                queues_.erase(key);
+                chip_.store(regs_.hqd_active, 0);
+            }
         }
         return;
     }
     if ((value & 1) == 0) {
-        queues_.erase(key);
+        remove(key);
         return;
     }
     activate();
+}
+
+void ComputeEngine::remove(uint32_t key) {
+    auto it = queues_.find(key);
+    if (it == queues_.end()) return;
+    if (running_ == key)
+        it->second.remove_pending = true;
+    else
+        queues_.erase(it);
+}
+
+void ComputeEngine::reset() {
+    for (auto it = queues_.begin(); it != queues_.end();) {
+        if (running_ == it->first) {
+            it->second.remove_pending = true;
+            ++it;
+        } else {
+            it = queues_.erase(it);
+        }
+    }
+}
+
+void ComputeEngine::finish_pending() {
+    if (running_) return;
+    for (auto it = queues_.begin(); it != queues_.end();) {
+        if (it->second.remove_pending) {
+            it = queues_.erase(it);
+            chip_.store(regs_.hqd_active, 0);
+        } else {
+            ++it;
+        }
+    }
 }
 
 void ComputeEngine::activate() {
@@ -164,7 +207,7 @@ bool ComputeEngine::doorbell(uint64_t offset, unsigned width, uint64_t value) {
                             fmt::format("BAR2+0x{:x}", offset), "am.md 1.14 (doorbell64)");
             return true;
         }
-        if (q.hung) return true;
+        if (q.hung || q.remove_pending) return true;
         uint64_t wptr = 0;
         if (!read(q, q.wptr_poll, std::as_writable_bytes(std::span(&wptr, 1)))) return true;
         if (wptr != value) {
@@ -176,8 +219,21 @@ bool ComputeEngine::doorbell(uint64_t offset, unsigned width, uint64_t value) {
             return true;
         }
         run(q);
+        finish_pending();
         return true;
     }
+    return false;
+}
+
+void ComputeEngine::poll() {
+    for (auto& [key, q] : queues_)
+        if (q.waiting && !q.hung && !q.remove_pending) run(q);
+    finish_pending();
+}
+
+bool ComputeEngine::any_waiting() const {
+    for (const auto& [key, q] : queues_)
+        if (q.waiting && !q.hung) return true;
     return false;
 }
 
@@ -321,9 +377,34 @@ ComputeEngine::Step ComputeEngine::execute(Queue& q, const std::vector<uint32_t>
             if (d.program == 0) return bad("DISPATCH_DIRECT with COMPUTE_PGM_LO/HI unset (program address 0)");
             for (int i = 0; i < 3; ++i)
                 if (d.block[i] == 0) return bad("DISPATCH_DIRECT with a COMPUTE_NUM_THREAD_X/Y/Z of 0");
-            ++q.dispatches;
-            if (on_dispatch) on_dispatch(d);
-            return Step::next;
+            // Held by inject_dispatch_hang: the packet is not retired and nothing after it runs; the
+            // engine thread retries it while the queue waits.
+            if (hang_dispatches.load(std::memory_order_acquire)) return Step::wait;
+            if (on_dispatch) {
+                ++q.dispatches;
+                on_dispatch(d);
+                return Step::next;
+            }
+            if (executor == nullptr) return bad("DISPATCH_DIRECT with no way to run kernels", kHostProgram);
+            std::string what;
+            HostExecutor::Outcome outcome = HostExecutor::Outcome::refused;
+            running_ = q.pipe * 8 + q.queue;
+            try {
+                outcome = executor->run(d, what);
+            } catch (const std::exception& e) {
+                // The host ran out of something (mappings, memory): the dispatch cannot run.
+                what = fmt::format("the model could not run the dispatch: {}", e.what());
+            }
+            running_.reset();
+            // Dequeued or reset while the kernel ran (the model's lock was released): stop here;
+            // the caller removes the queue.
+            if (q.remove_pending) return Step::stop;
+            switch (outcome) {
+                case HostExecutor::Outcome::done: ++q.dispatches; return Step::next;
+                case HostExecutor::Outcome::fault: q.hung = true; return Step::stop;  // latched and in the IH ring
+                case HostExecutor::Outcome::refused: return bad(what, kHostProgram);
+            }
+            return Step::stop;
         }
         case pm4::kReleaseMem: {
             // dw1 EVENT_TYPE bits 0-5, EVENT_INDEX bits 8-11 (5 = end of pipe); dw2 DST_SEL 16-17,

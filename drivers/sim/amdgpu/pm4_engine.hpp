@@ -23,6 +23,7 @@
 #include "drivers/sim/amdgpu/ih.hpp"
 
 #include <array>
+#include <atomic>
 #include <functional>
 #include <map>
 #include <optional>
@@ -64,6 +65,8 @@ inline constexpr uint32_t kSetUconfigRegStart = 0xc000, kSetUconfigRegEnd = 0x10
 inline constexpr uint8_t kSrcIdCpEop = 181;
 }  // namespace pm4
 
+class HostExecutor;
+
 class ComputeEngine {
 public:
     ComputeEngine(Chip& chip, Gmc& gmc, Ih& ih);
@@ -74,7 +77,14 @@ public:
     // A BAR2 write at `offset` (bytes); true when it was one of this engine's doorbells.
     bool doorbell(uint64_t offset, unsigned width, uint64_t value);
 
+    // DISPATCH_DIRECT: the hook when one is set (tests), else the host-code executor runs it.
     DispatchHook on_dispatch;
+    HostExecutor* executor = nullptr;
+    // Fault injection: while set, a dispatch never completes (the queue stays on it, waiting).
+    std::atomic<bool> hang_dispatches{false};
+    // The engine thread's re-poll: runs every queue that waits (WAIT_REG_MEM, a held dispatch).
+    void poll();
+    bool any_waiting() const;
     // Register access for WAIT_REG_MEM with MEM_SPACE 0 (the model's BAR5 decode, side effects
     // included: a write to GPU_HDP_FLUSH_REQ is an HDP flush). Absolute dword addresses.
     std::function<uint32_t(uint32_t)> reg_read;
@@ -86,7 +96,9 @@ public:
         uint64_t dispatches = 0;
     };
     QueueStatus status(uint32_t pipe, uint32_t queue) const;
-    void reset() { queues_.clear(); }
+    // Every queue goes. While a kernel runs (the model's lock released, host_exec.hpp) the
+    // running queue's removal waits for the kernel to end, as a dequeue waits for waves to drain.
+    void reset();
 
 private:
     struct Queue {
@@ -97,6 +109,7 @@ private:
         uint32_t doorbell_dword = 0;  // CP_HQD_PQ_DOORBELL_CONTROL.DOORBELL_OFFSET (dwords)
         uint64_t rptr = 0;
         bool hung = false, waiting = false;
+        bool remove_pending = false;  // dequeued or reset while its kernel ran: goes when it ends
         uint64_t dispatches = 0;
         // An INDIRECT_BUFFER being executed (resumable when a WAIT_REG_MEM inside it blocks).
         bool in_ib = false;
@@ -127,6 +140,10 @@ private:
     Ih& ih_;
     Regs regs_;
     std::map<uint32_t, Queue> queues_;  // key pipe * 8 + queue
+    // The queue whose kernel runs with the model's lock released; removals of it are deferred.
+    std::optional<uint32_t> running_;
+    void remove(uint32_t key);
+    void finish_pending();  // the deferred removals, once no kernel runs
 };
 
 // The 100 MHz GPU clock counter RELEASE_MEM data_sel 3 and SDMA TIMESTAMP write (am.md §3.3:

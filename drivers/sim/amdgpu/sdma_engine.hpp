@@ -39,6 +39,11 @@ public:
     };
     Status status() const { return {active_, hung_, waiting_, rptr_, copied_}; }
     void reset();
+    // The engine thread's re-poll of a POLL_REGMEM that did not pass.
+    void poll() {
+        if (active_ && waiting_ && !hung_) run();
+    }
+    bool waiting() const { return active_ && waiting_ && !hung_; }
 
 private:
     struct Regs {

@@ -24,9 +24,21 @@ std::filesystem::path StateFile::default_dir() {
 
 StateFile::StateFile(Asic asic, const std::string& dir, bool ephemeral) : asic_(asic) {
     if (ephemeral) {
-        // Zero-filled and lazily backed, like the sparse file: untouched VRAM costs nothing.
-        void* p = ::mmap(nullptr, kFileBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (p == MAP_FAILED) throw SystemError("sim-am", "cannot map anonymous memory for an ephemeral chip", errno);
+        // A memfd rather than MAP_ANONYMOUS: zero-filled and lazily backed like the sparse file, and
+        // mappable again by fd (the compute engine's host mirror of VRAM).
+        fd_ = ::memfd_create("baregpu-sim-am", MFD_CLOEXEC);
+        if (fd_ < 0) throw SystemError("sim-am", "cannot create a memfd for an ephemeral chip", errno);
+        if (::ftruncate(fd_, static_cast<off_t>(kFileBytes)) != 0) {
+            int e = errno;
+            ::close(fd_);
+            throw SystemError("sim-am", "cannot size the ephemeral chip's memfd", e);
+        }
+        void* p = ::mmap(nullptr, kFileBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+        if (p == MAP_FAILED) {
+            int e = errno;
+            ::close(fd_);
+            throw SystemError("sim-am", "cannot map an ephemeral chip's memfd", e);
+        }
         base_ = static_cast<unsigned char*>(p);
         power_on(/*keep_vram=*/false);
         powered_on_ = true;
@@ -69,11 +81,9 @@ StateFile::~StateFile() {
 }
 
 void StateFile::power_on(bool keep_vram) {
-    if (!keep_vram && fd_ < 0) {
-        // Anonymous memory: MADV_DONTNEED gives the pages back and they read as zero again.
-        if (::madvise(base_ + kVramOffset, kVramBytes, MADV_DONTNEED) != 0) std::memset(base_ + kVramOffset, 0, kVramBytes);
-    } else if (!keep_vram) {
-        // A power cycle loses VRAM: give the pages back (the file stays sparse).
+    if (!keep_vram) {
+        // A power cycle loses VRAM: give the pages back (the file or memfd stays sparse). Punching
+        // keeps the inode, so mappings of it elsewhere (the host mirror) read zeroes too.
         if (::fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(kVramOffset),
                         static_cast<off_t>(kVramBytes)) != 0) {
             std::memset(base_ + kVramOffset, 0, kVramBytes);

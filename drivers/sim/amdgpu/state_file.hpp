@@ -92,7 +92,9 @@ class StateFile {
 public:
     // Maps (creating when missing or mismatched) the state file of `asic` in `dir` (empty:
     // $BAREGPU_SIM_STATE_DIR, else /tmp/baregpu-sim-<uid>). powered_on() says whether it was fresh.
-    // ephemeral: anonymous memory instead (no file; path() is empty; always powered on).
+    // ephemeral: an anonymous memfd instead (no file in any directory; path() is empty; always
+    // powered on). Either way VRAM is backed by a file descriptor, so that the compute engine can
+    // map VRAM pages a second time into its host mirror of the GPU address space (host_exec.hpp).
     StateFile(Asic asic, const std::string& dir, bool ephemeral = false);
     ~StateFile();
     StateFile(const StateFile&) = delete;
@@ -103,6 +105,9 @@ public:
     std::span<std::byte> vram() { return {reinterpret_cast<std::byte*>(base_ + kVramOffset), kVramBytes}; }
     bool powered_on() const { return powered_on_; }
     const std::filesystem::path& path() const { return path_; }  // empty when ephemeral
+    // The descriptor backing the mapping and where VRAM starts in it (page aligned).
+    int fd() const { return fd_; }
+    static constexpr uint64_t vram_file_offset() { return kVramOffset; }
 
     // Back to the power-on state: every register and block state zeroed. keep_vram false also
     // drops VRAM (a power cycle); true keeps it (mode1 reset).

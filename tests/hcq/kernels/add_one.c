@@ -1,5 +1,5 @@
 /* b[i] = a[i] + 1 for i < n (tinygrad test_hcq's fixture kernel). */
-#include "drivers/cpu/kernel_abi.h"
+#include "drivers/hostcode/kernel_abi.h"
 
 struct add_one_args {
     float *b;

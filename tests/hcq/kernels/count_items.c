@@ -1,6 +1,6 @@
 /* Every work-item of the launch writes `value` at its flat global id:
  * out[(z * pitch_y + y) * pitch_x + x], (x, y, z) = group_id * block + local id. */
-#include "drivers/cpu/kernel_abi.h"
+#include "drivers/hostcode/kernel_abi.h"
 
 struct count_args {
     uint32_t *out;

@@ -1,6 +1,6 @@
 /* dst[i] = value for i < n; also the memory-barrier tests' reader (copy), and a kernel with a
  * one-thread limit (max_threads 1) for the launch-limit tests. */
-#include "drivers/cpu/kernel_abi.h"
+#include "drivers/hostcode/kernel_abi.h"
 
 struct fill_args {
     uint32_t *dst;

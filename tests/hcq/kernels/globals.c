@@ -3,7 +3,7 @@
  * (real calls through the loader's stubs; compiled with -fno-builtin) and a pointer to memmove
  * stored in data (an absolute relocation against an import).
  * out[0..n) = table[i] + offset[i % 4] + bss_marker; run with one workgroup. */
-#include "drivers/cpu/kernel_abi.h"
+#include "drivers/hostcode/kernel_abi.h"
 #include <string.h>
 
 uint32_t offsets[4] = {1000, 2000, 3000, 4000};

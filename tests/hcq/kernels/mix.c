@@ -1,6 +1,6 @@
 /* The sequence fuzzer's kernel: dst[i] = (dst[i] * 2654435761) ^ src[i] ^ (k + i), i < n.
  * Order-sensitive, so a missed dependency changes the result. */
-#include "drivers/cpu/kernel_abi.h"
+#include "drivers/hostcode/kernel_abi.h"
 
 struct mix_args {
     uint32_t *dst;

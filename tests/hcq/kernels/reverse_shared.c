@@ -1,6 +1,6 @@
 /* Reverses each block of dst through workgroup-shared memory: stage the block into shared, then
  * write it back reversed. Exercises the shared-memory metadata and per-thread shared buffers. */
-#include "drivers/cpu/kernel_abi.h"
+#include "drivers/hostcode/kernel_abi.h"
 
 #define BLOCK 256
 

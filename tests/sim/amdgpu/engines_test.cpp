@@ -3,10 +3,12 @@
 // transcribed again from the Linux headers: gc_11_0_0_offset.h (CP_HQD_*, GRBM_GFX_CNTL,
 // CP_MEC_RS64_CNTL, SDMA0_QUEUE0_*), nvd.h and kfd_pm4_headers_ai.h (PM4), sdma_v6_0_0_pkt_open.h
 // (SDMA), irqsrcs_gfx_11_0_0.h (CP_EOP 181), amdgpu_doorbell.h (MEC_RING0 3, sDMA_ENGINE0 0x100).
+#include "drivers/hostcode/host_program.h"
 #include "rig.hpp"
 
 #include <catch2/catch.hpp>
 #include <cstring>
+#include <thread>
 
 using namespace baregpu;
 using namespace baregpu::test::sim_am;
@@ -134,7 +136,13 @@ struct EngineRig {
         set_va64(kWptr, wptr);
         if (ring_doorbell) kick();
     }
-    void kick() { rig.dev->bar(2).write64(BarOffset(3 * 8), wptr); }
+    void kick() { doorbell(3, wptr); }
+    // The engines run on the model's thread: the doorbell write returns at once, and the test
+    // waits for the engines to go idle before it looks.
+    void doorbell(uint64_t slot, uint64_t value) {
+        rig.dev->bar(2).write64(BarOffset(slot * 8), value);
+        REQUIRE(rig.model->wait_engines_idle());
+    }
     uint32_t ih_wptr() { return rig.rd(rig.r.ih_wptr) & 0x3fffc; }
 
     Rig rig;
@@ -324,7 +332,7 @@ TEST_CASE("sim-am engines: malformed PM4, bad activation and page faults hang th
         auto w = release_mem(kSignal + 2, 1, 0, 1);
         for (size_t i = 0; i < w.size(); ++i) e.rig.vram_write32(EngineRig::leaf(kRing + 0x1000) + i * 4, w[i]);
         e.set_va64(kWptr, w.size());
-        e.rig.dev->bar(2).write64(BarOffset(4 * 8), w.size());
+        e.doorbell(4, w.size());
         CHECK(e.rig.has_violation("is not 4-byte aligned"));
         CHECK(e.rig.model->compute_queue(0, 1).hung);
     }
@@ -341,7 +349,7 @@ TEST_CASE("sim-am engines: malformed PM4, bad activation and page faults hang th
         w.pop_back();
         for (size_t i = 0; i < w.size(); ++i) e.rig.vram_write32(EngineRig::leaf(kRing + 0x1000) + i * 4, w[i]);
         e.set_va64(kWptr, w.size());
-        e.rig.dev->bar(2).write64(BarOffset(4 * 8), w.size());
+        e.doorbell(4, w.size());
         CHECK(e.rig.has_violation("it takes 8"));
         CHECK(e.rig.model->compute_queue(0, 1).hung);
     }
@@ -356,7 +364,7 @@ TEST_CASE("sim-am engines: malformed PM4, bad activation and page faults hang th
     SECTION("a doorbell that disagrees with WPTR_POLL") {
         e.activate();
         e.submit(release_mem(kSignal, 1, 0, 1), /*ring_doorbell=*/false);
-        e.rig.dev->bar(2).write64(BarOffset(3 * 8), e.wptr + 1);
+        e.doorbell(3, e.wptr + 1);
         CHECK(e.rig.has_violation("must be written before the doorbell"));
         CHECK(e.va32(kSignal) == 0);
     }
@@ -365,7 +373,7 @@ TEST_CASE("sim-am engines: malformed PM4, bad activation and page faults hang th
         e.activate(0, unmapped);
         REQUIRE(e.rig.violations() == 0);
         e.set_va64(kWptr, 2);
-        e.rig.dev->bar(2).write64(BarOffset(3 * 8), 2);
+        e.doorbell(3, 2);
         CHECK(e.rig.model->compute_queue(0, 0).hung);
         REQUIRE(e.ih_wptr() == 32);
         const uint32_t dw0 = e.rig.vram32(kIhRing);
@@ -425,7 +433,7 @@ struct SdmaRig : EngineRig {
             swptr += 4;
         }
         set_va64(kSdmaWptr, swptr);
-        rig.dev->bar(2).write64(BarOffset(0x100 * 8), swptr);
+        doorbell(0x100, swptr);
     }
     uint64_t swptr = 0;  // bytes
 };
@@ -482,7 +490,7 @@ TEST_CASE("sim-am engines: SDMA copies, fences, polls and refuses a packet strad
         CHECK(s.rig.model->sdma_queue().waiting);
         CHECK(s.va32(kSignal) == 0);
         s.set_va32(kSignal + 0x40, 9);
-        s.rig.dev->bar(2).write64(BarOffset(0x100 * 8), s.swptr);
+        s.doorbell(0x100, s.swptr);
         CHECK(s.va32(kSignal) == 0xabc);
         // An IB with a fence (32-byte aligned base, VMID 0).
         auto ib = sdma_fence(kSignal + 0x60, 0x600d);
@@ -536,6 +544,320 @@ TEST_CASE("sim-am engines: SDMA ring enable is refused without a doorbell or a w
     CHECK_FALSE(e.rig.model->sdma_queue().active);
     // A BAR2 write at the slot of no queue is accepted and ignored.
     e.rig.bus->clear_violations();
-    e.rig.dev->bar(2).write64(BarOffset(0x100 * 8), 8);
+    e.doorbell(0x100, 8);
     CHECK(e.rig.violations() == 0);
+}
+
+// ---- dispatches executed as host code (drivers/hostcode/host_program.h) ----
+
+namespace baregpu::sim_test_kernels {
+std::span<const std::byte> find_object(std::string_view name);
+}
+
+namespace {
+
+// Inside the leaf: the host-program descriptor (256-byte aligned), the code object, the kernargs.
+constexpr uint64_t kProgram = kVa + 0xA0000, kImage = kVa + 0xB0000, kKernarg = kVa + 0xF0000;
+// The buffers live in the 32 scattered 4 KiB pages, so each spans pages that are not consecutive
+// in VRAM: the host mirror must map every page where the page table says.
+constexpr uint64_t kA = kPagesVa, kB = kPagesVa + 0x4000, kC = kPagesVa + 0x8100;
+constexpr uint32_t kN = 3000, kK = 7;
+constexpr std::array<uint32_t, 3> kGrid{8, 3, 2}, kBlock{16, 4, 1};  // 48 groups x 64 = 3072 >= kN
+
+struct ExecRig : EngineRig {
+    explicit ExecRig(const std::filesystem::path& dir) : EngineRig(dir) {
+        auto object = baregpu::sim_test_kernels::find_object("vadd.o");
+        REQUIRE(!object.empty());
+        image.assign(object.begin(), object.end());
+        rig.vram_write(leaf(kImage), image);
+        write_program();
+        std::vector<uint32_t> a(kN), b(kN);
+        for (uint32_t i = 0; i < kN; ++i) {
+            a[i] = i * 3 + 1;
+            b[i] = 0x10000 * (i % 7) + i;
+        }
+        REQUIRE(rig.model->gpu_write(kA, std::as_bytes(std::span(a))));
+        REQUIRE(rig.model->gpu_write(kB, std::as_bytes(std::span(b))));
+        // c, and the word after it, start as a sentinel the kernel must not leave.
+        std::vector<uint32_t> c(kN + 1, 0xdeadbeef);
+        REQUIRE(rig.model->gpu_write(kC, std::as_bytes(std::span(c))));
+        write_kernargs(kA, kB, kC, kK);
+        enable_mec();
+        activate();
+        REQUIRE(rig.violations() == 0);
+    }
+    void write_program(uint32_t magic = BAREGPU_HOST_PROGRAM_MAGIC, uint32_t kernarg_size = 32) {
+        baregpu_host_program p{};
+        p.magic = magic;
+        p.version = BAREGPU_HOST_PROGRAM_VERSION;
+        p.image_va = kImage;
+        p.image_size = image.size();
+        p.image_hash = baregpu_host_program_hash(image.data(), image.size());
+        std::strcpy(p.kernel, "vadd");
+        p.kernarg_size = kernarg_size;
+        REQUIRE(rig.model->gpu_write(kProgram, std::as_bytes(std::span(&p, 1))));
+    }
+    void write_kernargs(uint64_t a, uint64_t b, uint64_t c, uint32_t k) {
+        struct {
+            uint64_t a, b, c;
+            uint32_t n, k;
+        } args{a, b, c, kN, k};
+        static_assert(sizeof args == 32);
+        REQUIRE(rig.model->gpu_write(kKernarg, std::as_bytes(std::span(&args, 1))));
+    }
+    // SET_SH_REG COMPUTE_PGM_LO/HI, NUM_THREAD_X/Y/Z, USER_DATA_0/1 (the kernarg VA), then
+    // DISPATCH_DIRECT (gc_11_0_0_offset.h COMPUTE_* as in the hook test above).
+    static std::vector<uint32_t> dispatch(std::array<uint32_t, 3> block = kBlock) {
+        return {pkt3(kSetShReg, 3),       sh(0x1bac), static_cast<uint32_t>(kProgram >> 8), static_cast<uint32_t>(kProgram >> 40),
+                pkt3(kSetShReg, 4),       sh(0x1ba7), block[0],  block[1], block[2],
+                pkt3(kSetShReg, 3),       sh(0x1be0), static_cast<uint32_t>(kKernarg), static_cast<uint32_t>(kKernarg >> 32),
+                pkt3(kDispatchDirect, 4), kGrid[0],   kGrid[1],  kGrid[2], 1u};
+    }
+    std::vector<uint32_t> c() {
+        std::vector<uint32_t> out(kN + 1);
+        REQUIRE(rig.model->gpu_read(kC, std::as_writable_bytes(std::span(out))));
+        return out;
+    }
+    static std::vector<uint32_t> expected(uint32_t k) {
+        std::vector<uint32_t> e(kN + 1);
+        for (uint32_t i = 0; i < kN; ++i) e[i] = (i * 3 + 1) + (0x10000 * (i % 7) + i) + k;
+        e[kN] = 0xdeadbeef;
+        return e;
+    }
+    static std::vector<uint32_t> untouched() { return std::vector<uint32_t>(kN + 1, 0xdeadbeef); }
+
+    // The spin kernel (a second program), dispatched with a RELEASE_MEM of 0x5e to kSignal after
+    // it; returns once the kernel has had 50 ms to start spinning on kFlag.
+    static constexpr uint64_t kSpinProgram = kProgram + 0x100, kSpinImage = kVa + 0xD0000, kSpinArgs = kKernarg + 0x100,
+                              kFlag = kSignal + 0x400;
+    void start_spin() {
+        auto object = baregpu::sim_test_kernels::find_object("spin.o");
+        REQUIRE(!object.empty());
+        rig.vram_write(leaf(kSpinImage), object);
+        baregpu_host_program p{};
+        p.magic = BAREGPU_HOST_PROGRAM_MAGIC;
+        p.version = BAREGPU_HOST_PROGRAM_VERSION;
+        p.image_va = kSpinImage;
+        p.image_size = object.size();
+        p.image_hash = baregpu_host_program_hash(object.data(), object.size());
+        std::strcpy(p.kernel, "spin");
+        p.kernarg_size = 8;
+        REQUIRE(rig.model->gpu_write(kSpinProgram, std::as_bytes(std::span(&p, 1))));
+        set_va64(kSpinArgs, kFlag);
+        std::vector<uint32_t> w = {pkt3(kSetShReg, 3), sh(0x1bac), static_cast<uint32_t>(kSpinProgram >> 8),
+                                   static_cast<uint32_t>(kSpinProgram >> 40), pkt3(kSetShReg, 4), sh(0x1ba7), 1, 1, 1,
+                                   pkt3(kSetShReg, 3), sh(0x1be0), static_cast<uint32_t>(kSpinArgs),
+                                   static_cast<uint32_t>(kSpinArgs >> 32), pkt3(kDispatchDirect, 4), 1, 1, 1, 1u};
+        auto rel = release_mem(kSignal, 1, 0, 0x5e);
+        w.insert(w.end(), rel.begin(), rel.end());
+        submit(w, false);
+        rig.dev->bar(2).write64(BarOffset(3 * 8), wptr);
+        std::this_thread::sleep_for(50ms);
+    }
+    // Polls kSignal through BAR0 in real time (no doorbell, no idle wait) for up to 10 s.
+    bool poll_signal(uint32_t value) {
+        const auto deadline = std::chrono::steady_clock::now() + 10s;
+        while (rig.vram32(leaf(kSignal)) != value && std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(100us);
+        return rig.vram32(leaf(kSignal)) == value;
+    }
+
+    std::vector<std::byte> image;
+};
+
+std::vector<uint32_t> operator+(std::vector<uint32_t> a, const std::vector<uint32_t>& b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+}
+
+}  // namespace
+
+TEST_CASE("sim-am engines: DISPATCH_DIRECT runs a host-code kernel over every workgroup", "[sim-am][engines][exec]") {
+    TempDir dir;
+    ExecRig e(dir.path);
+
+    SECTION("vector add over 3 buffers on scattered pages; EOP signal and timestamps after it") {
+        e.submit(release_mem(kSignal + 0x200, 3, 0, 0) + ExecRig::dispatch() + release_mem(kSignal + 0x208, 3, 0, 0) +
+                 release_mem(kSignal, 1, 2, 0x5151, 0x77));
+        CHECK(e.rig.violation_text().empty());
+        CHECK(e.c() == ExecRig::expected(kK));
+        CHECK(e.va32(kSignal) == 0x5151);
+        const uint64_t before = e.va64(kSignal + 0x200), after = e.va64(kSignal + 0x208);
+        CHECK(before >= 500000);
+        CHECK(after > before);  // the kernel's host time is charged to the modelled clock
+        CHECK(e.rig.model->compute_queue(0, 0).dispatches == 1);
+        CHECK(e.rig.model->compute_queue(0, 0).rptr == e.wptr);
+        CHECK(e.ih_wptr() == 32);  // the EOP interrupt, nothing else
+
+        // Again with other kernargs (the cached image): the new sum replaces the old one.
+        e.write_kernargs(kA, kB, kC, 1000);
+        e.submit(ExecRig::dispatch() + release_mem(kSignal, 1, 0, 0x5252));
+        CHECK(e.c() == ExecRig::expected(1000));
+        CHECK(e.va32(kSignal) == 0x5252);
+        CHECK(e.rig.model->compute_queue(0, 0).dispatches == 2);
+        CHECK(e.rig.violations() == 0);
+    }
+
+    SECTION("a WAIT_REG_MEM on a word the host sets later resolves on the engine thread, without a doorbell") {
+        e.submit(wait_ge(kSignal + 0x100, 1) + ExecRig::dispatch() + release_mem(kSignal, 1, 0, 0x600d), false);
+        const auto t0 = std::chrono::steady_clock::now();
+        e.rig.dev->bar(2).write64(BarOffset(3 * 8), e.wptr);  // returns at once: the engines are asynchronous
+        CHECK(std::chrono::steady_clock::now() - t0 < 1s);
+        std::this_thread::sleep_for(20ms);
+        CHECK(e.rig.vram32(EngineRig::leaf(kSignal)) == 0);
+        CHECK(e.c() == ExecRig::untouched());
+        CHECK(e.rig.model->compute_queue(0, 0).waiting);
+        // The host CPU writes the word through BAR0; no doorbell follows.
+        e.rig.vram_write32(EngineRig::leaf(kSignal + 0x100), 1);
+        const auto deadline = std::chrono::steady_clock::now() + 10s;
+        while (e.rig.vram32(EngineRig::leaf(kSignal)) != 0x600d && std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(100us);
+        CHECK(e.rig.vram32(EngineRig::leaf(kSignal)) == 0x600d);
+        CHECK(e.c() == ExecRig::expected(kK));
+        REQUIRE(e.rig.model->wait_engines_idle());
+        CHECK(e.rig.model->compute_queue(0, 0).rptr == e.wptr);
+        CHECK(e.rig.violations() == 0);
+    }
+
+    SECTION("a doorbell does not wait behind a running kernel; the host releases the kernel through BAR0") {
+        e.start_spin();
+        CHECK(e.rig.vram32(EngineRig::leaf(kSignal)) == 0);
+        const auto t0 = std::chrono::steady_clock::now();
+        e.rig.dev->bar(2).write64(BarOffset(3 * 8), e.wptr);  // again, while the kernel runs
+        CHECK(std::chrono::steady_clock::now() - t0 < 1s);     // blocked, it would wait for the kernel (seconds)
+        // Nor do register reads and status calls: the model's lock is not held while kernels run.
+        const auto t1 = std::chrono::steady_clock::now();
+        CHECK(e.rig.rd(e.hqd(0x1fab)) == 1);  // CP_HQD_ACTIVE
+        const auto status = e.rig.model->compute_queue(0, 0);
+        CHECK(std::chrono::steady_clock::now() - t1 < 1s);
+        CHECK(status.active);
+        CHECK(status.rptr == 13);  // on the DISPATCH_DIRECT, after the three SET_SH_REG
+        CHECK(e.rig.vram32(EngineRig::leaf(kSignal)) == 0);
+        e.rig.vram_write32(EngineRig::leaf(ExecRig::kFlag), 5);  // the host releases the kernel
+        CHECK(e.poll_signal(0x5e));
+        CHECK(e.rig.vram32(EngineRig::leaf(ExecRig::kFlag + 4)) == 6);
+        REQUIRE(e.rig.model->wait_engines_idle());
+        CHECK(e.rig.model->compute_queue(0, 0).rptr == e.wptr);
+        CHECK(e.rig.violations() == 0);
+    }
+
+    SECTION("a dequeue while a kernel runs: CP_HQD_ACTIVE stays 1 until the kernel ends, then the queue goes") {
+        e.start_spin();
+        e.rig.wr(e.gc1 + 0x0900, 1u << 2);  // GRBM_GFX_CNTL: ME 1 pipe 0 queue 0
+        e.rig.wr(e.hqd(0x1fc1), 1);         // CP_HQD_DEQUEUE_REQUEST: drain
+        CHECK(e.rig.rd(e.hqd(0x1fab)) == 1);
+        CHECK(e.rig.model->compute_queue(0, 0).active);
+        e.rig.vram_write32(EngineRig::leaf(ExecRig::kFlag), 5);
+        REQUIRE(e.rig.model->wait_engines_idle());
+        CHECK(e.rig.vram32(EngineRig::leaf(ExecRig::kFlag + 4)) == 6);  // the kernel finished
+        CHECK(e.rig.rd(e.hqd(0x1fab)) == 0);
+        CHECK_FALSE(e.rig.model->compute_queue(0, 0).active);
+        CHECK(e.va32(kSignal) == 0);  // the RELEASE_MEM after it never ran
+        CHECK(e.rig.violations() == 0);
+        e.activate();  // the slot can be used again
+        CHECK(e.rig.violations() == 0);
+        CHECK(e.rig.model->compute_queue(0, 0).active);
+    }
+
+    SECTION("inject_dispatch_hang holds the queue on the dispatch until cleared; the doorbell does not wait") {
+        const std::vector<uint32_t> before = release_mem(kSignal + 8, 1, 0, 0x11);
+        e.rig.model->inject_dispatch_hang(true);
+        e.submit(before + ExecRig::dispatch() + release_mem(kSignal, 1, 0, 0x22));
+        // The three SET_SH_REG packets (4 + 5 + 4 dwords) ran; the DISPATCH_DIRECT did not retire.
+        const uint64_t dispatch_at = before.size() + 13;
+        auto q = e.rig.model->compute_queue(0, 0);
+        CHECK(e.va32(kSignal + 8) == 0x11);
+        CHECK(q.rptr == dispatch_at);
+        CHECK(e.va32(kRptr) == dispatch_at);  // the rptr report too
+        CHECK(q.waiting);
+        CHECK_FALSE(q.hung);
+        CHECK(q.dispatches == 0);
+        CHECK(e.va32(kSignal) == 0);
+        CHECK(e.c() == ExecRig::untouched());
+        // A doorbell while the dispatch is held returns at once.
+        const auto t0 = std::chrono::steady_clock::now();
+        e.kick();
+        CHECK(std::chrono::steady_clock::now() - t0 < 1s);
+        CHECK(e.rig.model->compute_queue(0, 0).rptr == q.rptr);
+        e.rig.model->inject_dispatch_hang(false);
+        REQUIRE(e.rig.model->wait_engines_idle());
+        CHECK(e.va32(kSignal) == 0x22);
+        CHECK(e.c() == ExecRig::expected(kK));
+        CHECK(e.rig.model->compute_queue(0, 0).rptr == e.wptr);
+        CHECK(e.rig.violations() == 0);
+    }
+}
+
+TEST_CASE("sim-am engines: host-code dispatch faults and refusals hang the queue and run nothing", "[sim-am][engines][exec]") {
+    TempDir dir;
+    ExecRig e(dir.path);
+    auto no_run = [&] {
+        CHECK(e.rig.model->compute_queue(0, 0).hung);
+        CHECK(e.rig.model->compute_queue(0, 0).dispatches == 0);
+        CHECK(e.va32(kSignal) == 0);  // nothing after the dispatch ran
+        CHECK(e.c() == ExecRig::untouched());
+    };
+
+    SECTION("an unmapped buffer pointer is a GC page fault: IH entry with the address, latched status") {
+        const uint64_t unmapped = kVa + (1ull << 30) + 0x3000;
+        e.write_kernargs(kA, unmapped, kC, kK);
+        e.submit(ExecRig::dispatch() + release_mem(kSignal, 1, 0, 1));
+        no_run();
+        CHECK(e.rig.violations() == 0);  // a fault, not a protocol violation
+        REQUIRE(e.ih_wptr() == 32);
+        const uint32_t dw0 = e.rig.vram32(kIhRing);
+        CHECK((dw0 & 0xff) == 10);         // SOC21_IH_CLIENTID_GFX
+        CHECK(((dw0 >> 8) & 0xff) == 0);  // UTCL2 fault
+        // src_data[0..1] = address >> 12, bits 44-47 (gmc_v11_0_process_interrupt).
+        CHECK(e.rig.vram32(kIhRing + 16) == static_cast<uint32_t>(unmapped >> 12));
+        CHECK(e.rig.vram32(kIhRing + 20) == static_cast<uint32_t>((unmapped >> 44) & 0xf));
+        CHECK(e.rig.rd(e.rig.r.gc_fault_addr_lo) == static_cast<uint32_t>(unmapped >> 12));
+        CHECK(e.rig.rd(e.rig.r.gc_fault_status) != 0);
+    }
+    SECTION("a buffer in system memory is a page fault too: the host mirror covers VRAM only") {
+        // PTB entry 32 (right after the 32 VRAM pages): a valid, readable, writeable page with
+        // AMDGPU_PTE_SYSTEM (bit 1, amdgpu_vm.h) at bus address 0x100000.
+        const uint64_t ptb = (48u << 20) + 0x3000, system_va = kPagesVa + 32 * 0x1000;
+        e.put64(ptb + 32 * 8, 0x100000 | 1 | 2 | (1 << 5) | (1 << 6));
+        e.write_kernargs(kA, kB, system_va, kK);
+        e.submit(ExecRig::dispatch() + release_mem(kSignal, 1, 0, 1));
+        no_run();
+        REQUIRE(e.ih_wptr() == 32);
+        CHECK(e.rig.vram32(kIhRing + 16) == static_cast<uint32_t>(system_va >> 12));
+        CHECK(e.rig.rd(e.rig.r.gc_fault_addr_lo) == static_cast<uint32_t>(system_va >> 12));
+    }
+    SECTION("a descriptor without the host-program magic is a violation") {
+        e.write_program(0x12345678);
+        e.submit(ExecRig::dispatch() + release_mem(kSignal, 1, 0, 1));
+        CHECK(e.rig.has_violation("is not a host program"));
+        no_run();
+    }
+    SECTION("an unmapped descriptor is a violation and a page fault") {
+        const uint64_t unmapped = kVa + (1ull << 30);
+        auto w = ExecRig::dispatch();
+        w[2] = static_cast<uint32_t>(unmapped >> 8);
+        w[3] = static_cast<uint32_t>(unmapped >> 40);
+        e.submit(w + release_mem(kSignal, 1, 0, 1));
+        CHECK(e.rig.has_violation("host program descriptor"));
+        CHECK(e.ih_wptr() == 32);
+        no_run();
+    }
+    SECTION("a kernarg_size that differs from the kernel's") {
+        e.write_program(BAREGPU_HOST_PROGRAM_MAGIC, 24);
+        e.submit(ExecRig::dispatch() + release_mem(kSignal, 1, 0, 1));
+        CHECK(e.rig.has_violation("kernarg_size 24"));
+        no_run();
+    }
+    SECTION("more threads per workgroup than the kernel's max_threads") {
+        e.submit(ExecRig::dispatch({32, 16, 1}) + release_mem(kSignal, 1, 0, 1));
+        CHECK(e.rig.has_violation("exceeds kernel 'vadd''s max_threads 256"));
+        no_run();
+    }
+    SECTION("an image whose hash does not match") {
+        e.image[e.image.size() / 2] ^= std::byte{1};  // the descriptor's hash, the VRAM bytes unchanged
+        e.write_program();
+        e.submit(ExecRig::dispatch() + release_mem(kSignal, 1, 0, 1));
+        CHECK(e.rig.has_violation("does not match the FNV-1a 64"));
+        no_run();
+    }
 }

@@ -1,7 +1,8 @@
-// The threads that run an exec's workgroups: the calling command processor plus helpers, one
-// per core in all. run() hands out work-item indices through one atomic counter tagged with
-// the job's generation, so a helper that wakes late can never take an index of a later job.
-// Helpers spin briefly for the next job, then sleep.
+// The threads that run a launch's workgroups (the CPU device's execs, a simulated GPU's
+// dispatches): the calling command processor plus helpers, one per core in all. run() hands out
+// work-item indices through one atomic counter tagged with the job's generation, so a helper that
+// wakes late can never take an index of a later job. Helpers spin briefly for the next job, then
+// sleep.
 #pragma once
 
 #include <atomic>
@@ -11,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-namespace baregpu::cpu {
+namespace baregpu::hostcode {
 
 class ThreadPool {
 public:
@@ -50,4 +51,4 @@ private:
     std::vector<std::thread> helpers_;
 };
 
-}  // namespace baregpu::cpu
+}  // namespace baregpu::hostcode

@@ -1,4 +1,6 @@
-/* The CPU device's kernel ABI, version 1. Included by kernels written in C (and by the loader).
+/* The host-code kernel ABI, version 1: what the CPU device (drivers/cpu) and the simulated GPUs
+ * (drivers/sim, which run kernels as host code) execute. Included by kernels written in C, by the
+ * loader, and by the code that runs kernels.
  *
  * A code object is an x86-64 ELF relocatable object (ET_REL, as `cc -c -fPIC` writes it). Each
  * kernel is a global function
@@ -9,7 +11,9 @@
  * itself (dispatch->block), so barriers inside a workgroup are the kernel's own loop structure.
  * Workgroups of one launch run concurrently on the device's thread pool in no fixed order.
  * kernargs holds the HCQ layout (hcq/program.hpp): the buffers' addresses as u64, then the
- * values as u32. Device addresses are host addresses on this device: dereference them.
+ * values as u32. Device addresses are host addresses on the CPU device: dereference them. On a
+ * simulated GPU the kernargs hold GPU virtual addresses; the model hands the kernel a copy whose
+ * buffer addresses it has translated to its host mirror of GPU memory (host_program.h).
  *
  * Each kernel is described by a struct baregpu_kernel_descriptor in the section
  * ".baregpu.kernels" (the BAREGPU_KERNEL macro writes it); the loader finds kernels by the
@@ -20,8 +24,8 @@
  * memcpy/memset/memmove/memcmp (the only symbols the loader resolves from outside). No
  * constructors, no thread-local storage, no common symbols (-fno-common, the default since GCC 10).
  */
-#ifndef BAREGPU_DRIVERS_CPU_KERNEL_ABI_H
-#define BAREGPU_DRIVERS_CPU_KERNEL_ABI_H
+#ifndef BAREGPU_DRIVERS_HOSTCODE_KERNEL_ABI_H
+#define BAREGPU_DRIVERS_HOSTCODE_KERNEL_ABI_H
 
 #include <stdint.h>
 

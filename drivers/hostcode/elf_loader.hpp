@@ -1,10 +1,10 @@
-// Our loader for x86-64 ELF relocatable objects (what `cc -c -fPIC` writes): the CPU device's
-// code objects. parse() validates everything it reads (header, section table, names, symbols,
-// relocations, kernel descriptors) against the file's size before use and rejects what it does
-// not support with a message that names the section, offset and what was expected; link()
-// lays the loadable sections out (code, then read-only data, then writable data, each on its
-// own pages so the device can protect them), resolves relocations for a load address, and
-// builds a GOT and call stubs for the few host functions kernels may call.
+// Our loader for x86-64 ELF relocatable objects (what `cc -c -fPIC` writes): the code objects the
+// CPU device and the simulated GPUs run as host code. parse() validates everything it reads
+// (header, section table, names, symbols, relocations, kernel descriptors) against the file's size
+// before use and rejects what it does not support with a message that names the section, offset and
+// what was expected; link() lays the loadable sections out (code, then read-only data, then
+// writable data, each on its own pages so the device can protect them), resolves relocations for a
+// load address, and builds a GOT and call stubs for the few host functions kernels may call.
 //
 // Formats: the System V gABI (ELF-64 object file format) and the x86-64 psABI relocation
 // table (R_X86_64_*), as in glibc's <elf.h>.
@@ -17,7 +17,7 @@
 #include <string_view>
 #include <vector>
 
-namespace baregpu::cpu {
+namespace baregpu::hostcode {
 
 // A host function kernels may call (memcpy, ...).
 struct Import {
@@ -104,4 +104,4 @@ private:
     Layout layout_;
 };
 
-}  // namespace baregpu::cpu
+}  // namespace baregpu::hostcode

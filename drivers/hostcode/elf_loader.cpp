@@ -1,14 +1,14 @@
-#include "drivers/cpu/elf_loader.hpp"
+#include "drivers/hostcode/elf_loader.hpp"
 
 #include "base/checked.hpp"
 #include "base/error.hpp"
-#include "drivers/cpu/kernel_abi.h"
+#include "drivers/hostcode/kernel_abi.h"
 
 #include <cstring>
 #include <elf.h>
 #include <fmt/format.h>
 
-namespace baregpu::cpu {
+namespace baregpu::hostcode {
 
 namespace {
 
@@ -261,7 +261,7 @@ ElfObject ElfObject::parse(std::span<const std::byte> bytes, std::string device,
     o.layout_.rw_end = cursor;
     o.layout_.size = *align_up(std::max<uint64_t>(cursor, 1), kPage);
 
-    // Kernel descriptors (drivers/cpu/kernel_abi.h).
+    // Kernel descriptors (drivers/hostcode/kernel_abi.h).
     for (const Section& s : o.sections_) {
         if (s.name != BAREGPU_KERNEL_SECTION) continue;
         if (s.type != SHT_PROGBITS || s.size % sizeof(baregpu_kernel_descriptor) != 0) {
@@ -304,7 +304,7 @@ ElfObject ElfObject::parse(std::span<const std::byte> bytes, std::string device,
         }
     }
     if (o.kernels_.empty()) {
-        o.fail("no kernels: the object has no " BAREGPU_KERNEL_SECTION " descriptors (use BAREGPU_KERNEL from drivers/cpu/kernel_abi.h)");
+        o.fail("no kernels: the object has no " BAREGPU_KERNEL_SECTION " descriptors (use BAREGPU_KERNEL from drivers/hostcode/kernel_abi.h)");
     }
     return o;
 }
@@ -395,4 +395,4 @@ void ElfObject::link(std::span<std::byte> image, uint64_t base, std::span<const 
     }
 }
 
-}  // namespace baregpu::cpu
+}  // namespace baregpu::hostcode

@@ -1,12 +1,27 @@
-#include "drivers/cpu/thread_pool.hpp"
+#include "drivers/hostcode/thread_pool.hpp"
 
-#include "hcq/clock.hpp"
+#include <ctime>
 
-namespace baregpu::cpu {
+namespace baregpu::hostcode {
 
 namespace {
 constexpr uint64_t kHelperSpinNs = 50'000;
+
+// CLOCK_MONOTONIC in ns and a spin-loop pause hint, as hcq/clock.hpp has them (this library may
+// not include hcq).
+uint64_t now_ns() noexcept {
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return uint64_t(ts.tv_sec) * 1'000'000'000u + uint64_t(ts.tv_nsec);
 }
+void cpu_relax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    asm volatile("yield" ::: "memory");
+#endif
+}
+}  // namespace
 
 ThreadPool::ThreadPool(unsigned threads) {
     try {
@@ -52,7 +67,7 @@ void ThreadPool::run(uint64_t count, Fn fn, void* context) {
     // Wait for the helpers' last workgroups; their writes become ours through the acquire.
     for (uint32_t i = 0; completed_.load(std::memory_order_acquire) < count; ++i) {
         if (i < 4096) {
-            hcq::cpu_relax();
+            cpu_relax();
         } else {
             std::this_thread::yield();
         }
@@ -76,10 +91,10 @@ void ThreadPool::helper(unsigned thread) {
     uint64_t seen = 0;
     for (;;) {
         // Spin a little: back-to-back launches find the helper awake.
-        uint64_t start = hcq::host_now_ns();
+        uint64_t start = now_ns();
         for (uint32_t i = 0; generation_.load(std::memory_order_acquire) == seen; ++i) {
-            hcq::cpu_relax();
-            if ((i & 255) == 0 && hcq::host_now_ns() - start > kHelperSpinNs) break;
+            cpu_relax();
+            if ((i & 255) == 0 && now_ns() - start > kHelperSpinNs) break;
         }
         uint64_t generation, count;
         Fn fn;
@@ -97,4 +112,4 @@ void ThreadPool::helper(unsigned thread) {
     }
 }
 
-}  // namespace baregpu::cpu
+}  // namespace baregpu::hostcode

@@ -1,0 +1,311 @@
+#include "drivers/sim/amdgpu/host_exec.hpp"
+
+#include "base/error.hpp"
+#include "drivers/hostcode/elf_loader.hpp"
+#include "drivers/hostcode/host_program.h"
+#include "drivers/hostcode/kernel_abi.h"
+#include "drivers/hostcode/thread_pool.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <fmt/format.h>
+#include <sys/mman.h>
+#include <thread>
+
+namespace baregpu::sim::amdgpu {
+
+namespace {
+constexpr uint64_t kPage = 4096;
+// Model limits (not hardware ones): how many loaded images stay cached, how large an image may be.
+constexpr size_t kImageCacheEntries = 32;
+constexpr uint64_t kMaxImageBytes = 64ull << 20;
+constexpr uint32_t kMaxKernargBytes = 4096;
+}  // namespace
+
+struct HostExecutor::Image {
+    Image(hostcode::ElfObject o, void* m, size_t b) : object(std::move(o)), memory(m), bytes(b) {}
+    ~Image() {
+        if (memory != nullptr) ::munmap(memory, bytes);
+    }
+    Image(const Image&) = delete;
+    Image& operator=(const Image&) = delete;
+    hostcode::ElfObject object;
+    void* memory;
+    size_t bytes;
+    uint64_t last_use = 0;
+};
+
+HostExecutor::HostExecutor(Chip& chip, Gmc& gmc, int vram_fd, uint64_t vram_file_offset)
+    : chip_(chip), gmc_(gmc), vram_fd_(vram_fd), vram_file_offset_(vram_file_offset) {}
+
+HostExecutor::~HostExecutor() { drop_mirror(); }
+
+void HostExecutor::reset() {
+    if (busy_) {
+        reset_pending_ = true;  // the running kernel uses the mirror and its image
+        return;
+    }
+    drop_mirror();
+    images_.clear();
+}
+
+void HostExecutor::drop_mirror() {
+    for (Window& w : windows_) ::munmap(w.host, w.bytes + kPage);
+    windows_.clear();
+    mirror_valid_ = false;
+}
+
+HostExecutor::MirrorKey HostExecutor::mirror_key() {
+    const RegisterMap::Hub& h = chip_.reg.gc;
+    MirrorKey k;
+    k.regs = {chip_.load(h.context0_cntl), chip_.load(h.pt_base_lo), chip_.load(h.pt_base_hi), chip_.load(h.pt_start_lo),
+              chip_.load(h.pt_start_hi),   chip_.load(h.pt_end_lo),   chip_.load(h.pt_end_hi),  0};
+    k.invalidations = chip_.state().gmc.gc_invalidations;
+    return k;
+}
+
+void HostExecutor::rebuild_mirror() {
+    drop_mirror();
+    // Extents of VRAM-backed VA, coalesced where both VA and VRAM are consecutive (one mapping
+    // each: the kernel's vm.max_map_count is finite).
+    std::vector<Extent> extents;
+    auto add = [&](uint64_t va, uint64_t bytes, uint64_t vram, bool writeable) {
+        if (vram >= kVramBytes) return;
+        bytes = std::min(bytes, kVramBytes - vram);
+        if (!extents.empty()) {
+            Extent& e = extents.back();
+            if (e.va + e.bytes == va && e.vram + e.bytes == vram && e.writeable == writeable) {
+                e.bytes += bytes;
+                return;
+            }
+        }
+        extents.push_back({va, bytes, vram, writeable});
+    };
+    // The system aperture first: translate() gives it priority over the page table.
+    const uint64_t aperture_end = kFbBase + kVramBytes;
+    gmc_.for_each_leaf(VmClient::gfx, [&](uint64_t va, uint64_t bytes, const Gmc::Translation& t) {
+        if (t.system) return;  // not mirrored: see host_exec.hpp
+        if (va < aperture_end && va + bytes > kFbBase) return;
+        add(va, bytes, t.address, t.writeable);
+    });
+    extents.push_back({kFbBase, kVramBytes, 0, true});
+    std::sort(extents.begin(), extents.end(), [](const Extent& a, const Extent& b) { return a.va < b.va; });
+    // Windows: runs of VA-consecutive extents, each one reservation with a guard page after it.
+    for (const Extent& e : extents) {
+        if (windows_.empty() || windows_.back().va + windows_.back().bytes != e.va) windows_.push_back({e.va, 0, nullptr, {}});
+        windows_.back().bytes += e.bytes;
+        windows_.back().extents.push_back(e);
+    }
+    for (Window& w : windows_) {
+        void* p = ::mmap(nullptr, w.bytes + kPage, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (p == MAP_FAILED) throw SystemError("sim-am", fmt::format("cannot reserve {} bytes for the host mirror", w.bytes), errno);
+        w.host = static_cast<std::byte*>(p);
+        for (const Extent& e : w.extents) {
+            void* at = w.host + (e.va - w.va);
+            const int prot = PROT_READ | (e.writeable ? PROT_WRITE : 0);
+            void* m = ::mmap(at, e.bytes, prot, MAP_SHARED | MAP_FIXED, vram_fd_, static_cast<off_t>(vram_file_offset_ + e.vram));
+            if (m == MAP_FAILED) throw SystemError("sim-am", "cannot map VRAM into the host mirror", errno);
+        }
+    }
+    key_ = mirror_key();
+    mirror_valid_ = true;
+}
+
+std::byte* HostExecutor::mirrored(uint64_t va, uint64_t& vram) const {
+    auto w = std::upper_bound(windows_.begin(), windows_.end(), va, [](uint64_t v, const Window& x) { return v < x.va; });
+    if (w == windows_.begin()) return nullptr;
+    --w;
+    if (va - w->va >= w->bytes) return nullptr;
+    auto e = std::upper_bound(w->extents.begin(), w->extents.end(), va, [](uint64_t v, const Extent& x) { return v < x.va; });
+    --e;  // the window starts with its first extent
+    vram = e->vram + (va - e->va);
+    return w->host + (va - w->va);
+}
+
+std::shared_ptr<HostExecutor::Image> HostExecutor::load(uint64_t image_va, uint64_t image_size, uint64_t image_hash,
+                                                        std::string& what) {
+    auto key = std::make_pair(image_va, image_hash);
+    if (auto it = images_.find(key); it != images_.end()) {
+        it->second->last_use = ++use_counter_;
+        return it->second;
+    }
+    if (image_size == 0 || image_size > kMaxImageBytes) {
+        what = fmt::format("image_size {} is 0 or above the model's {} byte limit", image_size, kMaxImageBytes);
+        return nullptr;
+    }
+    std::vector<std::byte> bytes(image_size);
+    if (!gmc_.access(image_va, bytes, false, VmClient::gfx)) {
+        what = fmt::format("the code object at {} ({} bytes) is not mapped", hex(image_va), image_size);
+        return nullptr;
+    }
+    const uint64_t hash = baregpu_host_program_hash(bytes.data(), bytes.size());
+    if (hash != image_hash) {
+        what = fmt::format("image_hash {} does not match the FNV-1a 64 of the {} image bytes at {} ({})", hex(image_hash),
+                           image_size, hex(image_va), hex(hash));
+        return nullptr;
+    }
+    try {
+        hostcode::ElfObject object = hostcode::ElfObject::parse(bytes, "sim-am", fmt::format("code object at {}", hex(image_va)));
+        const auto& layout = object.layout();
+        void* mem = ::mmap(nullptr, layout.size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (mem == MAP_FAILED) throw SystemError("sim-am", "cannot map a host code object", errno);
+        auto image = std::make_shared<Image>(std::move(object), mem, layout.size);
+        static const hostcode::Import imports[] = {
+            {"memcpy", reinterpret_cast<uint64_t>(&::memcpy)},
+            {"memmove", reinterpret_cast<uint64_t>(&::memmove)},
+            {"memset", reinterpret_cast<uint64_t>(&::memset)},
+            {"memcmp", reinterpret_cast<uint64_t>(&::memcmp)},
+        };
+        const auto base = reinterpret_cast<uint64_t>(mem);
+        image->object.link({static_cast<std::byte*>(mem), layout.size}, base, imports);
+        // W^X as the CPU device does: code read+execute, constants read-only, data writable.
+        auto* m = static_cast<unsigned char*>(mem);
+        if (::mprotect(m + layout.exec_begin, layout.ro_begin - layout.exec_begin, PROT_READ | PROT_EXEC) != 0 ||
+            ::mprotect(m + layout.ro_begin, layout.rw_begin - layout.ro_begin, PROT_READ) != 0)
+            throw SystemError("sim-am", "cannot protect a host code object", errno);
+        if (images_.size() >= kImageCacheEntries) {
+            auto oldest = std::min_element(images_.begin(), images_.end(),
+                                           [](const auto& a, const auto& b) { return a.second->last_use < b.second->last_use; });
+            images_.erase(oldest);
+        }
+        image->last_use = ++use_counter_;
+        images_[key] = image;
+        return image;
+    } catch (const SystemError&) {
+        throw;  // the host, not the driver, failed
+    } catch (const Error& e) {
+        what = e.what();
+        return nullptr;
+    }
+}
+
+HostExecutor::Outcome HostExecutor::run(const Dispatch& d, std::string& what) {
+    // The descriptor.
+    baregpu_host_program prog{};
+    if (!gmc_.access(d.program, std::as_writable_bytes(std::span(&prog, 1)), false, VmClient::gfx)) {
+        what = fmt::format("the host program descriptor at COMPUTE_PGM {} is not mapped", hex(d.program));
+        return Outcome::refused;  // the page fault is posted too
+    }
+    if (d.program % BAREGPU_HOST_PROGRAM_ALIGN != 0) {
+        what = fmt::format("the host program descriptor at {} is not {}-byte aligned", hex(d.program), BAREGPU_HOST_PROGRAM_ALIGN);
+        return Outcome::refused;
+    }
+    if (prog.magic != BAREGPU_HOST_PROGRAM_MAGIC || prog.version != BAREGPU_HOST_PROGRAM_VERSION) {
+        what = fmt::format("COMPUTE_PGM {} is not a host program: magic {} version {} (want {} version {})", hex(d.program),
+                           hex(prog.magic), prog.version, hex(BAREGPU_HOST_PROGRAM_MAGIC), BAREGPU_HOST_PROGRAM_VERSION);
+        return Outcome::refused;
+    }
+    const char* nul = static_cast<const char*>(std::memchr(prog.kernel, 0, sizeof prog.kernel));
+    if (nul == nullptr || nul == prog.kernel) {
+        what = "the host program's kernel name is empty or not NUL-terminated";
+        return Outcome::refused;
+    }
+    const std::string kernel_name(prog.kernel, static_cast<size_t>(nul - prog.kernel));
+
+    // The code object and the kernel.
+    std::shared_ptr<Image> image = load(prog.image_va, prog.image_size, prog.image_hash, what);
+    if (!image) return Outcome::refused;
+    const hostcode::KernelEntry* k = nullptr;
+    for (const auto& entry : image->object.kernels())
+        if (entry.name == kernel_name) k = &entry;
+    if (k == nullptr) {
+        what = fmt::format("the code object at {} has no kernel '{}'", hex(prog.image_va), kernel_name);
+        return Outcome::refused;
+    }
+    const uint64_t threads = uint64_t{d.block[0]} * d.block[1] * d.block[2];
+    if (threads > k->max_threads) {
+        what = fmt::format("COMPUTE_NUM_THREAD_X*Y*Z = {} exceeds kernel '{}''s max_threads {}", threads, k->name, k->max_threads);
+        return Outcome::refused;
+    }
+    if (prog.kernarg_size != k->kernarg_size || k->kernarg_size > kMaxKernargBytes) {
+        what = fmt::format("the host program's kernarg_size {} differs from kernel '{}''s {}", prog.kernarg_size, k->name,
+                           k->kernarg_size);
+        return Outcome::refused;
+    }
+
+    // The kernargs, with every buffer address translated to the mirror.
+    const uint64_t kernarg_va = d.sgpr_pair(0);  // COMPUTE_USER_DATA_0/1 (host_program.h)
+    alignas(64) std::array<std::byte, kMaxKernargBytes> args{};
+    if (!gmc_.access(kernarg_va, std::span(args).first(k->kernarg_size), false, VmClient::gfx)) return Outcome::fault;
+    if (!mirror_valid_ || key_ != mirror_key()) rebuild_mirror();
+    for (uint32_t i = 0; i < k->num_buffers; ++i) {
+        uint64_t va = 0;
+        std::memcpy(&va, args.data() + i * 8, 8);
+        auto t = gmc_.translate(va, VmClient::gfx);
+        if (!t || t->system || t->address >= kVramBytes) {
+            // Unmapped, or system memory (which the mirror does not cover): a shader page fault.
+            gmc_.fault(va, false, VmClient::gfx);
+            return Outcome::fault;
+        }
+        uint64_t vram = 0;
+        std::byte* host = mirrored(va, vram);
+        if (host == nullptr || vram != t->address) {
+            rebuild_mirror();  // the page table changed without a TLB invalidation the mirror saw
+            host = mirrored(va, vram);
+            if (host == nullptr || vram != t->address) {
+                what = fmt::format("buffer {} at {}: the model could not mirror its page", i, hex(va));
+                return Outcome::refused;
+            }
+        }
+        const auto addr = reinterpret_cast<uint64_t>(host);
+        std::memcpy(args.data() + i * 8, &addr, 8);
+    }
+
+    // Every workgroup, on the pool's hardware_concurrency host threads (the engine thread is
+    // thread 0), each thread with its own shared_bytes of workgroup memory.
+    if (!pool_) pool_ = std::make_unique<hostcode::ThreadPool>(std::max(1u, std::thread::hardware_concurrency()));
+    struct Launch {
+        baregpu_kernel_fn fn;
+        const std::byte* args;
+        std::array<uint32_t, 3> grid, block;
+        std::byte* shared;
+        uint64_t shared_stride;
+    };
+    const uint64_t stride = (uint64_t{k->shared_bytes} + 63) / 64 * 64;
+    if (shared_.size() < stride * pool_->threads() + 64) shared_.resize(stride * pool_->threads() + 64);
+    auto* shared_base = reinterpret_cast<std::byte*>((reinterpret_cast<uintptr_t>(shared_.data()) + 63) & ~uintptr_t{63});
+    Launch launch{reinterpret_cast<baregpu_kernel_fn>(reinterpret_cast<uintptr_t>(image->memory) + k->offset), args.data(),
+                  d.grid, d.block, shared_base, stride};
+    auto workgroup = [](void* context, uint64_t g, unsigned thread) {
+        const Launch& l = *static_cast<const Launch*>(context);
+        baregpu_dispatch bd{};
+        bd.group_id[0] = static_cast<uint32_t>(g % l.grid[0]);
+        bd.group_id[1] = static_cast<uint32_t>(g / l.grid[0] % l.grid[1]);
+        bd.group_id[2] = static_cast<uint32_t>(g / (uint64_t{l.grid[0]} * l.grid[1]));
+        for (int i = 0; i < 3; ++i) {
+            bd.grid[i] = l.grid[i];
+            bd.block[i] = l.block[i];
+        }
+        bd.thread = thread;
+        bd.shared = l.shared_stride != 0 ? l.shared + uint64_t{thread} * l.shared_stride : nullptr;
+        l.fn(l.args, &bd);
+    };
+    const uint64_t groups = uint64_t{d.grid[0]} * d.grid[1] * d.grid[2];
+    const auto begin = std::chrono::steady_clock::now();
+    if (groups != 0) {
+        // Only the pool, the mirror and the image are used from here on, none of them the chip's
+        // state: the model's lock may go (reset() waits, see busy_).
+        busy_ = true;
+        auto all = [&] { pool_->run(groups, workgroup, &launch); };
+        try {
+            if (unlocked)
+                unlocked(all);
+            else
+                all();
+        } catch (...) {
+            busy_ = false;
+            throw;
+        }
+        busy_ = false;
+        if (reset_pending_) {
+            reset_pending_ = false;
+            reset();
+        }
+    }
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - begin).count();
+    chip_.spend(static_cast<uint64_t>(std::max<int64_t>(ns, 1)));
+    return Outcome::done;
+}
+
+}  // namespace baregpu::sim::amdgpu
