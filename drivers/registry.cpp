@@ -11,6 +11,7 @@
 #include "drivers/pci/sim_bus.hpp"
 #include "drivers/registry_am.hpp"
 #include "drivers/sim/amdgpu/navi.hpp"
+#include "drivers/sim/amdgpu/state_file.hpp"
 #include "drivers/sim/edu.hpp"
 
 #include <fmt/format.h>
@@ -98,9 +99,15 @@ std::shared_ptr<hcq::Device> open_sim_am(const hcq::DeviceUri& uri) {
     am::AmHcqOptions options;
     options.name = uri.name();
     options.isa = am::KernelIsa::host;
+    const uint64_t ring = uri.option_u64("ring", 0);  // both rings, as the cpu backend's option
+    if (ring != 0) options.compute_ring_bytes = options.copy_ring_bytes = ring;
     options.compute_ring_bytes = uri.option_u64("compute_ring", options.compute_ring_bytes);
     options.copy_ring_bytes = uri.option_u64("copy_ring", options.copy_ring_bytes);
-    uri.reject_unused("compute_ring, copy_ring");
+    options.memory_bytes = uri.option_u64("memory", 0);
+    options.staging_bytes = uri.option_u64("staging", options.staging_bytes);
+    options.staging_slots = static_cast<uint32_t>(uri.option_u64("staging_slots", options.staging_slots));
+    uri.reject_unused("ring, compute_ring, copy_ring (bytes, powers of two of at least 4 KiB), memory (bytes buffers may map), "
+                      "staging, staging_slots (copy_in/copy_out slots)");
     AmTarget target = open_am(uri.name());
     options.keepalive = target.keepalive;
     return am::AmHcqDevice::create(std::move(target.device), std::move(options));
@@ -170,7 +177,12 @@ std::string default_am_uri(std::string* note) {
 
 namespace {
 std::string am_lock_key(std::string_view uri) {
-    if (uri.starts_with("sim-am:")) return "sim-am-" + std::string(uri.substr(7));
+    if (uri.starts_with("sim-am:")) {
+        // One simulated chip per state directory: two processes with different
+        // BAREGPU_SIM_STATE_DIRs (parallel tests) drive different chips.
+        const std::string dir = sim::amdgpu::StateFile::default_dir().string();
+        return fmt::format("sim-am-{}-{:016x}", uri.substr(7), std::hash<std::string>{}(dir));
+    }
     return "am-" + std::string(uri.substr(3));
 }
 }  // namespace

@@ -227,6 +227,9 @@ void AmDevice::bring_up() {
     report_.warm = can_start_warm();
     if (options_.inspect_only) return;
     if (!report_.warm) full_boot();
+    // The engines read rings, signals and host buffers in system memory: a warm start, whose
+    // function came up with bus mastering off (a new VFIO open, a new simulated bus), needs it too.
+    pci_->set_bus_master(true);
 
     stage(report_.warm ? "vm (warm)" : "gc hub", [&] {
         // Every process starts with an empty VMID0 (the page-table pool is per process). A cold

@@ -6,6 +6,7 @@
 #include "drivers/am/program.hpp"
 #include "drivers/am/wait.hpp"
 #include "hcq/clock.hpp"
+#include "hcq/program.hpp"
 #include "hcq/signal.hpp"
 
 #include <algorithm>
@@ -375,8 +376,9 @@ void ComputeQueueEngine::wait_ticket(uint64_t ticket, hcq::Duration timeout) {
 }
 
 uint64_t ComputeQueueEngine::max_submit_bytes() const {
-    // Room for the fence and one ring-end fill of the largest packet (a kernarg NOP of 1 KiB).
-    return (ring_dwords_ - 2 * kFenceDwords - 512) * 4;
+    // Room for the fence and one ring-end fill of the largest packet (a kernarg NOP: 1 KiB of
+    // arguments and its header).
+    return (ring_dwords_ - 2 * kFenceDwords - (kKernargHeaderDwords + hcq::KernelArgs::kMaxBytes / 4)) * 4;
 }
 
 std::string ComputeQueueEngine::describe() const {

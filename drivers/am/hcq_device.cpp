@@ -4,7 +4,8 @@
 #include "drivers/am/compute_queue.hpp"
 #include "drivers/am/copy_queue.hpp"
 #include "drivers/am/program.hpp"
-#include "drivers/cpu/elf_loader.hpp"  // TEMPORARY until drivers/hostcode lands
+#include "drivers/hostcode/elf_loader.hpp"
+#include "drivers/hostcode/host_program.h"
 #include "hcq/clock.hpp"
 #include "hcq/program.hpp"
 
@@ -15,23 +16,6 @@
 
 namespace baregpu::am {
 
-namespace hostcode = baregpu::cpu;  // TEMPORARY
-
-#define BAREGPU_HOST_PROGRAM_MAGIC 0x50484742u
-#define BAREGPU_HOST_PROGRAM_VERSION 1u
-struct baregpu_host_program {
-    uint32_t magic, version;
-    uint64_t image_va, image_size, image_hash;
-    char kernel[64];
-    uint32_t kernarg_size;
-    uint32_t reserved[7];
-};
-inline uint64_t baregpu_host_program_hash(const void* data, size_t n) {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n; ++i) h = (h ^ static_cast<const unsigned char*>(data)[i]) * 0x100000001b3ull;
-    return h;
-}
-
 namespace {
 
 constexpr uint64_t kPage = 4096, k2M = 2ull << 20, k1G = 1ull << 30;
@@ -40,13 +24,14 @@ constexpr uint64_t kVramTopReserved = 1ull << 20;
 // What a workgroup may use (RDNA3/RDNA4: 1024 work-items, 64 KiB of LDS).
 constexpr uint32_t kMaxThreads = 1024, kMaxLds = 64 * 1024;
 
-hcq::DeviceLimits limits_for(const AmDevice& chip) {
+hcq::DeviceLimits limits_for(const AmDevice& chip, uint64_t memory_bytes) {
     hcq::DeviceLimits l;
     l.max_threads_per_group = kMaxThreads;
     l.max_shared_bytes = kMaxLds;
     l.max_kernarg_bytes = static_cast<uint32_t>(hcq::KernelArgs::kMaxBytes);
     l.max_grid = {0x7fffffffu, 0xffffu, 0xffffu};
     l.memory_bytes = chip.vram_size() - AmDevice::heap_begin() - kVramTopReserved;
+    if (memory_bytes != 0) l.memory_bytes = std::min(l.memory_bytes, memory_bytes);
     return l;
 }
 
@@ -70,7 +55,7 @@ std::shared_ptr<AmHcqDevice> AmHcqDevice::create(std::unique_ptr<AmDevice> chip,
 }
 
 AmHcqDevice::AmHcqDevice(Token, std::unique_ptr<AmDevice> chip, AmHcqOptions options)
-    : Device(options.name.empty() ? chip->name() : options.name, arch_for(*chip, options.isa), limits_for(*chip),
+    : Device(options.name.empty() ? chip->name() : options.name, arch_for(*chip, options.isa), limits_for(*chip, options.memory_bytes),
              options.name.empty() ? chip->name() : options.name),
       options_(std::move(options)), chip_(std::move(chip)),
       vram_(AmDevice::heap_begin(), (chip_->vram_size() - kVramTopReserved) & ~(kPage - 1)) {
@@ -95,7 +80,9 @@ AmHcqDevice::AmHcqDevice(Token, std::unique_ptr<AmDevice> chip, AmHcqOptions opt
     parts.va_size = options_.va_bytes;
     parts.compute = {compute_.get()};
     parts.copy = {copy_.get()};
-    parts.timestamp_hz = 100'000'000;  // RELEASE_MEM / SDMA TIMESTAMP count 10 ns ticks (research/am.md 3.3)
+    parts.timestamp_hz = 100'000'000;
+    parts.staging_slot_bytes = options_.staging_bytes;
+    parts.staging_slots = options_.staging_slots;  // RELEASE_MEM / SDMA TIMESTAMP count 10 ns ticks (research/am.md 3.3)
     attach(parts);
     compute_->start();
     copy_->start();
@@ -125,17 +112,17 @@ uint64_t AmHcqDevice::physical(GpuVirtualAddress va) {
 
 std::byte* AmHcqDevice::map_host(GpuVirtualAddress va, uint64_t size) {
     std::unique_ptr<pci::DmaBuffer> dma = chip_->pci().alloc_dma(size);
-    std::span<const BusAddress> pages = dma->pages();
-    const uint64_t page = dma->page_bytes();
     MapFlags flags{.system = true, .uncached = true};
-    // Runs of consecutive bus pages become one mapping (bigger leaves where they line up).
-    for (size_t i = 0; i < pages.size();) {
-        size_t j = i + 1;
-        while (j < pages.size() && pages[j].value() == pages[i].value() + (j - i) * page) ++j;
-        const uint64_t bytes = std::min<uint64_t>((j - i) * page, size - i * page);
-        chip_->map(va.value() + i * page, pages[i].value(), bytes, flags, /*flush=*/false);
-        count_leaves(va.value() + i * page, pages[i].value(), bytes);
-        i = j;
+    // Runs that are contiguous on the bus become one mapping each (one run when the IOMMU gave a
+    // single range: vfio and the simulated bus always do).
+    const uint64_t page = dma->contiguous() ? size : dma->page_bytes();
+    for (uint64_t at = 0; at < size;) {
+        const uint64_t bus = dma->bus_address(at).value();
+        uint64_t end = std::min(size, at + page);
+        while (end < size && dma->bus_address(end).value() == bus + (end - at)) end = std::min(size, end + page);
+        chip_->map(va.value() + at, bus, end - at, flags, /*flush=*/false);
+        count_leaves(va.value() + at, bus, end - at);
+        at = end;
     }
     chip_->flush_tlbs();
     std::byte* cpu = dma->cpu().data();
@@ -250,6 +237,19 @@ std::shared_ptr<hcq::Program> AmHcqDevice::load_program_impl(std::span<const std
     return std::make_shared<AmProgram>(*this, std::move(info), std::move(code), launch, /*kernarg_sgpr=*/0);
 }
 
+AmProgram::~AmProgram() {
+    static_cast<AmHcqDevice&>(device()).program_unloaded(code_.address(), code_.size(), name());
+}
+
+void AmHcqDevice::program_unloaded(GpuVirtualAddress code, uint64_t size, const std::string& kernel) noexcept {
+    try {
+        std::lock_guard lock(fault_mutex_);
+        if (unloaded_.size() >= 64) unloaded_.erase(unloaded_.begin());
+        unloaded_.push_back({code.value(), code.value() + size, kernel});
+    } catch (...) {
+    }
+}
+
 // ---- faults ----
 
 std::string AmHcqDevice::queue_of_fault(const PageFault&) const {
@@ -272,6 +272,14 @@ bool AmHcqDevice::check_faults() noexcept {
         std::vector<PageFault> faults = chip_->take_page_faults();
         if (faults.empty()) return false;
         const PageFault& f = faults.front();
+        for (auto it = unloaded_.rbegin(); it != unloaded_.rend(); ++it) {
+            if (f.address >= (it->begin & ~(kPage - 1)) && f.address < it->end) {
+                fail(fmt::format("a kernel launch found no program is loaded at {:#x}: kernel '{}' was unloaded and its code "
+                                 "unmapped (page fault on the {} hub); queues: {}",
+                                 f.address, it->kernel, f.hub, queue_of_fault(f)));
+                return true;
+            }
+        }
         fail(fmt::format("page fault at GPU VA {:#x} ({}) through the {} hub, client {:#x}{}: {}; queues: {}", f.address,
                          f.write() ? "write" : "read", f.hub, f.cid(),
                          faults.size() > 1 ? fmt::format(" (and {} more)", faults.size() - 1) : "", f.describe(), queue_of_fault(f)));

@@ -40,6 +40,9 @@ struct AmHcqOptions {
     uint64_t compute_ring_bytes = 1ull << 20;  // power of two
     uint64_t copy_ring_bytes = 1ull << 20;     // power of two
     uint64_t va_bytes = 64ull << 30;           // the VMID 0 window HCQ buffers live in
+    uint64_t memory_bytes = 0;                 // what buffers may map at once; 0: the VRAM heap
+    uint64_t staging_bytes = 2ull << 20;       // copy_in / copy_out slots: size and count
+    uint32_t staging_slots = 4;
     // Keep this alive as long as the device (the simulated bus a sim-am device sits on).
     std::shared_ptr<void> keepalive;
 };
@@ -79,6 +82,8 @@ public:
         uint64_t leaves_1g = 0, leaves_2m = 0, leaves_4k = 0;  // mappings made so far, by leaf size
     };
     MemoryStats memory_stats();
+    // A program's code range that is going away (AmProgram's destructor).
+    void program_unloaded(GpuVirtualAddress code, uint64_t size, const std::string& kernel) noexcept;
 
 private:
     std::shared_ptr<hcq::Program> load_program_impl(std::span<const std::byte> code_object, std::string_view kernel) override;
@@ -105,6 +110,11 @@ private:
 
     std::mutex fault_mutex_;
     uint32_t ih_seen_ = 0;
+    struct Unloaded {
+        uint64_t begin = 0, end = 0;
+        std::string kernel;
+    };
+    std::vector<Unloaded> unloaded_;  // the most recent ones, under fault_mutex_
 
     std::unique_ptr<ComputeQueueEngine> compute_;
     std::unique_ptr<CopyQueueEngine> copy_;

@@ -16,6 +16,9 @@ public:
     AmProgram(hcq::Device& device, hcq::KernelInfo info, hcq::Buffer code, const pm4::KernelDispatch& launch,
               uint32_t kernarg_sgpr)
         : Program(device, std::move(info)), code_(std::move(code)), launch_(launch), kernarg_sgpr_(kernarg_sgpr) {}
+    // Tells the device where the code was, so that a launch recorded earlier that still names it
+    // is reported as a launch of an unloaded program rather than as a bare page fault.
+    ~AmProgram() override;
 
     const pm4::KernelDispatch& launch() const { return launch_; }
     uint32_t kernarg_sgpr() const { return kernarg_sgpr_; }
