@@ -95,6 +95,13 @@ namespace {
 
 // "sim-am:navi31?compute_ring=...&copy_ring=...": the simulated chip brought up by the real AM
 // driver, its kernels run as host code by the model (ARCHITECTURE.md, code objects).
+// The models behind open sim-am devices, for the fault-injection hooks.
+std::mutex sim_models_mutex;
+std::vector<std::pair<std::weak_ptr<hcq::Device>, sim::amdgpu::NaviModel*>> sim_models;
+
+AmTarget open_am_with_model(std::string_view uri, am::AmOptions options, std::string_view sim_link,
+                            sim::amdgpu::NaviModel** model);
+
 std::shared_ptr<hcq::Device> open_sim_am(const hcq::DeviceUri& uri) {
     am::AmHcqOptions options;
     options.name = uri.name();
@@ -108,12 +115,28 @@ std::shared_ptr<hcq::Device> open_sim_am(const hcq::DeviceUri& uri) {
     options.staging_slots = static_cast<uint32_t>(uri.option_u64("staging_slots", options.staging_slots));
     uri.reject_unused("ring, compute_ring, copy_ring (bytes, powers of two of at least 4 KiB), memory (bytes buffers may map), "
                       "staging, staging_slots (copy_in/copy_out slots)");
-    AmTarget target = open_am(uri.name());
+    sim::amdgpu::NaviModel* model = nullptr;
+    AmTarget target = open_am_with_model(uri.name(), {}, {}, &model);
     options.keepalive = target.keepalive;
-    return am::AmHcqDevice::create(std::move(target.device), std::move(options));
+    std::shared_ptr<hcq::Device> device = am::AmHcqDevice::create(std::move(target.device), std::move(options));
+    std::lock_guard lock(sim_models_mutex);
+    std::erase_if(sim_models, [](const auto& entry) { return entry.first.expired(); });
+    sim_models.emplace_back(device, model);
+    return device;
 }
 
 }  // namespace
+
+bool inject_dispatch_hang(hcq::Device& device, bool hang) {
+    std::lock_guard lock(sim_models_mutex);
+    for (const auto& [weak, model] : sim_models) {
+        if (auto alive = weak.lock(); alive.get() == &device) {
+            model->inject_dispatch_hang(hang);
+            return true;
+        }
+    }
+    return false;
+}
 
 void register_backends(hcq::Registry& registry) {
     cpu::register_cpu_backend(registry);
@@ -190,6 +213,12 @@ std::string am_lock_key(std::string_view uri) {
 std::optional<pid_t> am_owner(std::string_view uri) { return pci::DeviceLock::owner_of(am_lock_key(uri)); }
 
 AmTarget open_am(std::string_view uri, am::AmOptions options, std::string_view sim_link) {
+    return open_am_with_model(uri, std::move(options), sim_link, nullptr);
+}
+
+namespace {
+AmTarget open_am_with_model(std::string_view uri, am::AmOptions options, std::string_view sim_link,
+                            sim::amdgpu::NaviModel** model_out) {
     if (options.lock_key.empty()) options.lock_key = am_lock_key(uri);
     AmTarget target;
     target.uri = std::string(uri);
@@ -211,7 +240,9 @@ AmTarget open_am(std::string_view uri, am::AmOptions options, std::string_view s
             throw Error(std::string(uri), fmt::format("unknown simulated link '{}': pcie or usb", sim_link));
         }
         auto bus = std::make_shared<pci::sim::SimBus>(link);
-        pci::PciAddress address = bus->attach(make_navi(which, /*ephemeral=*/false));
+        std::unique_ptr<pci::sim::SimDeviceModel> model = make_navi(which, /*ephemeral=*/false);
+        if (model_out) *model_out = static_cast<sim::amdgpu::NaviModel*>(model.get());
+        pci::PciAddress address = bus->attach(std::move(model));
         target.keepalive = bus;
         target.device = am::AmDevice::open(bus->open(address), std::move(options));
         return target;
@@ -224,5 +255,6 @@ AmTarget open_am(std::string_view uri, am::AmOptions options, std::string_view s
     }
     throw Error(std::string(uri), "not an AM device URI (am:<pci address> or sim-am:navi31 / sim-am:navi48)");
 }
+}  // namespace
 
 }  // namespace baregpu::registry

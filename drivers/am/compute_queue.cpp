@@ -384,8 +384,10 @@ uint64_t ComputeQueueEngine::max_submit_bytes() const {
 std::string ComputeQueueEngine::describe() const {
     const uint64_t rptr = rptr_word_ ? hcq::load_acquire(*rptr_word_) : 0;
     const uint64_t wptr = hcq::load_acquire(wptr_);
+    // The CP reports its read pointer as a ring offset (it wraps); the write pointer is ours, 64-bit.
+    const uint64_t pending = (wptr % ring_dwords_ + ring_dwords_ - rptr % ring_dwords_) % ring_dwords_;
     std::string doing = "idle";
-    if (ring_words_ != nullptr && rptr < wptr) {
+    if (ring_words_ != nullptr && pending != 0) {
         // What the CP stopped at: the packet at its read pointer.
         const uint32_t* w = ring_words_;
         auto at = [&](uint64_t i) { return w[(rptr + i) % ring_dwords_]; };
@@ -405,8 +407,7 @@ std::string ComputeQueueEngine::describe() const {
     }
     return fmt::format("{} (MEC1 pipe 0 queue {}, doorbell {}): ring {:#x} of {} dwords, wptr={} rptr={}, {} dwords pending, {}; "
                        "completed ticket {}",
-                       name(), queue_, doorbell_slot_, ring_.address().value(), ring_dwords_, wptr, rptr, wptr - std::min(rptr, wptr),
-                       doing, completed_ticket());
+                       name(), queue_, doorbell_slot_, ring_.address().value(), ring_dwords_, wptr, rptr, pending, doing, completed_ticket());
 }
 
 }  // namespace baregpu::am

@@ -363,8 +363,9 @@ uint64_t CopyQueueEngine::max_submit_bytes() const { return ring_bytes_ - 4 * 64
 std::string CopyQueueEngine::describe() const {
     const uint64_t rptr = rptr_word_ ? hcq::load_acquire(*rptr_word_) : 0;
     const uint64_t wptr = hcq::load_acquire(wptr_);
+    const uint64_t pending = (wptr % ring_bytes_ + ring_bytes_ - rptr % ring_bytes_) % ring_bytes_;
     std::string doing = "idle";
-    if (ring_words_ != nullptr && rptr < wptr) {
+    if (ring_words_ != nullptr && pending != 0) {
         const uint32_t* w = ring_words_;
         auto at = [&](uint64_t i) { return w[(rptr / 4 + i) % (ring_bytes_ / 4)]; };
         switch (at(0) & 0xFF) {
@@ -379,8 +380,7 @@ std::string CopyQueueEngine::describe() const {
     }
     return fmt::format("{} (SDMA0 queue 0, doorbell {:#x}): ring {:#x} of {} bytes, wptr={} rptr={}, {} bytes pending, {}; "
                        "completed ticket {}",
-                       name(), kDoorbellSdmaEngine0, ring_.address().value(), ring_bytes_, wptr, rptr, wptr - std::min(rptr, wptr), doing,
-                       completed_ticket());
+                       name(), kDoorbellSdmaEngine0, ring_.address().value(), ring_bytes_, wptr, rptr, pending, doing, completed_ticket());
 }
 
 }  // namespace baregpu::am
