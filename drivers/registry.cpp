@@ -2,6 +2,7 @@
 
 #include "base/error.hpp"
 #include "drivers/am/am_device.hpp"
+#include "drivers/am/hcq_device.hpp"
 #include "drivers/cpu/cpu_device.hpp"
 #include "drivers/pci/bar.hpp"
 #include "drivers/pci/device_lock.hpp"
@@ -10,6 +11,7 @@
 #include "drivers/pci/sim_bus.hpp"
 #include "drivers/registry_am.hpp"
 #include "drivers/sim/amdgpu/navi.hpp"
+#include "drivers/sim/amdgpu/state_file.hpp"
 #include "drivers/sim/edu.hpp"
 
 #include <fmt/format.h>
@@ -43,11 +45,12 @@ std::unique_ptr<pci::sim::SimDeviceModel> make_navi(sim::amdgpu::Asic asic, bool
     return sim::amdgpu::make_model(options);
 }
 
-// The AM models are not HCQ devices until drivers/am has queues (issue 5 brings up the chip only).
+// sim-am:navi31 is an HCQ device (drivers/am queues, issue 7); navi48 is not until the GC 12 queue
+// registers are transcribed.
 const SimulatedModel kSimulatedModels[] = {
     {"sim-edu", "QEMU's edu test DMA device (docs/specs/edu.rst)", false,
      [] { return std::unique_ptr<pci::sim::SimDeviceModel>(std::make_unique<sim::EduDevice>()); }},
-    {"sim-am:navi31", "AMD Navi31 / RX 7900 XTX (RDNA3) for drivers/am bring-up", false,
+    {"sim-am:navi31", "AMD Navi31 / RX 7900 XTX (RDNA3), driven by drivers/am", true,
      [] { return make_navi(sim::amdgpu::Asic::navi31, /*ephemeral=*/true); }},
     {"sim-am:navi48", "AMD Navi48 / RX 9070 XT (RDNA4) for drivers/am bring-up", false,
      [] { return make_navi(sim::amdgpu::Asic::navi48, /*ephemeral=*/true); }},
@@ -88,7 +91,62 @@ std::string field(std::string_view cpuinfo, std::string_view key) {
 
 }  // namespace
 
-void register_backends(hcq::Registry& registry) { cpu::register_cpu_backend(registry); }
+namespace {
+
+// "sim-am:navi31?compute_ring=...&copy_ring=...": the simulated chip brought up by the real AM
+// driver, its kernels run as host code by the model (ARCHITECTURE.md, code objects).
+// The models behind open sim-am devices, for the fault-injection hooks.
+std::mutex sim_models_mutex;
+std::vector<std::pair<std::weak_ptr<hcq::Device>, sim::amdgpu::NaviModel*>> sim_models;
+
+AmTarget open_am_with_model(std::string_view uri, am::AmOptions options, std::string_view sim_link,
+                            sim::amdgpu::NaviModel** model);
+
+std::shared_ptr<hcq::Device> open_sim_am(const hcq::DeviceUri& uri) {
+    am::AmHcqOptions options;
+    options.name = uri.name();
+    options.isa = am::KernelIsa::host;
+    const uint64_t ring = uri.option_u64("ring", 0);  // both rings, as the cpu backend's option
+    if (ring != 0) options.compute_ring_bytes = options.copy_ring_bytes = ring;
+    options.compute_ring_bytes = uri.option_u64("compute_ring", options.compute_ring_bytes);
+    options.copy_ring_bytes = uri.option_u64("copy_ring", options.copy_ring_bytes);
+    options.memory_bytes = uri.option_u64("memory", 0);
+    options.staging_bytes = uri.option_u64("staging", options.staging_bytes);
+    options.staging_slots = static_cast<uint32_t>(uri.option_u64("staging_slots", options.staging_slots));
+    uri.reject_unused("ring, compute_ring, copy_ring (bytes, powers of two of at least 4 KiB), memory (bytes buffers may map), "
+                      "staging, staging_slots (copy_in/copy_out slots)");
+    sim::amdgpu::NaviModel* model = nullptr;
+    AmTarget target = open_am_with_model(uri.name(), {}, {}, &model);
+    options.keepalive = target.keepalive;
+    std::shared_ptr<hcq::Device> device = am::AmHcqDevice::create(std::move(target.device), std::move(options));
+    std::lock_guard lock(sim_models_mutex);
+    std::erase_if(sim_models, [](const auto& entry) { return entry.first.expired(); });
+    sim_models.emplace_back(device, model);
+    return device;
+}
+
+}  // namespace
+
+bool inject_dispatch_hang(hcq::Device& device, bool hang) {
+    std::lock_guard lock(sim_models_mutex);
+    for (const auto& [weak, model] : sim_models) {
+        if (auto alive = weak.lock(); alive.get() == &device) {
+            model->inject_dispatch_hang(hang);
+            return true;
+        }
+    }
+    return false;
+}
+
+void register_backends(hcq::Registry& registry) {
+    cpu::register_cpu_backend(registry);
+    hcq::Backend sim_am;
+    sim_am.scheme = "sim-am";
+    sim_am.description = "simulated AMD GPUs (drivers/sim/amdgpu) driven by drivers/am; kernels run as host code";
+    sim_am.enumerate = [] { return std::vector<std::string>{"sim-am:navi31"}; };
+    sim_am.open = open_sim_am;
+    registry.add(std::move(sim_am));
+}
 
 std::string describe_cpu(std::string_view cpuinfo, unsigned online_cpus) {
     std::string model = field(cpuinfo, "model name");
@@ -142,7 +200,12 @@ std::string default_am_uri(std::string* note) {
 
 namespace {
 std::string am_lock_key(std::string_view uri) {
-    if (uri.starts_with("sim-am:")) return "sim-am-" + std::string(uri.substr(7));
+    if (uri.starts_with("sim-am:")) {
+        // One simulated chip per state directory: two processes with different
+        // BAREGPU_SIM_STATE_DIRs (parallel tests) drive different chips.
+        const std::string dir = sim::amdgpu::StateFile::default_dir().string();
+        return fmt::format("sim-am-{}-{:016x}", uri.substr(7), std::hash<std::string>{}(dir));
+    }
     return "am-" + std::string(uri.substr(3));
 }
 }  // namespace
@@ -150,6 +213,12 @@ std::string am_lock_key(std::string_view uri) {
 std::optional<pid_t> am_owner(std::string_view uri) { return pci::DeviceLock::owner_of(am_lock_key(uri)); }
 
 AmTarget open_am(std::string_view uri, am::AmOptions options, std::string_view sim_link) {
+    return open_am_with_model(uri, std::move(options), sim_link, nullptr);
+}
+
+namespace {
+AmTarget open_am_with_model(std::string_view uri, am::AmOptions options, std::string_view sim_link,
+                            sim::amdgpu::NaviModel** model_out) {
     if (options.lock_key.empty()) options.lock_key = am_lock_key(uri);
     AmTarget target;
     target.uri = std::string(uri);
@@ -166,12 +235,14 @@ AmTarget open_am(std::string_view uri, am::AmOptions options, std::string_view s
         pci::sim::Transport link = pci::sim::Transport::pcie_gen4_x16();
         if (sim_link == "usb") {
             // Every register access one 100 µs USB round trip; bulk VRAM copies at the bridge's ~0.32 GB/s.
-            link = {"usb-100us", 100'000, 100'000, 100'000, 0.32, 100'000, 0.32, 50'000'000};
+            link = {"usb-100us", 100'000, 100'000, 100'000, 0.32, 100'000, 0.32, 50'000'000, /*bar_mmap=*/false};
         } else if (!sim_link.empty() && sim_link != "pcie") {
             throw Error(std::string(uri), fmt::format("unknown simulated link '{}': pcie or usb", sim_link));
         }
         auto bus = std::make_shared<pci::sim::SimBus>(link);
-        pci::PciAddress address = bus->attach(make_navi(which, /*ephemeral=*/false));
+        std::unique_ptr<pci::sim::SimDeviceModel> model = make_navi(which, /*ephemeral=*/false);
+        if (model_out) *model_out = static_cast<sim::amdgpu::NaviModel*>(model.get());
+        pci::PciAddress address = bus->attach(std::move(model));
         target.keepalive = bus;
         target.device = am::AmDevice::open(bus->open(address), std::move(options));
         return target;
@@ -184,5 +255,6 @@ AmTarget open_am(std::string_view uri, am::AmOptions options, std::string_view s
     }
     throw Error(std::string(uri), "not an AM device URI (am:<pci address> or sim-am:navi31 / sim-am:navi48)");
 }
+}  // namespace
 
 }  // namespace baregpu::registry

@@ -27,9 +27,16 @@ struct BuiltinDevice {
 // so a description cannot drift from the model.
 std::vector<BuiltinDevice> builtin_devices();
 
-// Registers every HCQ backend this build has with `registry` (today: cpu). Call once, before
+// Registers every HCQ backend this build has with `registry` (cpu, sim-am). Call once, before
 // opening devices; tools and tests that open devices do.
 void register_backends(hcq::Registry& registry);
+
+// Fault injection on a simulated device opened through the registry, for tests of fault
+// handling and recovery. Returns false (and does nothing) when `device` is not a simulated chip
+// that can do it. inject_dispatch_hang: while set, the compute queue's next dispatch never
+// completes (the simulated MEC stays on it) until cleared, or until the queue is dequeued
+// (Device::recover does that).
+bool inject_dispatch_hang(hcq::Device& device, bool hang);
 
 // "Intel(R) Xeon(R) Gold 6148 CPU @ 2.40GHz, 2 cores" from /proc/cpuinfo's text and the number
 // of online CPUs. Reads "model name" (x86), else "Model"/"Hardware"/"CPU part" (Arm); "unknown

@@ -147,6 +147,18 @@ void Device::collect(uint64_t completed) {
     signals_->collect(completed);
 }
 
+void Device::recover() { throw UnsupportedError(name_, "this backend cannot recover from its error state: open the device again"); }
+
+void Device::clear_failure() noexcept {
+    {
+        std::lock_guard lock(failure_mutex_);
+        failure_.clear();
+        if (timeline_) timeline_.set(timeline_value() - 1);
+        failed_.store(false, std::memory_order_release);
+    }
+    host_signal_written();
+}
+
 void Device::synchronize(Duration timeout) {
     check_usable();
     ProfileHostSpan span("synchronize");

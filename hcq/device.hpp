@@ -108,6 +108,11 @@ public:
     }
     // Enter the error state (the first message wins) and wake every waiter.
     void fail(const std::string& message) noexcept;
+    // Leave the error state without reopening the device, where the backend can: it resets its
+    // queues (work in flight is lost; the timeline is set to timeline_value() - 1, so waits on
+    // earlier values return) and the device takes work again. Throws UnsupportedError where the
+    // backend cannot, and baregpu::Error when the reset itself fails.
+    virtual void recover();
 
     // Read/write pointers of every engine, for error messages.
     std::string queue_state() const;
@@ -147,6 +152,9 @@ protected:
     // Then, once its engines stopped: release what the common part owns while the backend's
     // memory still exists.
     void detach() noexcept;
+    // For recover(): once the engines are reset, leave the error state and set the timeline to
+    // timeline_value() - 1 (everything submitted counts as done; nothing more will run of it).
+    void clear_failure() noexcept;
 
     virtual std::shared_ptr<Program> load_program_impl(std::span<const std::byte> code_object, std::string_view kernel) = 0;
     // Free what the backend itself retires by timeline value (program slots, ...): everything

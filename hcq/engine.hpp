@@ -70,6 +70,13 @@ public:
     // once completed_ticket() >= ticket. Throws TimeoutError when the ring stays full,
     // UnsupportedError when commands.size() > max_submit_bytes().
     virtual uint64_t submit(std::span<const std::byte> commands) = 0;
+    // Commands were copied to device memory at `address` (Queue::bind): fix what in them
+    // depends on where they live (an engine whose commands carry their own kernel arguments
+    // points the dispatch at them). Called before the first submit_bound of that memory.
+    virtual void relocate(std::span<std::byte> commands, GpuVirtualAddress address) {
+        (void)commands;
+        (void)address;
+    }
     // Submit commands that already live in device memory (bind()) without copying them.
     virtual uint64_t submit_bound(GpuVirtualAddress commands, uint64_t size) = 0;
     virtual uint64_t completed_ticket() const noexcept = 0;

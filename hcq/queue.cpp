@@ -224,6 +224,7 @@ void Queue::bind() {
     Buffer memory = device_->allocate_internal(std::max<uint64_t>(commands_.size(), 8),
                                                BufferOptions{.host = false, .cpu_access = true, .uncached = true});
     if (commands_.size()) std::memcpy(memory.cpu(), commands_.data(), commands_.size());
+    engine_->relocate(std::span(memory.cpu(), commands_.size()), memory.address());
     bound_ = std::move(memory);
     submitted_bound_ = false;
 }

@@ -227,6 +227,9 @@ void AmDevice::bring_up() {
     report_.warm = can_start_warm();
     if (options_.inspect_only) return;
     if (!report_.warm) full_boot();
+    // The engines read rings, signals and host buffers in system memory: a warm start, whose
+    // function came up with bus mastering off (a new VFIO open, a new simulated bus), needs it too.
+    pci_->set_bus_master(true);
 
     stage(report_.warm ? "vm (warm)" : "gc hub", [&] {
         // Every process starts with an empty VMID0 (the page-table pool is per process). A cold
@@ -419,13 +422,23 @@ std::chrono::nanoseconds AmDevice::mode1_reset() {
     return t;
 }
 
-void AmDevice::map(uint64_t va, uint64_t paddr, uint64_t size, const MapFlags& flags) {
+void AmDevice::map(uint64_t va, uint64_t paddr, uint64_t size, const MapFlags& flags, bool flush) {
     page_table_->map(va, paddr, size, flags);
+    if (flush) flush_tlbs();
+}
+
+void AmDevice::unmap(uint64_t va, uint64_t size, bool flush) {
+    page_table_->unmap(va, size);
+    // A stale TLB entry would let an engine reach memory that is about to be reused.
+    if (flush) flush_tlbs();
+}
+
+void AmDevice::flush_tlbs() {
     gmc_->flush_tlb(true);
     gmc_->flush_tlb(false);
 }
 
-void AmDevice::unmap(uint64_t va, uint64_t size) { page_table_->unmap(va, size); }
+std::optional<Translation> AmDevice::translate(uint64_t va) { return page_table_->translate(va); }
 
 std::vector<PageFault> AmDevice::take_page_faults() {
     std::vector<PageFault> out;

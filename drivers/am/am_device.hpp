@@ -99,9 +99,19 @@ public:
     std::vector<PageFault> take_page_faults();
     uint32_t gc_fault_status() { return gmc_->gc_fault_status(); }
 
-    // VMID0 mappings (FB-relative VRAM addresses), TLBs flushed after each map.
-    void map(uint64_t va, uint64_t paddr, uint64_t size, const MapFlags& flags = {});
-    void unmap(uint64_t va, uint64_t size);
+    // VMID0 mappings (FB-relative VRAM addresses, or bus addresses with flags.system). Both hubs'
+    // TLBs are flushed after each call unless `flush` is false (then call flush_tlbs() once after
+    // a batch, before the GPU may use the new mappings).
+    void map(uint64_t va, uint64_t paddr, uint64_t size, const MapFlags& flags = {}, bool flush = true);
+    void unmap(uint64_t va, uint64_t size, bool flush = true);
+    void flush_tlbs();
+    std::optional<Translation> translate(uint64_t va);
+    // The queues' blocks (drivers/am/hcq_device).
+    Soc& soc() { return *soc_; }
+    Gmc& gmc() { return *gmc_; }
+    Ih& ih() { return *ih_; }
+    // VRAM above boot memory and the page-table pool: free for buffers (FB-relative).
+    static constexpr uint64_t heap_begin() { return kPageTablePoolStart + kPageTablePoolSize; }
 
     pci::PciDevice& pci() { return *pci_; }
     Registers& regs() { return *regs_; }

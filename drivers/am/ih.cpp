@@ -89,6 +89,8 @@ std::vector<IhEntry> Ih::pending() {
     return out;
 }
 
+uint32_t Ih::written_wptr() { return vram_.read32(wptr_) & field::kIhPtrOffsetMask; }
+
 std::vector<IhEntry> Ih::drain() {
     std::vector<IhEntry> out = pending();
     uint32_t wptr = vram_.read32(wptr_) & field::kIhPtrOffsetMask;

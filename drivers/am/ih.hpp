@@ -78,6 +78,9 @@ public:
     std::vector<IhEntry> pending();
     // Consumes everything pending (RPTR = WPTR) and returns it.
     std::vector<IhEntry> drain();
+    // The write pointer the hardware last wrote back (a memory read, no register access): what a
+    // poller compares with the value it last saw to learn whether anything arrived.
+    uint32_t written_wptr();
 
 private:
     Registers& regs_;

@@ -165,6 +165,28 @@ RegisterTable navi31_table() {
                     .context0_cntl = 0x1688, .eng17_sem = 0x16aa, .eng17_req = 0x16bc, .eng17_ack = 0x16ce,
                     .pt_base_lo = 0x16f3, .pt_start_lo = 0x1713, .pt_end_lo = 0x1733},
                    true, false);
+    // gc_11_0_0_offset.h: the MEC's queue registers (research/am.md 1.12) and SDMA0 queue 0, which
+    // on GC 11 lives in GC's register space (BASE_IDX 0, research/am.md 1.13).
+    t.grbm_gfx_cntl = r("GRBM_GFX_CNTL", HwIp::gc, 1, 0x0900);
+    t.cp_mec_rs64_cntl = r("CP_MEC_RS64_CNTL", HwIp::gc, 1, 0x2904);
+    t.cp_mqd_base_addr = r("CP_MQD_BASE_ADDR", HwIp::gc, 0, 0x1fa9);
+    t.cp_hqd_active = r("CP_HQD_ACTIVE", HwIp::gc, 0, 0x1fab);
+    t.cp_hqd_dequeue_request = r("CP_HQD_DEQUEUE_REQUEST", HwIp::gc, 0, 0x1fc1);
+    t.sdma0_queue0_rb_cntl = r("SDMA0_QUEUE0_RB_CNTL", HwIp::gc, 0, 0x0080);
+    t.sdma0_queue0_rb_base = r("SDMA0_QUEUE0_RB_BASE", HwIp::gc, 0, 0x0081);
+    t.sdma0_queue0_rb_base_hi = r("SDMA0_QUEUE0_RB_BASE_HI", HwIp::gc, 0, 0x0082);
+    t.sdma0_queue0_rb_rptr = r("SDMA0_QUEUE0_RB_RPTR", HwIp::gc, 0, 0x0083);
+    t.sdma0_queue0_rb_rptr_hi = r("SDMA0_QUEUE0_RB_RPTR_HI", HwIp::gc, 0, 0x0084);
+    t.sdma0_queue0_rb_wptr = r("SDMA0_QUEUE0_RB_WPTR", HwIp::gc, 0, 0x0085);
+    t.sdma0_queue0_rb_wptr_hi = r("SDMA0_QUEUE0_RB_WPTR_HI", HwIp::gc, 0, 0x0086);
+    t.sdma0_queue0_rb_rptr_addr_hi = r("SDMA0_QUEUE0_RB_RPTR_ADDR_HI", HwIp::gc, 0, 0x0088);
+    t.sdma0_queue0_rb_rptr_addr_lo = r("SDMA0_QUEUE0_RB_RPTR_ADDR_LO", HwIp::gc, 0, 0x0089);
+    t.sdma0_queue0_ib_cntl = r("SDMA0_QUEUE0_IB_CNTL", HwIp::gc, 0, 0x008a);
+    t.sdma0_queue0_doorbell = r("SDMA0_QUEUE0_DOORBELL", HwIp::gc, 0, 0x0092);
+    t.sdma0_queue0_doorbell_offset = r("SDMA0_QUEUE0_DOORBELL_OFFSET", HwIp::gc, 0, 0x00ab);
+    t.sdma0_queue0_rb_wptr_poll_addr_hi = r("SDMA0_QUEUE0_RB_WPTR_POLL_ADDR_HI", HwIp::gc, 0, 0x00b2);
+    t.sdma0_queue0_rb_wptr_poll_addr_lo = r("SDMA0_QUEUE0_RB_WPTR_POLL_ADDR_LO", HwIp::gc, 0, 0x00b3);
+    t.sdma0_queue0_minor_ptr_update = r("SDMA0_QUEUE0_MINOR_PTR_UPDATE", HwIp::gc, 0, 0x00b5);
     // mmhub_3_0_0_offset.h (BASE_IDX 0)
     t.mmmc_vm_fb_location_base = r("MMMC_VM_FB_LOCATION_BASE", HwIp::mmhub, 0, 0x08ec);
     t.mmmc_vm_fb_location_top = r("MMMC_VM_FB_LOCATION_TOP", HwIp::mmhub, 0, 0x08ed);

@@ -70,6 +70,13 @@ struct RegisterTable {
     // OSSSYS (IH ring 0)
     RegDef ih_rb_cntl, ih_rb_rptr, ih_rb_wptr, ih_rb_base, ih_rb_base_hi, ih_rb_wptr_addr_hi, ih_rb_wptr_addr_lo,
         ih_doorbell_rptr;
+    // Compute queues on MEC 1 and SDMA0 queue 0 (issue 7). GC 11 only so far: left invalid on GC 12,
+    // whose gc_12_0_0 / SDMA 7 offsets are not transcribed yet (queues then refuse to start).
+    RegDef grbm_gfx_cntl, cp_mec_rs64_cntl, cp_mqd_base_addr, cp_hqd_active, cp_hqd_dequeue_request;
+    RegDef sdma0_queue0_rb_cntl, sdma0_queue0_rb_base, sdma0_queue0_rb_base_hi, sdma0_queue0_rb_rptr,
+        sdma0_queue0_rb_rptr_hi, sdma0_queue0_rb_wptr, sdma0_queue0_rb_wptr_hi, sdma0_queue0_rb_rptr_addr_hi,
+        sdma0_queue0_rb_rptr_addr_lo, sdma0_queue0_ib_cntl, sdma0_queue0_doorbell, sdma0_queue0_doorbell_offset,
+        sdma0_queue0_rb_wptr_poll_addr_hi, sdma0_queue0_rb_wptr_poll_addr_lo, sdma0_queue0_minor_ptr_update;
     // NBIO / NBIF
     RegDef rsmu_index, rsmu_data, remap_hdp_mem_flush_cntl, doorbell_aper_en, rcc_dev0_epf2_strap2;
 };

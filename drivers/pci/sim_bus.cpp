@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <cstdio>
+#include <cstdlib>
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -117,6 +119,12 @@ void SimBus::Function::check_not_gone(const char* operation) const {
 void SimBus::Function::violation(const std::string& what, const std::string& where, const std::string& source) {
     std::lock_guard lock(bus.mutex_);
     bus.violations_.push_back({name, what, where, source});
+    // A driver cannot see the bus's record; someone chasing why a simulated device stopped can.
+    static const bool trace = [] {
+        const char* v = std::getenv("BAREGPU_SIM_TRACE");
+        return v != nullptr && *v != '\0' && *v != '0';
+    }();
+    if (trace) std::fprintf(stderr, "simulated bus: %s\n", bus.violations_.back().describe().c_str());
 }
 
 // ---- config space --------------------------------------------------------------------

@@ -28,6 +28,11 @@ struct BarSpec {
     // process, so a "crash" leaves VRAM as the hardware would). Exactly `size` bytes; the model
     // keeps them alive while it is attached. Empty: the bus allocates zeroed bytes.
     std::span<std::byte> storage = {};
+    // Memory BARs only: map_bar hands the driver the bytes themselves, as mmap of a real BAR
+    // does, so it may keep pointers into device memory (rings, signals, buffers). Accesses through
+    // that mapping bypass the bus's counters, latency model and removal checks; the block and
+    // register paths (read_block, read32, ...) through the same region are direct too.
+    bool cpu_mappable = false;
 };
 
 struct MsixSpec {

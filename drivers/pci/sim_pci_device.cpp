@@ -139,6 +139,12 @@ public:
 protected:
     MmioRegion map_bar(unsigned index) override {
         function_.check_not_gone("BAR mapping");
+        for (const BarSpec& bar : function_.spec.bars) {
+            if (bar.index == index && bar.kind == BarSpec::Kind::Memory && bar.cpu_mappable &&
+                function_.bus.transport().bar_mmap) {
+                return MmioRegion(fmt::format("{} BAR{}", name(), index), function_.memory[index].data(), bar_info(index).size);
+            }
+        }
         return MmioRegion(fmt::format("{} BAR{}", name(), index), &handlers_[index], bar_info(index).size);
     }
 

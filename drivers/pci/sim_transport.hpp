@@ -17,6 +17,9 @@ struct Transport {
     uint64_t dma_setup_ns = 0;  // per device-initiated transfer
     double dma_bytes_per_ns = 0;  // device-initiated bandwidth (1 byte/ns = 1 GB/s)
     uint64_t completion_timeout_ns = 0;  // what a read that never completes costs
+    // Whether the host can map a memory BAR into its address space (PCIe: yes; a USB bridge
+    // forwards every access as a transfer: no). Models' BarSpec::cpu_mappable needs it.
+    bool bar_mmap = true;
 
     // A GPU in a PCIe 4.0 x16 slot: ~1 µs uncached read round trip, ~25 GB/s DMA; the PCIe
     // completion timeout defaults to the 50 µs–50 ms range (PCIe Base Spec 2.4.3), 50 ms taken.
@@ -27,7 +30,7 @@ struct Transport {
     // control transfer plus a bulk transfer (~125 µs microframes), bulk data ~0.32 GB/s
     // (tinygrad's measured copy-in over the custom firmware, see research/nv_qcom_usb.md C.9).
     static Transport usb_tunnel() {
-        return {"usb-asm24", 250'000, 250'000, 125'000, 0.32, 125'000, 0.32, 50'000'000};
+        return {"usb-asm24", 250'000, 250'000, 125'000, 0.32, 125'000, 0.32, 50'000'000, /*bar_mmap=*/false};
     }
 };
 

@@ -151,7 +151,9 @@ pci::sim::DeviceSpec NaviModel::spec() const {
     s.identity.revision = a.revision;
     s.identity.class_code = 0x030000;  // VGA-compatible display controller
     using Kind = pci::sim::BarSpec::Kind;
-    s.bars.push_back({0, kVramBytes, true, true, Kind::Memory, impl_->file.vram()});
+    // CPU-mappable: the driver keeps rings, signals and buffers in VRAM and writes them through
+    // pointers into BAR0, as it does on a large-BAR board.
+    s.bars.push_back({0, kVramBytes, true, true, Kind::Memory, impl_->file.vram(), /*cpu_mappable=*/true});
     s.bars.push_back({2, kBar2Bytes, true, true, Kind::Registers, {}});
     s.bars.push_back({5, kBar5Bytes, false, false, Kind::Registers, {}});
     s.msi_vectors = 1;

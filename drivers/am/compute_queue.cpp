@@ -1,0 +1,413 @@
+#include "drivers/am/compute_queue.hpp"
+
+#include "base/error.hpp"
+#include "drivers/am/hcq_device.hpp"
+#include "drivers/am/mqd.hpp"
+#include "drivers/am/program.hpp"
+#include "drivers/am/wait.hpp"
+#include "hcq/clock.hpp"
+#include "hcq/program.hpp"
+#include "hcq/signal.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <fmt/format.h>
+#include <thread>
+
+namespace baregpu::am {
+
+namespace {
+
+using namespace pm4;
+
+// The kernarg NOP's first payload dword: "BGKA" in little-endian bytes. Ours, not the hardware's:
+// the CP skips a NOP's payload whatever it holds.
+constexpr uint32_t kKernargMagic = 0x414b4742;
+constexpr uint32_t kKernargHeaderDwords = 4;  // NOP header, magic, kernarg SGPR index, reserved
+// PACKET3(PACKET3_NOP, 0x3FFF): one dword (Linux gfx_v11_0.c ring funcs .nop).
+constexpr uint32_t kNop1 = packet3(kNop, 0x3FFF);
+constexpr uint32_t kFenceDwords = 8;  // RELEASE_MEM
+// SET_SH_REG's register offset (dword 1) of COMPUTE_USER_DATA_0 and COMPUTE_START_X.
+constexpr uint32_t kUserData0 = kGcBaseSeg0 + reg::COMPUTE_USER_DATA_0 - kShRegStart;
+constexpr uint32_t kStartX = kGcBaseSeg0 + reg::COMPUTE_START_X - kShRegStart;
+
+uint32_t lo(uint64_t v) { return static_cast<uint32_t>(v); }
+uint32_t hi(uint64_t v) { return static_cast<uint32_t>(v >> 32); }
+
+// Dwords of the packet whose header is `h` (ours are all type 3).
+uint64_t packet_dwords(uint32_t h) {
+    const uint32_t count = (h >> 16) & 0x3FFF;
+    if (((h >> 8) & 0xFF) == kNop && count == 0x3FFF) return 1;
+    return uint64_t{count} + 2;
+}
+uint32_t opcode(uint32_t h) { return (h >> 8) & 0xFF; }
+
+std::span<uint32_t> words_of(std::span<std::byte> bytes) {
+    return {reinterpret_cast<uint32_t*>(bytes.data()), bytes.size() / 4};
+}
+std::span<const uint32_t> words_of(std::span<const std::byte> bytes) {
+    return {reinterpret_cast<const uint32_t*>(bytes.data()), bytes.size() / 4};
+}
+
+// Appends `dwords` dwords, rounded up to a multiple of 2 with a one-dword NOP (commands are 8-byte
+// multiples), and returns a writer over the first `dwords`.
+Pm4Writer append(hcq::CommandBuffer& out, size_t dwords) {
+    const size_t padded = (dwords + 1) & ~size_t{1};
+    auto* p = reinterpret_cast<uint32_t*>(out.append(padded * 4));
+    if (padded != dwords) p[dwords] = kNop1;
+    return Pm4Writer(std::span<uint32_t>(p, dwords));
+}
+
+}  // namespace
+
+ComputeQueueEngine::ComputeQueueEngine(AmHcqDevice& device, GcGen gen, uint32_t queue, uint64_t ring_bytes)
+    : Engine(hcq::QueueKind::compute, queue == 0 ? "compute" : fmt::format("compute:{}", queue)), device_(device), gen_(gen),
+      queue_(queue), doorbell_slot_(mqd::kDoorbellMecRing0 + queue), ring_dwords_(ring_bytes / 4) {
+    if (ring_bytes < 4096 || (ring_bytes & (ring_bytes - 1)) != 0) {
+        throw Error(device.name(), fmt::format("compute ring of {} bytes: a power of two of at least 4 KiB is needed", ring_bytes));
+    }
+    if (queue >= 8) throw Error(device.name(), fmt::format("compute queue {}: MEC 1 pipe 0 has queues 0-7", queue));
+}
+
+ComputeQueueEngine::~ComputeQueueEngine() { stop(); }
+
+void ComputeQueueEngine::start() {
+    // The ring and its control words in host memory, as tinygrad's AM queues have them
+    // (research/am.md 1.15): the CPU writes them at memory speed and nothing needs an HDP flush.
+    ring_ = device_.allocate_owned(ring_dwords_ * 4, {.host = true, .uncached = true});
+    control_ = device_.allocate_owned(4096, {.host = true, .uncached = true});
+    eop_ = device_.allocate_owned(4096, {});
+    mqd_ = device_.allocate_owned(sizeof(mqd::ComputeMqd), {});
+    ring_words_ = reinterpret_cast<uint32_t*>(ring_.cpu());
+    wptr_word_ = reinterpret_cast<uint64_t*>(control_.cpu());
+    rptr_word_ = reinterpret_cast<uint64_t*>(control_.cpu() + 0x100);
+    fence_word_ = reinterpret_cast<uint64_t*>(control_.cpu() + 0x200);
+    std::memset(control_.cpu(), 0, 4096);
+    activate();
+}
+
+void ComputeQueueEngine::activate() {
+    AmDevice& chip = device_.chip();
+    Registers& regs = chip.regs();
+    const RegisterTable& t = regs.table();
+    mqd::ComputeQueueConfig c;
+    c.gen = gen_;
+    c.mqd_mc_address = chip.fb_base() + device_.physical(mqd_.address());
+    c.ring_va = ring_.address().value();
+    c.ring_bytes = ring_dwords_ * 4;
+    c.rptr_va = control_.address().value() + 0x100;
+    c.wptr_va = control_.address().value();
+    c.eop_va = eop_.address().value();
+    c.eop_bytes = 4096;
+    c.doorbell_slot = doorbell_slot_;
+    const mqd::ComputeMqd image = mqd::build_compute_mqd(c);
+    chip.vram().write(device_.physical(mqd_.address()), std::as_bytes(std::span(image)));
+
+    // GRBM_GFX_CNTL: PIPEID bits 0-1, MEID bits 2-3, QUEUEID bits 8-10 (gc_11_0_0_sh_mask.h).
+    regs.write(t.grbm_gfx_cntl, (1u << 2) | (queue_ << 8));
+    if (regs.read(t.cp_hqd_active) & 1) {
+        // A queue a previous owner left running (a crash): take it down before reprogramming it.
+        regs.write(t.cp_hqd_dequeue_request, 2);
+        wait_reg(regs, t.cp_hqd_active, 1, 0, std::chrono::milliseconds(100), "a stale compute queue to dequeue");
+    }
+    // The MQD's register block mirrors CP_MQD_BASE_ADDR .. CP_HQD_PQ_WPTR_HI; written one by one
+    // (research/am.md 1.12), then the queue goes active.
+    const uint32_t first = regs.address(t.cp_mqd_base_addr);
+    const uint32_t active = regs.address(t.cp_hqd_active);
+    std::span<const uint32_t> block = mqd::register_block(image);
+    for (size_t i = 0; i < block.size(); ++i) {
+        if (first + i == active) continue;  // last, below
+        regs.mmio().write(static_cast<uint32_t>(first + i), block[i]);
+    }
+    regs.write(t.cp_hqd_active, 1);
+    device_.flush_hdp();
+    regs.write(t.grbm_gfx_cntl, 0);
+    active_ = true;
+}
+
+void ComputeQueueEngine::stop() noexcept {
+    if (!active_) return;
+    active_ = false;
+    try {
+        Registers& regs = device_.chip().regs();
+        const RegisterTable& t = regs.table();
+        regs.write(t.grbm_gfx_cntl, (1u << 2) | (queue_ << 8));
+        if (regs.read(t.cp_hqd_active) & 1) {
+            regs.write(t.cp_hqd_dequeue_request, 2);  // RESET_WAVES (research/am.md 1.12 dequeue)
+            poll_until(device_.chip().pci(), std::chrono::milliseconds(100), [&] { return (regs.read(t.cp_hqd_active) & 1) == 0; });
+        }
+        regs.write(t.grbm_gfx_cntl, 0);
+    } catch (...) {
+        // The chip is gone or hung: nothing more to take down.
+    }
+}
+
+void ComputeQueueEngine::release() noexcept {
+    ring_words_ = nullptr;
+    wptr_word_ = rptr_word_ = fence_word_ = nullptr;
+    ring_ = {};
+    control_ = {};
+    eop_ = {};
+    mqd_ = {};
+}
+
+void ComputeQueueEngine::restart() {
+    std::lock_guard lock(mutex_);
+    stop();
+    // Tickets stay monotonic across the restart: every ticket handed out so far counts as done.
+    base_ += wptr_ + 1;
+    wptr_ = 0;
+    hcq::store_release(*wptr_word_, 0);
+    hcq::store_release(*rptr_word_, 0);
+    hcq::store_release(*fence_word_, 0);
+    activate();
+}
+
+void ComputeQueueEngine::encode_wait(hcq::CommandBuffer& out, GpuVirtualAddress signal, uint64_t value) {
+    append(out, 9).wait_reg_mem64(signal.value(), Compare::ge, value);
+}
+
+void ComputeQueueEngine::encode_signal(hcq::CommandBuffer& out, GpuVirtualAddress signal, uint64_t value) {
+    append(out, 8).release_mem({.gcr = release_mem_flush(gen_), .data_sel = DataSel::data64, .address = signal.value(), .data = value});
+}
+
+void ComputeQueueEngine::encode_timestamp(hcq::CommandBuffer& out, GpuVirtualAddress dst) {
+    append(out, 8).release_mem({.gcr = release_mem_flush(gen_), .data_sel = DataSel::gpu_clock, .address = dst.value()});
+}
+
+void ComputeQueueEngine::encode_memory_barrier(hcq::CommandBuffer& out) { append(out, 8).acquire_mem(kGcrAll); }
+
+void ComputeQueueEngine::encode_exec(hcq::CommandBuffer& out, const hcq::Program& program, std::span<const std::byte> kernargs,
+                                     hcq::Dim3 grid, hcq::Dim3 block) {
+    const auto& p = static_cast<const AmProgram&>(program);
+    KernelDispatch k = p.launch();
+    k.grid = {grid.x, grid.y, grid.z};
+    k.block = {block.x, block.y, block.z};
+    k.kernarg_address = 0;  // filled in where the command lands (place / relocate)
+    const size_t arg_dwords = (kernargs.size() + 3) / 4;
+    const size_t nop_dwords = kKernargHeaderDwords + arg_dwords;
+    const size_t total = nop_dwords + dispatch_dwords(k);
+    const size_t padded = (total + 1) & ~size_t{1};
+    auto* w = reinterpret_cast<uint32_t*>(out.append(padded * 4));
+    w[0] = packet3(kNop, static_cast<uint32_t>(nop_dwords - 2));
+    w[1] = kKernargMagic;
+    w[2] = p.kernarg_sgpr();
+    w[3] = 0;
+    w[kKernargHeaderDwords + arg_dwords - 1] = 0;  // the tail of a partial last dword
+    if (!kernargs.empty()) std::memcpy(w + kKernargHeaderDwords, kernargs.data(), kernargs.size());
+    Pm4Writer(std::span<uint32_t>(w + nop_dwords, total - nop_dwords)).dispatch(k);
+    if (padded != total) w[total] = kNop1;
+}
+
+void ComputeQueueEngine::encode_copy(hcq::CommandBuffer&, GpuVirtualAddress, GpuVirtualAddress, uint64_t) {
+    throw std::logic_error("the AM compute queue records no copies: copies go to the SDMA copy queue");
+}
+
+void ComputeQueueEngine::patch(std::span<std::byte> command, hcq::Field field, uint64_t value) {
+    std::span<uint32_t> w = words_of(command);
+    const uint32_t op = opcode(w[0]);
+    // WAIT_REG_MEM64: address dwords 2-3, reference 4-5. RELEASE_MEM: address 3-4, data 5-6 (nvd.h).
+    const size_t address_at = op == kWaitRegMem64 ? 2 : 3, value_at = op == kWaitRegMem64 ? 4 : 5;
+    switch (field) {
+        case hcq::Field::signal_address:
+        case hcq::Field::timestamp_address:
+            w[address_at] = lo(value);
+            w[address_at + 1] = hi(value);
+            break;
+        case hcq::Field::signal_value:
+            w[value_at] = lo(value);
+            w[value_at + 1] = hi(value);
+            break;
+        default: throw std::logic_error("the AM compute queue has no copy commands to patch");
+    }
+}
+
+void ComputeQueueEngine::patch_exec_args(std::span<std::byte> command, uint32_t offset, std::span<const std::byte> bytes) {
+    const size_t at = kKernargHeaderDwords * 4 + offset;
+    if (at + bytes.size() > command.size()) throw std::out_of_range("kernel argument patch outside the exec command");
+    std::memcpy(command.data() + at, bytes.data(), bytes.size());
+}
+
+void ComputeQueueEngine::patch_exec_dims(std::span<std::byte> command, hcq::Dim3 grid, hcq::Dim3 block) {
+    std::span<uint32_t> w = words_of(command);
+    for (size_t i = 0; i < w.size(); i += packet_dwords(w[i])) {
+        const uint32_t op = opcode(w[i]);
+        if (op == kSetShReg && w[i + 1] == kStartX) {
+            // COMPUTE_START_X/Y/Z, then COMPUTE_NUM_THREAD_X/Y/Z.
+            w[i + 5] = block.x;
+            w[i + 6] = block.y;
+            w[i + 7] = block.z;
+        } else if (op == kDispatchDirect) {
+            w[i + 1] = grid.x;
+            w[i + 2] = grid.y;
+            w[i + 3] = grid.z;
+        }
+    }
+}
+
+void ComputeQueueEngine::relocate(std::span<std::byte> commands, GpuVirtualAddress address) {
+    std::span<uint32_t> w = words_of(commands);
+    uint64_t kernargs = 0;
+    uint32_t sgpr = 0;
+    for (size_t i = 0; i < w.size(); i += packet_dwords(w[i])) {
+        const uint32_t op = opcode(w[i]);
+        if (op == kNop && packet_dwords(w[i]) >= kKernargHeaderDwords && w[i + 1] == kKernargMagic) {
+            kernargs = address.value() + (i + kKernargHeaderDwords) * 4;
+            sgpr = w[i + 2];
+        } else if (op == kSetShReg && w[i + 1] == kUserData0 && kernargs != 0) {
+            w[i + 2 + sgpr] = lo(kernargs);
+            w[i + 3 + sgpr] = hi(kernargs);
+            kernargs = 0;
+        }
+    }
+}
+
+uint64_t ComputeQueueEngine::placed_dwords(std::span<const uint32_t> words, uint64_t at) const {
+    const uint64_t start = at;
+    for (size_t i = 0; i < words.size(); i += packet_dwords(words[i])) {
+        const uint64_t n = packet_dwords(words[i]);
+        if (at % ring_dwords_ + n > ring_dwords_) at += ring_dwords_ - at % ring_dwords_;
+        at += n;
+    }
+    return at - start;
+}
+
+void ComputeQueueEngine::place(std::span<const uint32_t> words) {
+    const uint64_t ring_va = ring_.address().value();
+    uint64_t kernargs = 0;
+    uint32_t sgpr = 0;
+    for (size_t i = 0; i < words.size();) {
+        const uint64_t n = packet_dwords(words[i]);
+        const uint64_t offset = wptr_ % ring_dwords_;
+        if (offset + n > ring_dwords_) {
+            // NOP-fill to the ring end so that no packet (in particular no kernarg block) wraps.
+            const uint64_t fill = ring_dwords_ - offset;
+            write_ring(wptr_, fill == 1 ? kNop1 : packet3(kNop, static_cast<uint32_t>(fill - 2)));
+            wptr_ += fill;
+            continue;
+        }
+        std::memcpy(ring_words_ + offset, words.data() + i, n * 4);
+        const uint32_t op = opcode(words[i]);
+        if (op == kNop && n >= kKernargHeaderDwords && words[i + 1] == kKernargMagic) {
+            kernargs = ring_va + (offset + kKernargHeaderDwords) * 4;
+            sgpr = words[i + 2];
+        } else if (op == kSetShReg && words[i + 1] == kUserData0 && kernargs != 0) {
+            ring_words_[offset + 2 + sgpr] = lo(kernargs);
+            ring_words_[offset + 3 + sgpr] = hi(kernargs);
+            kernargs = 0;
+        }
+        wptr_ += n;
+        i += n;
+    }
+}
+
+void ComputeQueueEngine::wait_for_space(uint64_t dwords) {
+    auto used = [&] { return base_ + wptr_ - std::max(base_, hcq::load_acquire(*fence_word_)); };
+    if (used() + dwords <= ring_dwords_) return;
+    const uint64_t deadline = hcq::host_now_ns() + static_cast<uint64_t>(hcq::default_timeout().count());
+    while (used() + dwords > ring_dwords_) {
+        device_.check_usable();
+        device_.check_faults();
+        if (hcq::host_now_ns() > deadline) {
+            throw TimeoutError(device_.name(), fmt::format("{}: the ring stayed full: {} dwords needed; {}", name(), dwords, describe()));
+        }
+        std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+}
+
+uint64_t ComputeQueueEngine::finish_and_ring() {
+    // The fence: once everything before it completed, the ticket (the ring position after it).
+    if (wptr_ % ring_dwords_ + kFenceDwords > ring_dwords_) {
+        const uint64_t fill = ring_dwords_ - wptr_ % ring_dwords_;
+        write_ring(wptr_, fill == 1 ? kNop1 : packet3(kNop, static_cast<uint32_t>(fill - 2)));
+        wptr_ += fill;
+    }
+    const uint64_t ticket = base_ + wptr_ + kFenceDwords;
+    Pm4Writer(std::span<uint32_t>(ring_words_ + wptr_ % ring_dwords_, kFenceDwords))
+        .release_mem({.gcr = release_mem_flush(gen_), .data_sel = DataSel::data64, .address = control_.address().value() + 0x200,
+                      .data = ticket});
+    wptr_ += kFenceDwords;
+    // research/am.md 3.1 _submit: the write pointer in memory, then the doorbell with the same value.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    hcq::store_release(*wptr_word_, wptr_);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    device_.flush_hdp();  // CPU writes to VRAM through the BAR (bound commands, cpu_access buffers)
+    device_.ring_doorbell(doorbell_slot_, wptr_);
+    return ticket;
+}
+
+uint64_t ComputeQueueEngine::submit(std::span<const std::byte> commands) {
+    if (commands.size() > max_submit_bytes()) {
+        throw UnsupportedError(device_.name(), fmt::format("{}: {} bytes of commands do not fit in the {}-byte ring; bind() the queue",
+                                                           name(), commands.size(), ring_dwords_ * 4));
+    }
+    std::lock_guard lock(mutex_);
+    std::span<const uint32_t> words = words_of(commands);
+    // Space for the commands as placed (fill included) and the fence with its worst-case fill.
+    wait_for_space(placed_dwords(words, wptr_) + 2 * kFenceDwords);
+    place(words);
+    return finish_and_ring();
+}
+
+uint64_t ComputeQueueEngine::submit_bound(GpuVirtualAddress commands, uint64_t size) {
+    std::lock_guard lock(mutex_);
+    uint32_t ib[4];
+    Pm4Writer(ib).indirect_buffer(commands.value(), static_cast<uint32_t>(size / 4));
+    wait_for_space(4 + 2 * kFenceDwords + 4);
+    place(ib);
+    return finish_and_ring();
+}
+
+uint64_t ComputeQueueEngine::completed_ticket() const noexcept { return std::max(base_, hcq::load_acquire(*fence_word_)); }
+
+void ComputeQueueEngine::wait_ticket(uint64_t ticket, hcq::Duration timeout) {
+    const uint64_t deadline = hcq::host_now_ns() + static_cast<uint64_t>(timeout.count());
+    for (unsigned spin = 0; completed_ticket() < ticket; ++spin) {
+        device_.check_usable();
+        if (spin % 64 == 0) device_.check_faults();
+        if (hcq::host_now_ns() > deadline) {
+            throw TimeoutError(device_.name(), fmt::format("{}: submission {} not done after {} ms; {}", name(), ticket,
+                                                           std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count(),
+                                                           describe()));
+        }
+        if (spin > 256) std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+}
+
+uint64_t ComputeQueueEngine::max_submit_bytes() const {
+    // Room for the fence and one ring-end fill of the largest packet (a kernarg NOP: 1 KiB of
+    // arguments and its header).
+    return (ring_dwords_ - 2 * kFenceDwords - (kKernargHeaderDwords + hcq::KernelArgs::kMaxBytes / 4)) * 4;
+}
+
+std::string ComputeQueueEngine::describe() const {
+    const uint64_t rptr = rptr_word_ ? hcq::load_acquire(*rptr_word_) : 0;
+    const uint64_t wptr = hcq::load_acquire(wptr_);
+    // The CP reports its read pointer as a ring offset (it wraps); the write pointer is ours, 64-bit.
+    const uint64_t pending = (wptr % ring_dwords_ + ring_dwords_ - rptr % ring_dwords_) % ring_dwords_;
+    std::string doing = "idle";
+    if (ring_words_ != nullptr && pending != 0) {
+        // What the CP stopped at: the packet at its read pointer.
+        const uint32_t* w = ring_words_;
+        auto at = [&](uint64_t i) { return w[(rptr + i) % ring_dwords_]; };
+        const uint32_t op = opcode(at(0));
+        if (op == kWaitRegMem64) {
+            doing = fmt::format("executing wait for {:#x} >= {}", uint64_t{at(2)} | uint64_t{at(3)} << 32,
+                                uint64_t{at(4)} | uint64_t{at(5)} << 32);
+        } else if (op == kReleaseMem) {
+            doing = fmt::format("executing signal of {:#x}", uint64_t{at(3)} | uint64_t{at(4)} << 32);
+        } else if (op == kIndirectBuffer) {
+            doing = fmt::format("executing the bound commands at {:#x}", uint64_t{at(1)} | uint64_t{at(2) & 0xFFFF} << 32);
+        } else if (op == kNop || op == kSetShReg || op == kDispatchDirect || op == kAcquireMem) {
+            doing = "executing a dispatch";
+        } else {
+            doing = fmt::format("at packet {:#010x}", at(0));
+        }
+    }
+    return fmt::format("{} (MEC1 pipe 0 queue {}, doorbell {}): ring {:#x} of {} dwords, wptr={} rptr={}, {} dwords pending, {}; "
+                       "completed ticket {}",
+                       name(), queue_, doorbell_slot_, ring_.address().value(), ring_dwords_, wptr, rptr, pending, doing, completed_ticket());
+}
+
+}  // namespace baregpu::am

@@ -1,0 +1,103 @@
+// The compute queue: a PM4 ring on a MEC 1 hardware queue (HQD) programmed directly from an MQD,
+// without MES or KIQ (research/am.md 1.12), as an hcq::Engine.
+//
+// Commands (pm4.hpp encodings; every command a multiple of 8 bytes, padded with one-dword NOPs):
+//   wait       WAIT_REG_MEM64 >= (64-bit compare), NOP
+//   signal     RELEASE_MEM DATA_SEL 2 (64-bit value at end of pipe, caches written back)
+//   timestamp  RELEASE_MEM DATA_SEL 3 (the 100 MHz GPU clock)
+//   barrier    ACQUIRE_MEM (invalidate and write back every cache)
+//   exec       a NOP carrying the kernel arguments ("BGKA", the kernarg SGPR index, the bytes),
+//              then research/am.md 3.1's dispatch sequence whose kernarg pointer points into that
+//              NOP: the arguments travel with the command, so a recorded queue can be submitted
+//              again and again (and patched between submissions) without a kernarg arena. Where
+//              the NOP lands is known only when it is copied into the ring (submit) or bound to
+//              device memory (relocate): both fill in the pointer then.
+//
+// Submission: the packets are copied into the ring (none straddles the ring end: the rest is
+// NOP-filled), followed by a RELEASE_MEM that writes the submission's ticket (the ring's 64-bit
+// write pointer in dwords) to a fence word; then the write pointer is stored in memory, the HDP
+// flushed, and the doorbell rung with it (research/am.md 1.14, 3.1 _submit). Ring space is
+// reclaimed by the fence, not by the CP's read pointer: a dispatch still running may read its
+// arguments from the ring after the CP fetched past it.
+#pragma once
+
+#include "drivers/am/pm4.hpp"
+#include "hcq/engine.hpp"
+#include "hcq/memory.hpp"
+
+#include <mutex>
+
+namespace baregpu::am {
+
+class AmHcqDevice;
+
+class ComputeQueueEngine final : public hcq::Engine {
+public:
+    // MEC 1 pipe 0 queue `queue`, doorbell slot AMDGPU_NAVI10_DOORBELL_MEC_RING0 + queue.
+    ComputeQueueEngine(AmHcqDevice& device, pm4::GcGen gen, uint32_t queue, uint64_t ring_bytes);
+    ~ComputeQueueEngine() override;
+
+    // Allocates the ring, control words, EOP buffer and MQD, and activates the HQD.
+    void start();
+    // Dequeues the HQD (CP_HQD_DEQUEUE_REQUEST, waits for CP_HQD_ACTIVE = 0). Idempotent.
+    void stop() noexcept;
+    // After stop(), before the device's memory manager goes: give the queue's memory back.
+    void release() noexcept;
+    // After a fault: dequeue, forget everything in the ring, activate again on the same memory.
+    void restart();
+
+    void encode_wait(hcq::CommandBuffer& out, GpuVirtualAddress signal, uint64_t value) override;
+    void encode_signal(hcq::CommandBuffer& out, GpuVirtualAddress signal, uint64_t value) override;
+    void encode_timestamp(hcq::CommandBuffer& out, GpuVirtualAddress dst) override;
+    void encode_memory_barrier(hcq::CommandBuffer& out) override;
+    void encode_exec(hcq::CommandBuffer& out, const hcq::Program& program, std::span<const std::byte> kernargs, hcq::Dim3 grid,
+                     hcq::Dim3 block) override;
+    void encode_copy(hcq::CommandBuffer& out, GpuVirtualAddress dst, GpuVirtualAddress src, uint64_t size) override;
+    void patch(std::span<std::byte> command, hcq::Field field, uint64_t value) override;
+    void patch_exec_args(std::span<std::byte> command, uint32_t offset, std::span<const std::byte> bytes) override;
+    void patch_exec_dims(std::span<std::byte> command, hcq::Dim3 grid, hcq::Dim3 block) override;
+    void relocate(std::span<std::byte> commands, GpuVirtualAddress address) override;
+    uint64_t submit(std::span<const std::byte> commands) override;
+    uint64_t submit_bound(GpuVirtualAddress commands, uint64_t size) override;
+    uint64_t completed_ticket() const noexcept override;
+    void wait_ticket(uint64_t ticket, hcq::Duration timeout) override;
+    uint64_t max_submit_bytes() const override;
+    std::string describe() const override;
+
+    uint32_t doorbell_slot() const { return doorbell_slot_; }
+    GpuVirtualAddress ring_address() const { return ring_.address(); }
+    uint64_t ring_dwords() const { return ring_dwords_; }
+    // The ring's 64-bit write pointer (dwords since the queue started) and how often it wrapped.
+    uint64_t write_pointer() const { return wptr_; }
+    uint64_t wraps() const { return wptr_ / ring_dwords_; }
+
+private:
+    void activate();
+    // Waits until `dwords` more fit before the fence-reclaimed read side. Throws TimeoutError.
+    void wait_for_space(uint64_t dwords);
+    // Copies `words` into the ring at wptr_ as whole packets, NOP-filling the ring end where a
+    // packet would straddle it, and points kernarg NOPs' dispatches at their ring copy.
+    void place(std::span<const uint32_t> words);
+    // Dwords `words` take in the ring starting at `at` (padding included).
+    uint64_t placed_dwords(std::span<const uint32_t> words, uint64_t at) const;
+    void write_ring(uint64_t at, uint32_t word) { ring_words_[at % ring_dwords_] = word; }
+    // Appends the fence, publishes the write pointer and rings the doorbell; returns the ticket.
+    uint64_t finish_and_ring();
+
+    AmHcqDevice& device_;
+    pm4::GcGen gen_;
+    uint32_t queue_;
+    uint32_t doorbell_slot_;
+    uint64_t ring_dwords_;
+    hcq::Buffer ring_, control_, eop_, mqd_;
+    uint32_t* ring_words_ = nullptr;
+    uint64_t* wptr_word_ = nullptr;   // CP_HQD_PQ_WPTR_POLL_ADDR
+    uint64_t* rptr_word_ = nullptr;   // CP_HQD_PQ_RPTR_REPORT_ADDR
+    uint64_t* fence_word_ = nullptr;  // the last completed ticket
+    mutable std::mutex mutex_;
+    uint64_t wptr_ = 0;  // dwords since the HQD was (re)activated
+    uint64_t base_ = 0;  // tickets handed out before the last restart()
+    bool active_ = false;
+};
+
+}  // namespace baregpu::am

@@ -1,0 +1,311 @@
+#include "drivers/am/hcq_device.hpp"
+
+#include "base/error.hpp"
+#include "drivers/am/compute_queue.hpp"
+#include "drivers/am/copy_queue.hpp"
+#include "drivers/am/program.hpp"
+#include "drivers/hostcode/elf_loader.hpp"
+#include "drivers/hostcode/host_program.h"
+#include "hcq/clock.hpp"
+#include "hcq/program.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <fmt/format.h>
+#include <thread>
+
+namespace baregpu::am {
+
+namespace {
+
+constexpr uint64_t kPage = 4096, k2M = 2ull << 20, k1G = 1ull << 30;
+// The IP discovery table sits in the last 64 KiB of VRAM (research/am.md 1.3); keep the top MiB.
+constexpr uint64_t kVramTopReserved = 1ull << 20;
+// What a workgroup may use (RDNA3/RDNA4: 1024 work-items, 64 KiB of LDS).
+constexpr uint32_t kMaxThreads = 1024, kMaxLds = 64 * 1024;
+
+hcq::DeviceLimits limits_for(const AmDevice& chip, uint64_t memory_bytes) {
+    hcq::DeviceLimits l;
+    l.max_threads_per_group = kMaxThreads;
+    l.max_shared_bytes = kMaxLds;
+    l.max_kernarg_bytes = static_cast<uint32_t>(hcq::KernelArgs::kMaxBytes);
+    l.max_grid = {0x7fffffffu, 0xffffu, 0xffffu};
+    l.memory_bytes = chip.vram_size() - AmDevice::heap_begin() - kVramTopReserved;
+    if (memory_bytes != 0) l.memory_bytes = std::min(l.memory_bytes, memory_bytes);
+    return l;
+}
+
+std::string arch_for(const AmDevice& chip, KernelIsa isa) {
+    if (isa == KernelIsa::host) return "x86_64";
+    return chip.asic().gc_generation >= 12 ? "gfx1201" : "gfx1100";
+}
+
+}  // namespace
+
+std::shared_ptr<AmHcqDevice> AmHcqDevice::create(std::unique_ptr<AmDevice> chip, AmHcqOptions options) {
+    const RegisterTable& t = chip->regs().table();
+    if (!t.cp_hqd_active.valid() || !t.sdma0_queue0_rb_cntl.valid()) {
+        throw UnsupportedError(options.name.empty() ? chip->name() : options.name,
+                               fmt::format("{} (GC {}.{}.{}): queues need the GC {} queue registers, which drivers/am does not have yet "
+                                           "(gc_12_0_0_offset.h / SDMA 7 are not transcribed)",
+                                           chip->asic().name, chip->asic().gc.major, chip->asic().gc.minor, chip->asic().gc.revision,
+                                           chip->asic().gc_generation));
+    }
+    return std::make_shared<AmHcqDevice>(Token{}, std::move(chip), std::move(options));
+}
+
+AmHcqDevice::AmHcqDevice(Token, std::unique_ptr<AmDevice> chip, AmHcqOptions options)
+    : Device(options.name.empty() ? chip->name() : options.name, arch_for(*chip, options.isa), limits_for(*chip, options.memory_bytes),
+             options.name.empty() ? chip->name() : options.name),
+      options_(std::move(options)), chip_(std::move(chip)),
+      vram_(AmDevice::heap_begin(), (chip_->vram_size() - kVramTopReserved) & ~(kPage - 1)) {
+    pci::MmioRegion& bar0 = chip_->pci().bar(0);
+    bar0_ = bar0.direct();
+    bar0_size_ = bar0.size();
+
+    // research/am.md 1.12 _enable_mec: pipe 0 out of reset and active, the MEC not halted
+    // (CP_MEC_RS64_CNTL: MEC_PIPE0_ACTIVE bit 26, MEC_PIPE0_RESET bit 16, MEC_HALT bit 30).
+    Registers& regs = chip_->regs();
+    regs.write(regs.table().cp_mec_rs64_cntl, 1u << 26);
+    // Whatever a previous owner left in the interrupt ring is not ours to report.
+    chip_->take_page_faults();
+    ih_seen_ = chip_->ih().written_wptr();
+
+    const pm4::GcGen gen = chip_->asic().gc_generation >= 12 ? pm4::GcGen::gc12 : pm4::GcGen::gc11;
+    compute_ = std::make_unique<ComputeQueueEngine>(*this, gen, 0, options_.compute_ring_bytes);
+    copy_ = std::make_unique<CopyQueueEngine>(*this, options_.copy_ring_bytes);
+    Parts parts;
+    parts.memory = this;
+    parts.va_base = GpuVirtualAddress(kVmStart);
+    parts.va_size = options_.va_bytes;
+    parts.compute = {compute_.get()};
+    parts.copy = {copy_.get()};
+    parts.timestamp_hz = 100'000'000;
+    parts.staging_slot_bytes = options_.staging_bytes;
+    parts.staging_slots = options_.staging_slots;  // RELEASE_MEM / SDMA TIMESTAMP count 10 ns ticks (research/am.md 3.3)
+    attach(parts);
+    compute_->start();
+    copy_->start();
+    opened();
+}
+
+AmHcqDevice::~AmHcqDevice() {
+    begin_shutdown();
+    compute_->stop();
+    copy_->stop();
+    compute_->release();
+    copy_->release();
+    detach();
+}
+
+void AmHcqDevice::flush_hdp() { chip_->soc().flush_hdp(); }
+
+void AmHcqDevice::ring_doorbell(uint32_t slot, uint64_t value) { chip_->pci().bar(2).write64(BarOffset(uint64_t{slot} * 8), value); }
+
+uint64_t AmHcqDevice::physical(GpuVirtualAddress va) {
+    std::optional<Translation> t = chip_->translate(va.value());
+    if (!t) throw Error(name(), fmt::format("GPU VA {:#x} is not mapped", va.value()));
+    return t->paddr;
+}
+
+// ---- memory ----
+
+std::byte* AmHcqDevice::map_host(GpuVirtualAddress va, uint64_t size) {
+    std::unique_ptr<pci::DmaBuffer> dma = chip_->pci().alloc_dma(size);
+    MapFlags flags{.system = true, .uncached = true};
+    // Runs that are contiguous on the bus become one mapping each (one run when the IOMMU gave a
+    // single range: vfio and the simulated bus always do).
+    const uint64_t page = dma->contiguous() ? size : dma->page_bytes();
+    for (uint64_t at = 0; at < size;) {
+        const uint64_t bus = dma->bus_address(at).value();
+        uint64_t end = std::min(size, at + page);
+        while (end < size && dma->bus_address(end).value() == bus + (end - at)) end = std::min(size, end + page);
+        chip_->map(va.value() + at, bus, end - at, flags, /*flush=*/false);
+        count_leaves(va.value() + at, bus, end - at);
+        at = end;
+    }
+    chip_->flush_tlbs();
+    std::byte* cpu = dma->cpu().data();
+    mappings_[va.value()] = Mapping{{}, std::move(dma)};
+    return cpu;
+}
+
+void AmHcqDevice::count_leaves(uint64_t va, uint64_t paddr, uint64_t size) {
+    // What PageTable::map picks: the largest leaf both addresses are aligned to that fits.
+    for (uint64_t done = 0; done < size;) {
+        const uint64_t v = va + done, p = paddr + done, left = size - done;
+        uint64_t leaf = kPage;
+        if ((v - kVmStart) % k1G == 0 && p % k1G == 0 && left >= k1G) leaf = k1G;
+        else if ((v - kVmStart) % k2M == 0 && p % k2M == 0 && left >= k2M) leaf = k2M;
+        ++leaves_[leaf == k1G ? 0 : leaf == k2M ? 1 : 2];
+        done += leaf;
+    }
+}
+
+std::byte* AmHcqDevice::map_memory(GpuVirtualAddress va, uint64_t size, uint64_t page_size, const hcq::BufferOptions& options) {
+    std::lock_guard lock(memory_mutex_);
+    if (options.host) return map_host(va, size);
+    const bool cpu = options.cpu_access;
+    // Small-BAR fallback: CPU-visible "device" memory the BAR cannot show comes from system memory.
+    if (cpu && bar0_ == nullptr) return map_host(va, size);
+    const uint64_t align = page_size >= k1G && size >= k1G ? k1G : page_size >= k2M || size >= k2M ? k2M : kPage;
+    std::vector<VramExtent> extents = vram_.allocate(size, align, /*allow_scatter=*/!cpu);
+    if (extents.empty() && align > kPage) extents = vram_.allocate(size, kPage, !cpu);
+    if (extents.empty()) {
+        if (cpu) return map_host(va, size);
+        throw Error(name(), fmt::format("out of VRAM: {} bytes asked, {} free (largest free range {})", size, vram_.free_bytes(),
+                                        vram_.largest_free()));
+    }
+    if (cpu && extents.front().paddr + size > bar0_size_) {
+        // Beyond what the BAR shows (a small BAR): system memory instead.
+        vram_.free(extents.front());
+        return map_host(va, size);
+    }
+    uint64_t at = va.value();
+    for (const VramExtent& e : extents) {
+        chip_->map(at, e.paddr, e.size, MapFlags{.uncached = options.uncached}, /*flush=*/false);
+        count_leaves(at, e.paddr, e.size);
+        at += e.size;
+    }
+    chip_->flush_tlbs();
+    std::byte* mapping = cpu ? const_cast<std::byte*>(bar0_ + extents.front().paddr) : nullptr;
+    mappings_[va.value()] = Mapping{std::move(extents), nullptr};
+    return mapping;
+}
+
+void AmHcqDevice::unmap_memory(GpuVirtualAddress va, uint64_t size, std::byte*) noexcept {
+    std::lock_guard lock(memory_mutex_);
+    auto it = mappings_.find(va.value());
+    if (it == mappings_.end()) return;
+    try {
+        chip_->unmap(va.value(), size);
+    } catch (const std::exception&) {
+        // A chip that is gone cannot be unmapped; the memory is still ours to reuse.
+    }
+    for (const VramExtent& e : it->second.extents) vram_.free(e);
+    mappings_.erase(it);
+}
+
+AmHcqDevice::MemoryStats AmHcqDevice::memory_stats() {
+    std::lock_guard lock(memory_mutex_);
+    return {vram_.free_bytes(), vram_.largest_free(), vram_.fragments(), leaves_[0], leaves_[1], leaves_[2]};
+}
+
+// ---- programs ----
+
+std::shared_ptr<hcq::Program> AmHcqDevice::load_program_impl(std::span<const std::byte> code_object, std::string_view kernel) {
+    if (options_.isa != KernelIsa::host) {
+        throw UnsupportedError(name(), fmt::format("loading {} code objects is not wired to the queues yet (kernel '{}')", arch(), kernel));
+    }
+    hostcode::ElfObject object = hostcode::ElfObject::parse(code_object, name(), "code object");
+    const hostcode::KernelEntry& k = object.kernel(kernel);
+    if (k.shared_bytes > kMaxLds) {
+        throw Error(name(), fmt::format("kernel '{}' needs {} bytes of LDS; the device has {}", k.name, k.shared_bytes, kMaxLds));
+    }
+    if (k.kernarg_size > limits().max_kernarg_bytes) {
+        throw Error(name(), fmt::format("kernel '{}' takes {} bytes of arguments; the device takes at most {}", k.name, k.kernarg_size,
+                                        limits().max_kernarg_bytes));
+    }
+    // The descriptor the simulated MEC finds at COMPUTE_PGM (256-byte aligned), then the image.
+    constexpr uint64_t kImageOffset = 256;
+    hcq::Buffer code = memory().allocate(kImageOffset + code_object.size(), {.cpu_access = true}, nullptr);
+    baregpu_host_program d{};
+    d.magic = BAREGPU_HOST_PROGRAM_MAGIC;
+    d.version = BAREGPU_HOST_PROGRAM_VERSION;
+    d.image_va = code.address().value() + kImageOffset;
+    d.image_size = code_object.size();
+    d.image_hash = baregpu_host_program_hash(code_object.data(), code_object.size());
+    std::memcpy(d.kernel, k.name.data(), std::min(k.name.size(), sizeof(d.kernel) - 1));
+    d.kernarg_size = k.kernarg_size;
+    std::memcpy(code.cpu(), &d, sizeof d);
+    std::memcpy(code.cpu() + kImageOffset, code_object.data(), code_object.size());
+    flush_hdp();
+
+    pm4::KernelDispatch launch;
+    launch.gen = chip_->asic().gc_generation >= 12 ? pm4::GcGen::gc12 : pm4::GcGen::gc11;
+    launch.code_address = code.address().value();
+    launch.lds_bytes = k.shared_bytes;
+    launch.wave32 = true;
+    hcq::KernelInfo info;
+    info.name = k.name;
+    info.kernarg_size = k.kernarg_size;
+    info.num_buffers = k.num_buffers;
+    info.num_values = k.num_values;
+    info.static_shared_bytes = k.shared_bytes;
+    info.private_bytes = k.private_bytes;
+    info.max_threads_per_group = std::min(k.max_threads, kMaxThreads);
+    return std::make_shared<AmProgram>(*this, std::move(info), std::move(code), launch, /*kernarg_sgpr=*/0);
+}
+
+AmProgram::~AmProgram() {
+    static_cast<AmHcqDevice&>(device()).program_unloaded(code_.address(), code_.size(), name());
+}
+
+void AmHcqDevice::program_unloaded(GpuVirtualAddress code, uint64_t size, const std::string& kernel) noexcept {
+    try {
+        std::lock_guard lock(fault_mutex_);
+        if (unloaded_.size() >= 64) unloaded_.erase(unloaded_.begin());
+        unloaded_.push_back({code.value(), code.value() + size, kernel});
+    } catch (...) {
+    }
+}
+
+// ---- faults ----
+
+std::string AmHcqDevice::queue_of_fault(const PageFault&) const {
+    // Which queue had work in flight (the IH entry names the hub and client, not the queue).
+    std::string busy;
+    for (const hcq::Engine* e : {static_cast<const hcq::Engine*>(compute_.get()), static_cast<const hcq::Engine*>(copy_.get())}) {
+        if (!busy.empty()) busy += "; ";
+        busy += e->describe();
+    }
+    return busy;
+}
+
+bool AmHcqDevice::check_faults() noexcept {
+    std::unique_lock lock(fault_mutex_, std::try_to_lock);
+    if (!lock.owns_lock()) return false;
+    try {
+        const uint32_t wptr = chip_->ih().written_wptr();
+        if (wptr == ih_seen_) return false;
+        ih_seen_ = wptr;
+        std::vector<PageFault> faults = chip_->take_page_faults();
+        if (faults.empty()) return false;
+        const PageFault& f = faults.front();
+        for (auto it = unloaded_.rbegin(); it != unloaded_.rend(); ++it) {
+            if (f.address >= (it->begin & ~(kPage - 1)) && f.address < it->end) {
+                fail(fmt::format("a kernel launch found no program is loaded at {:#x}: kernel '{}' was unloaded and its code "
+                                 "unmapped (page fault on the {} hub); queues: {}",
+                                 f.address, it->kernel, f.hub, queue_of_fault(f)));
+                return true;
+            }
+        }
+        fail(fmt::format("page fault at GPU VA {:#x} ({}) through the {} hub, client {:#x}{}: {}; queues: {}", f.address,
+                         f.write() ? "write" : "read", f.hub, f.cid(),
+                         faults.size() > 1 ? fmt::format(" (and {} more)", faults.size() - 1) : "", f.describe(), queue_of_fault(f)));
+        return true;
+    } catch (const std::exception& e) {
+        fail(fmt::format("reading the interrupt ring failed: {}", e.what()));
+        return true;
+    }
+}
+
+void AmHcqDevice::sleep_for_signal(const hcq::SignalSlot&, uint64_t, uint64_t deadline_ns) {
+    if (check_faults()) return;
+    const uint64_t now = hcq::host_now_ns();
+    if (deadline_ns <= now) return;
+    std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<uint64_t>(deadline_ns - now, 50'000)));
+}
+
+void AmHcqDevice::recover() {
+    std::lock_guard lock(submission_mutex());
+    // research/am.md 4.5: drain the IH ring (clearing the latched fault), take the queues down and
+    // start them again on the same memory; the caller's work in flight is gone.
+    chip_->take_page_faults();
+    ih_seen_ = chip_->ih().written_wptr();
+    compute_->restart();
+    copy_->restart();
+    clear_failure();
+}
+
+}  // namespace baregpu::am

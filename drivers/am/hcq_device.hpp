@@ -1,0 +1,123 @@
+// An AMD GPU brought up by drivers/am (AmDevice) as an HCQ device: a PM4 compute queue on a
+// directly programmed MEC HQD (compute_queue.hpp), SDMA0 queue 0 as the copy queue
+// (copy_queue.hpp), VRAM handed out by VramAllocator and mapped into VMID 0 with the largest
+// leaves the alignment allows, host memory mapped as snooped system pages, CPU access to VRAM
+// through the BAR0 mapping (research/am.md 1.8, 1.12-1.16).
+//
+// Kernel ISA: `gfx1100` / `gfx1201` on silicon; on a simulated chip the registry asks for host
+// code (KernelIsa::host): code objects are x86-64 ELF objects from the same compiler, uploaded
+// behind a baregpu_host_program descriptor (drivers/hostcode/host_program.h) that the
+// simulated MEC runs per workgroup (ARCHITECTURE.md, "Code objects and ISAs").
+//
+// Faults: every wait polls the IH ring (a memory read); a page fault puts the device in its error
+// state with the queue, the address, the hub and the client. recover() dequeues and re-creates
+// the queues on the same memory (research/am.md 4.5).
+#pragma once
+
+#include "drivers/am/am_device.hpp"
+#include "drivers/am/vram_allocator.hpp"
+#include "drivers/pci/dma_buffer.hpp"
+#include "hcq/device.hpp"
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+namespace baregpu::am {
+
+class ComputeQueueEngine;
+class CopyQueueEngine;
+
+enum class KernelIsa {
+    native,  // the chip's own: AMDGPU HSA code objects for asic().gfx_arch
+    host,    // x86-64 code objects a simulated chip runs as host code
+};
+
+struct AmHcqOptions {
+    std::string name;  // the device's HCQ name ("sim-am:navi31"); empty: the PCI function's
+    KernelIsa isa = KernelIsa::native;
+    uint64_t compute_ring_bytes = 1ull << 20;  // power of two
+    uint64_t copy_ring_bytes = 1ull << 20;     // power of two
+    uint64_t va_bytes = 64ull << 30;           // the VMID 0 window HCQ buffers live in
+    uint64_t memory_bytes = 0;                 // what buffers may map at once; 0: the VRAM heap
+    uint64_t staging_bytes = 2ull << 20;       // copy_in / copy_out slots: size and count
+    uint32_t staging_slots = 4;
+    // Keep this alive as long as the device (the simulated bus a sim-am device sits on).
+    std::shared_ptr<void> keepalive;
+};
+
+class AmHcqDevice final : public hcq::Device, private hcq::MemoryBackend {
+    struct Token {};
+
+public:
+    // Takes over a brought-up chip. Throws UnsupportedError when the chip's queue registers are not
+    // known yet (GC 12) and baregpu::Error when a queue does not start.
+    static std::shared_ptr<AmHcqDevice> create(std::unique_ptr<AmDevice> chip, AmHcqOptions options);
+    AmHcqDevice(Token, std::unique_ptr<AmDevice> chip, AmHcqOptions options);
+    ~AmHcqDevice() override;
+
+    AmDevice& chip() { return *chip_; }
+
+    void sleep_for_signal(const hcq::SignalSlot& slot, uint64_t target, uint64_t deadline_ns) override;
+    void host_signal_written() noexcept override {}  // the engines poll memory themselves
+    void recover() override;
+
+    // Consumes the IH ring: a page fault fails the device (message: queue, address, hub, client,
+    // read/write). Returns true when it did. Called by waits; cheap when nothing is pending.
+    bool check_faults() noexcept;
+    // What a CPU write to VRAM through BAR0 needs before the GPU reads it (HDP flush).
+    void flush_hdp();
+    // The BAR2 doorbell for 64-bit slot `slot`.
+    void ring_doorbell(uint32_t slot, uint64_t value);
+    // The FB-relative physical address behind a GPU VA this device mapped (MQDs need MC addresses).
+    uint64_t physical(GpuVirtualAddress va);
+    bool bar_mapped() const { return bar0_ != nullptr; }
+    // Allocation for the engines' own memory (rings, control words, EOP, MQD).
+    hcq::Buffer allocate_owned(uint64_t size, const hcq::BufferOptions& options) { return memory().allocate(size, options, nullptr); }
+
+    struct MemoryStats {
+        uint64_t vram_free = 0, vram_largest_free = 0;
+        size_t vram_fragments = 0;
+        uint64_t leaves_1g = 0, leaves_2m = 0, leaves_4k = 0;  // mappings made so far, by leaf size
+    };
+    MemoryStats memory_stats();
+    // A program's code range that is going away (AmProgram's destructor).
+    void program_unloaded(GpuVirtualAddress code, uint64_t size, const std::string& kernel) noexcept;
+
+private:
+    std::shared_ptr<hcq::Program> load_program_impl(std::span<const std::byte> code_object, std::string_view kernel) override;
+    std::byte* map_memory(GpuVirtualAddress va, uint64_t size, uint64_t page_size, const hcq::BufferOptions& options) override;
+    void unmap_memory(GpuVirtualAddress va, uint64_t size, std::byte* cpu) noexcept override;
+
+    std::byte* map_host(GpuVirtualAddress va, uint64_t size);
+    void count_leaves(uint64_t va, uint64_t paddr, uint64_t size);
+    std::string queue_of_fault(const PageFault& fault) const;
+
+    AmHcqOptions options_;
+    std::unique_ptr<AmDevice> chip_;
+    volatile std::byte* bar0_ = nullptr;  // CPU mapping of VRAM (nullptr: no BAR mapping)
+    uint64_t bar0_size_ = 0;
+
+    std::mutex memory_mutex_;
+    VramAllocator vram_;
+    struct Mapping {
+        std::vector<VramExtent> extents;
+        std::unique_ptr<pci::DmaBuffer> host;
+    };
+    std::map<uint64_t, Mapping> mappings_;  // by VA
+    uint64_t leaves_[3] = {0, 0, 0};
+
+    std::mutex fault_mutex_;
+    uint32_t ih_seen_ = 0;
+    struct Unloaded {
+        uint64_t begin = 0, end = 0;
+        std::string kernel;
+    };
+    std::vector<Unloaded> unloaded_;  // the most recent ones, under fault_mutex_
+
+    std::unique_ptr<ComputeQueueEngine> compute_;
+    std::unique_ptr<CopyQueueEngine> copy_;
+};
+
+}  // namespace baregpu::am
