@@ -289,6 +289,7 @@ void ComputeQueueEngine::place(std::span<const uint32_t> words) {
         }
         std::memcpy(ring_words_ + offset, words.data() + i, n * 4);
         const uint32_t op = opcode(words[i]);
+        if (op == kAcquireMem && n == 8 && words[i + 7] == kGcrAll) hdp_flush_ = true;  // a memory_barrier()
         if (op == kNop && n >= kKernargHeaderDwords && words[i + 1] == kKernargMagic) {
             kernargs = ring_va + (offset + kKernargHeaderDwords) * 4;
             sgpr = words[i + 2];
@@ -332,7 +333,11 @@ uint64_t ComputeQueueEngine::finish_and_ring() {
     std::atomic_thread_fence(std::memory_order_seq_cst);
     hcq::store_release(*wptr_word_, wptr_);
     std::atomic_thread_fence(std::memory_order_seq_cst);
-    device_.flush_hdp();  // CPU writes to VRAM through the BAR (bound commands, cpu_access buffers)
+    // CPU writes to VRAM through the BAR reach the GPU past the HDP: flush it when the submission
+    // says host writes must be visible (memory_barrier) or runs commands the CPU wrote to VRAM
+    // (bound). The ring itself is in host memory and needs none.
+    if (hdp_flush_) device_.flush_hdp();
+    hdp_flush_ = false;
     device_.ring_doorbell(doorbell_slot_, wptr_);
     return ticket;
 }
@@ -354,6 +359,7 @@ uint64_t ComputeQueueEngine::submit_bound(GpuVirtualAddress commands, uint64_t s
     std::lock_guard lock(mutex_);
     uint32_t ib[4];
     Pm4Writer(ib).indirect_buffer(commands.value(), static_cast<uint32_t>(size / 4));
+    hdp_flush_ = true;
     wait_for_space(4 + 2 * kFenceDwords + 4);
     place(ib);
     return finish_and_ring();

@@ -5,7 +5,8 @@
 //   wait       WAIT_REG_MEM64 >= (64-bit compare), NOP
 //   signal     RELEASE_MEM DATA_SEL 2 (64-bit value at end of pipe, caches written back)
 //   timestamp  RELEASE_MEM DATA_SEL 3 (the 100 MHz GPU clock)
-//   barrier    ACQUIRE_MEM (invalidate and write back every cache)
+//   barrier    ACQUIRE_MEM (invalidate and write back every cache); its submission also flushes the
+//              HDP from the CPU before the doorbell, so host writes through the BAR are visible
 //   exec       a NOP carrying the kernel arguments ("BGKA", the kernarg SGPR index, the bytes),
 //              then research/am.md 3.1's dispatch sequence whose kernarg pointer points into that
 //              NOP: the arguments travel with the command, so a recorded queue can be submitted
@@ -97,6 +98,7 @@ private:
     mutable std::mutex mutex_;
     uint64_t wptr_ = 0;  // dwords since the HQD was (re)activated
     uint64_t base_ = 0;  // tickets handed out before the last restart()
+    bool hdp_flush_ = false;  // the submission being placed needs an HDP flush before its doorbell
     bool active_ = false;
 };
 

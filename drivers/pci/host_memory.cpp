@@ -30,7 +30,9 @@ HostMemory HostMemory::allocate(const std::string& device, uint64_t size, PageSi
     uint64_t page = static_cast<uint64_t>(page_size);
     auto rounded = align_up(size == 0 ? 1 : size, page);
     if (!rounded) throw Error(device, fmt::format("DMA buffer size 0x{:x} overflows when rounded to pages", size));
-    int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE;
+    // Shared, not private: the memory is the device's as much as ours, and a simulated device may
+    // alias it (mremap of a shared mapping) where its shaders run as host code.
+    int flags = MAP_SHARED | MAP_ANONYMOUS | MAP_POPULATE;
     if (page_size == PageSize::k2M) flags |= MAP_HUGETLB | MAP_HUGE_2MB;
     void* p = ::mmap(nullptr, *rounded, PROT_READ | PROT_WRITE, flags, -1, 0);
     if (p == MAP_FAILED) {

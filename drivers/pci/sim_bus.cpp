@@ -495,6 +495,14 @@ bool SimBus::Function::dma_write(BusAddress dma_address, std::span<const std::by
                [&](std::span<std::byte> seg, uint64_t at) { std::memcpy(seg.data(), data.data() + at, seg.size()); });
 }
 
+std::byte* SimBus::Function::dma_host_memory(BusAddress at, uint64_t bytes) {
+    if (removed() || !bus_master_enabled()) return nullptr;
+    std::vector<std::span<std::byte>> segments;
+    std::lock_guard lock(iommu->mutex);
+    if (!iommu->translate(at.value(), bytes, segments) || segments.size() != 1) return nullptr;
+    return segments.front().data();
+}
+
 // ---- the bus ---------------------------------------------------------------------------
 
 SimBus::SimBus(Transport transport) : transport_(std::move(transport)) {}

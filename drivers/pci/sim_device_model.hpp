@@ -75,6 +75,12 @@ public:
     virtual bool dma_read(BusAddress address, std::span<std::byte> out) = 0;
     virtual bool dma_write(BusAddress address, std::span<const std::byte> data) = 0;
 
+    // The host bytes behind [address, address + bytes) when one IOMMU mapping covers them all
+    // and bus mastering is on, else nullptr (nothing recorded). For models that must alias host
+    // memory rather than copy it (a shader mirror running kernels as host code); every other
+    // access goes through dma_read / dma_write. The bytes stay valid while the driver keeps the
+    // mapping, which the model cannot know: use them only while the driver's work runs.
+    virtual std::byte* dma_host_memory(BusAddress address, uint64_t bytes) = 0;
     // Signals interrupt vector `vector` through MSI or MSI-X as the driver configured them.
     // Masked vectors stay pending (MSI-X PBA); unconfigured ones are dropped and counted.
     virtual void raise_interrupt(unsigned vector) = 0;

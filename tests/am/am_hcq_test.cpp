@@ -148,6 +148,22 @@ TEST_CASE("am: VRAM buffers of 2 MiB and more are mapped with 2 MiB leaves; smal
     CHECK(std::count(got.begin(), got.end(), 0x5a5a5a5au) == n);
 }
 
+TEST_CASE("am: kernels read and write host memory (system pages) and cpu-visible VRAM") {
+    auto dev = test::open_device(kDevice);
+    auto fill = test::load_kernel(*dev, "fill", "fill");
+    const uint32_t n = 3000;  // crosses 4 KiB pages
+    for (BufferOptions options : {BufferOptions{.host = true}, BufferOptions{.cpu_access = true}}) {
+        Buffer b = dev->allocate(4 * n, options);
+        REQUIRE(b.cpu() != nullptr);
+        std::fill(b.as<uint32_t>().begin(), b.as<uint32_t>().end(), 0u);
+        dev->compute_queue().memory_barrier().exec(*fill, KernelArgs(*fill, {b}, {n - 1, 42}), {n / 100}, {100}).submit();
+        dev->synchronize();
+        auto words = b.as<uint32_t>();
+        CHECK(std::count(words.begin(), words.end(), 42u) == n - 1);
+        CHECK(words[n - 1] == 0);  // the kernel stops at n - 1: nothing beyond what it was asked
+    }
+}
+
 TEST_CASE("am: more work than the rings hold wraps around them with no overrun") {
     auto dev = test::open_device(std::string(kDevice) + "?ring=4096");
     auto* am = dynamic_cast<am::AmHcqDevice*>(dev.get());

@@ -207,7 +207,7 @@ TEST_CASE("kernel keys: equal graphs, equal keys; any difference, a different ke
 }
 
 TEST_CASE("codegen: the object loads on the cpu device and runs over any grid") {
-    auto dev = test::open_device("cpu");
+    auto dev = test::open_device(test::hcq_devices().front());  // the device under test
     const int64_t n = 10007;
     Kernel k = scale_kernel(n, 3);
     std::vector<std::byte> object = emit_cpu_object(k, Target::host());
@@ -229,7 +229,7 @@ TEST_CASE("codegen: the object loads on the cpu device and runs over any grid") 
 }
 
 TEST_CASE("codegen: the register-blocked matmul, for AVX-512 and AVX2 register files, over any grid") {
-    auto dev = test::open_device("cpu");
+    auto dev = test::open_device(test::hcq_devices().front());  // the device under test
     // Sizes that cross the kernel's 192 x 256 tiles and 256-deep K slices, with ragged edges.
     const int64_t m = 203, k = 261, n = 270;
     std::mt19937 gen(3);
@@ -327,7 +327,7 @@ TEST_CASE("cache: a second compile of the same kernel is read from disk") {
         CompiledKernel other = c.compile(scale_kernel(4096, 2.5));
         CHECK_FALSE(other.from_cache);
         // What came from the cache runs.
-        auto dev = test::open_device("cpu");
+        auto dev = test::open_device(test::hcq_devices().front());  // the device under test
         auto prog = dev->load_program(second.object, second.name);
         hcq::Buffer a = dev->allocate(4096 * 4), out = dev->allocate(4096 * 4);
         test::upload(*dev, a, std::vector<float>(4096, 2.0f));

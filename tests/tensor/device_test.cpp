@@ -15,7 +15,7 @@ using tensor::Runtime;
 using tensor::Tensor;
 
 TEST_CASE("to: a tensor moves to a second cpu device instance lazily, computed first where it lives") {
-    auto a = cpu_runtime();
+    auto a = device_runtime();
     auto dev_b = open_device("cpu");
     REQUIRE(dev_b.get() != &a->device());  // a second instance of the cpu backend
     auto b = Runtime::for_device(dev_b);

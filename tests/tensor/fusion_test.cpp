@@ -18,9 +18,9 @@ namespace {
 // Kernels launched while `f` runs.
 template <typename F>
 uint64_t launches(F&& f) {
-    uint64_t before = cpu_runtime()->kernels_launched();
+    uint64_t before = device_runtime()->kernels_launched();
     f();
-    return cpu_runtime()->kernels_launched() - before;
+    return device_runtime()->kernels_launched() - before;
 }
 
 }  // namespace
@@ -28,7 +28,7 @@ uint64_t launches(F&& f) {
 TEST_CASE("fusion: nothing runs until realized") {
     std::mt19937 gen(11);
     Ref x = Ref::random({8, 8}, gen, -1, 1);
-    Tensor t = Tensor::from_vector(x.floats(), x.shape, cpu_runtime());
+    Tensor t = Tensor::from_vector(x.floats(), x.shape, device_runtime());
     Tensor y;
     CHECK(launches([&] { y = ((t * 2.0).exp() + t.flip({0})).sum({1}).reshape({2, 4}); }) == 0);
     CHECK_FALSE(y.realized());
@@ -40,8 +40,8 @@ TEST_CASE("fusion: nothing runs until realized") {
 TEST_CASE("fusion: an elementwise chain and a reduction are one kernel") {
     std::mt19937 gen(12);
     Ref a = Ref::random({16, 40}, gen, -1, 1), b = Ref::random({40}, gen, -1, 1);
-    Tensor ta = Tensor::from_vector(a.floats(), a.shape, cpu_runtime());
-    Tensor tb = Tensor::from_vector(b.floats(), b.shape, cpu_runtime());
+    Tensor ta = Tensor::from_vector(a.floats(), a.shape, device_runtime());
+    Tensor tb = Tensor::from_vector(b.floats(), b.shape, device_runtime());
     Tensor out = ((ta * tb + 1.0).exp().flip({1}) * 0.5).sum({1}) * 3.0 - 1.0;
     CHECK(launches([&] { out.realize(); }) == 1);
     Ref want = Ref::zip(a, b, [](double x, double y) { return std::exp(x * y + 1) * 0.5; })
@@ -55,8 +55,8 @@ TEST_CASE("fusion: an elementwise chain and a reduction are one kernel") {
 TEST_CASE("fusion: matmul is one kernel; softmax over the last axis is one kernel") {
     std::mt19937 gen(13);
     Ref a = Ref::random({8, 12}, gen, -1, 1), b = Ref::random({12, 6}, gen, -1, 1);
-    Tensor ta = Tensor::from_vector(a.floats(), a.shape, cpu_runtime());
-    Tensor tb = Tensor::from_vector(b.floats(), b.shape, cpu_runtime());
+    Tensor ta = Tensor::from_vector(a.floats(), a.shape, device_runtime());
+    Tensor tb = Tensor::from_vector(b.floats(), b.shape, device_runtime());
     Tensor mm = ta.matmul(tb).relu();
     CHECK(launches([&] { mm.realize(); }) == 1);
     // Its max and sum are row reductions of the one kernel (computed per row, before the row's
@@ -92,7 +92,7 @@ TEST_CASE("fusion: matmul is one kernel; softmax over the last axis is one kerne
 TEST_CASE("fusion: a shared reduction is computed once") {
     std::mt19937 gen(14);
     Ref a = Ref::random({5, 9}, gen, -1, 1);
-    Tensor t = Tensor::from_vector(a.floats(), a.shape, cpu_runtime());
+    Tensor t = Tensor::from_vector(a.floats(), a.shape, device_runtime());
     for (int axis : {0, 1}) {
         Tensor m = t.max({axis}, true);
         // m broadcast twice. Over axis 0: one kernel for m, one for out. Over the last axis
@@ -114,7 +114,7 @@ TEST_CASE("fusion: a shared reduction is computed once") {
 }
 
 TEST_CASE("cache: a damaged cache file is regenerated, not fatal") {
-    auto rt = cpu_runtime();
+    auto rt = device_runtime();
     // A kernel no other test makes: its shape is unique to this case.
     Tensor t = Tensor::from_vector(std::vector<float>(13 * 17, 1.5f), {13, 17}, rt);
     Tensor y = (t * 4.0 - 2.0).sum({0}, true);
@@ -160,7 +160,7 @@ TEST_CASE("runtime: compile time is counted on a cache miss only") {
 }
 
 TEST_CASE("runtime: a freed kernel output is reused for the next one of its size, a live one never") {
-    auto rt = cpu_runtime();
+    auto rt = device_runtime();
     // A shape no other test uses, so that no earlier output of this size waits in the pool.
     Tensor x = Tensor::from_vector(std::vector<float>(61 * 67, 1.0f), {61, 67}, rt);
     uint64_t freed = 0;
@@ -186,8 +186,8 @@ TEST_CASE("runtime: a freed kernel output is reused for the next one of its size
 TEST_CASE("fusion: a row reduction broadcast to a row of another length") {
     std::mt19937 gen(15);
     Ref a = Ref::random({6, 7}, gen, -1, 1), b = Ref::random({6, 5}, gen, -1, 1);
-    Tensor ta = Tensor::from_vector(a.floats(), a.shape, cpu_runtime());
-    Tensor tb = Tensor::from_vector(b.floats(), b.shape, cpu_runtime());
+    Tensor ta = Tensor::from_vector(a.floats(), a.shape, device_runtime());
+    Tensor tb = Tensor::from_vector(b.floats(), b.shape, device_runtime());
     // The sum runs over a's 7 columns inside the kernel over b's 5.
     Tensor out = ta.sum({1}, true).expand({6, 5}) * tb;
     CHECK(launches([&] { out.realize(); }) == 1);

@@ -33,7 +33,7 @@ Ref rounded(const Ref& r, DType t) { return r.map(t == DType::float16 ? round_ha
 }  // namespace
 
 TEST_CASE("half: known encodings of float16 and bfloat16") {
-    auto rt = cpu_runtime();
+    auto rt = device_runtime();
     std::vector<float> values{1.0f, -2.0f, 65504.0f, 1e5f, std::ldexp(1.0f, -24), 0.1f, -0.0f, std::numeric_limits<float>::quiet_NaN(),
                               65520.0f, std::ldexp(1.0f, -25)};
     auto half = Tensor::from_vector(values, {10}, rt).cast(DType::float16).to_vector<uint16_t>();
@@ -64,7 +64,7 @@ TEST_CASE("half: casts round to nearest even over the whole range") {
         INFO(compiler::dtype_name(t));
         for (auto [lo, hi] : {std::pair{-1.0, 1.0}, {-70000.0, 70000.0}, {-1e-4, 1e-4}, {-1e-7, 1e-7}}) {
             Ref x = Ref::random({500}, gen, lo, hi);
-            Tensor tx = Tensor::from_vector(x.floats(), x.shape, cpu_runtime());
+            Tensor tx = Tensor::from_vector(x.floats(), x.shape, device_runtime());
             check_close(tx.cast(t), rounded(x, t), 0, 0);
         }
     }
@@ -75,8 +75,8 @@ TEST_CASE("half: arithmetic, reductions and matmul compute in float32 and round 
     for (DType t : {DType::float16, DType::bfloat16}) {
         INFO(compiler::dtype_name(t));
         Ref a = rounded(Ref::random({8, 33}, gen, -4, 4), t), b = rounded(Ref::random({33}, gen, -4, 4), t);
-        Tensor ta = Tensor::from_vector(a.floats(), a.shape, cpu_runtime()).cast(t);
-        Tensor tb = Tensor::from_vector(b.floats(), b.shape, cpu_runtime()).cast(t);
+        Tensor ta = Tensor::from_vector(a.floats(), a.shape, device_runtime()).cast(t);
+        Tensor tb = Tensor::from_vector(b.floats(), b.shape, device_runtime()).cast(t);
         Tensor prod = ta * tb;
         REQUIRE(prod.dtype() == t);
         check_close(prod, rounded(Ref::zip(a, b, [](double x, double y) { return double(float(x * y)); }), t), 0, 0);
@@ -89,9 +89,9 @@ TEST_CASE("half: arithmetic, reductions and matmul compute in float32 and round 
         check_close(s, want, t == DType::float16 ? 1e-3 : 8e-3, 1e-3);
         check_close(ta.exp(), rounded(a.map([](double v) { return std::exp(v); }), t), t == DType::float16 ? 1e-3 : 8e-3);
         // Mixed with float32 widens.
-        CHECK((ta + Tensor::ones({1}, DType::float32, cpu_runtime())).dtype() == DType::float32);
+        CHECK((ta + Tensor::ones({1}, DType::float32, device_runtime())).dtype() == DType::float32);
         Ref m = rounded(Ref::random({5, 33}, gen, -1, 1), t);
-        Tensor tm = Tensor::from_vector(m.floats(), m.shape, cpu_runtime()).cast(t);
+        Tensor tm = Tensor::from_vector(m.floats(), m.shape, device_runtime()).cast(t);
         Ref mm = rounded(Ref::matmul(a, m.permute({1, 0})), t);
         CHECK(compiler::schedule(ta.matmul(tm.transpose()).node()).size() == 1);
         check_close(ta.matmul(tm.transpose()), mm, t == DType::float16 ? 2e-3 : 1.6e-2, 2e-3);

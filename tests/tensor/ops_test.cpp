@@ -12,13 +12,13 @@ using DType = compiler::DType;
 
 namespace {
 
-Tensor upload(const Ref& r) { return Tensor::from_vector(r.floats(), r.shape, cpu_runtime()); }
-Tensor upload_int(const Ref& r) { return Tensor::from_vector(r.ints(), r.shape, cpu_runtime()); }
+Tensor upload(const Ref& r) { return Tensor::from_vector(r.floats(), r.shape, device_runtime()); }
+Tensor upload_int(const Ref& r) { return Tensor::from_vector(r.ints(), r.shape, device_runtime()); }
 
 }  // namespace
 
 TEST_CASE("tensor: creation ops") {
-    auto rt = cpu_runtime();
+    auto rt = device_runtime();
     check_close(Tensor::zeros({3, 4}, DType::float32, rt), Ref::filled({3, 4}, 0));
     check_close(Tensor::ones({2, 3, 2}, DType::int32, rt), Ref::filled({2, 3, 2}, 1));
     check_close(Tensor::full({5}, 2.5, DType::float32, rt), Ref::filled({5}, 2.5));
@@ -144,9 +144,9 @@ TEST_CASE("tensor: reductions over axes, keepdim, mean") {
     check_close(upload(big).sum({0}), big.reduce({0}, 0, sum).reshape({400}), 1e-4, 1e-4);
     // Whole reductions of large tensors go through 256 partial results (two kernels).
     Ref many = Ref::random({512, 300}, gen, -1, 1);
-    uint64_t before = cpu_runtime()->kernels_launched();
+    uint64_t before = device_runtime()->kernels_launched();
     check_close(upload(many).sum(), many.reduce({0, 1}, 0, sum).reshape({}), 1e-5, 1e-3);
-    CHECK(cpu_runtime()->kernels_launched() - before == 2);
+    CHECK(device_runtime()->kernels_launched() - before == 2);
     check_close(upload(many).max({}, true), many.reduce({0, 1}, -INFINITY, mx));
     check_close(upload(many).flip({0}).mean(), many.reduce({0, 1}, 0, sum).reshape({}).map([](double v) { return v / (512 * 300); }), 1e-5, 1e-6);
     // Rows longer than the interchanged loops keep accumulators for: the plain loop order.
@@ -159,7 +159,7 @@ TEST_CASE("tensor: reductions over axes, keepdim, mean") {
 }
 
 TEST_CASE("tensor: empty tensors and reductions over empty axes") {
-    auto rt = cpu_runtime();
+    auto rt = device_runtime();
     Tensor empty = Tensor::zeros({3, 0}, DType::float32, rt);
     CHECK((empty + 1.0).to_vector<float>().empty());
     check_close(empty.sum({1}), Ref::filled({3}, 0));
@@ -280,7 +280,7 @@ TEST_CASE("tensor: a row maximum ignores NaN, fused or not") {
     // maxnum semantics in every reduction loop: a NaN element does not become the maximum.
     std::vector<float> v{1, NAN, 3, -2, NAN, NAN, NAN, NAN};
     for (int row : {4, 0}) {  // 4: the row fused into its consumer; 0: a reduction kernel
-        Tensor t = Tensor::from_vector(v, {2, 4}, cpu_runtime());
+        Tensor t = Tensor::from_vector(v, {2, 4}, device_runtime());
         Tensor m = row ? t - t.max({1}, true) : t.max({1}, true);
         auto got = m.to_vector<float>();
         if (row) {
@@ -331,9 +331,9 @@ TEST_CASE("tensor: conv2d with and without padding is one kernel") {
                         want.v[size_t(want.ravel({b, q, i, j}))] = acc;
                     }
         Tensor y = upload(x).conv2d(upload(wt), pad);
-        uint64_t before = cpu_runtime()->kernels_launched();
+        uint64_t before = device_runtime()->kernels_launched();
         check_close(y, want, 1e-4, 1e-4);
-        CHECK(cpu_runtime()->kernels_launched() - before == 1);
+        CHECK(device_runtime()->kernels_launched() - before == 1);
     }
     // Windows of a non-contiguous input (flipped): the window view stacks on it.
     Ref x = Ref::random({1, 2, 6, 6}, gen, -1, 1), wt = Ref::random({1, 2, 3, 3}, gen, -1, 1);

@@ -7,8 +7,8 @@
 
 namespace baregpu::test {
 
-std::shared_ptr<tensor::Runtime> cpu_runtime() {
-    static std::shared_ptr<tensor::Runtime> rt = tensor::Runtime::for_device(open_device("cpu"));
+std::shared_ptr<tensor::Runtime> device_runtime() {
+    static std::shared_ptr<tensor::Runtime> rt = tensor::Runtime::for_device(open_device(hcq_devices().front()));
     return rt;
 }
 

@@ -1,4 +1,4 @@
-// What the tensor tests share: the cpu device's runtime and tolerant comparisons.
+// What the tensor tests share: the runtime of the device under test and tolerant comparisons.
 #pragma once
 
 #include "tensor/tensor.hpp"
@@ -10,8 +10,9 @@
 
 namespace baregpu::test {
 
-// The runtime of a `cpu` device opened for the test (backends registered first).
-std::shared_ptr<tensor::Runtime> cpu_runtime();
+// The runtime of the device under test: the first of $BAREGPU_TEST_DEVICES, else `cpu` (backends
+// registered first). The same compiler output and the same reference checks run on every device.
+std::shared_ptr<tensor::Runtime> device_runtime();
 
 // float32: |got - want| <= atol + rtol * |want| for every element (NaN only where want is NaN);
 // exact for int32 and bool. Reports the first mismatch with its row-major index.

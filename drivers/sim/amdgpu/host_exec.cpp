@@ -70,26 +70,31 @@ void HostExecutor::rebuild_mirror() {
     // Extents of VRAM-backed VA, coalesced where both VA and VRAM are consecutive (one mapping
     // each: the kernel's vm.max_map_count is finite).
     std::vector<Extent> extents;
-    auto add = [&](uint64_t va, uint64_t bytes, uint64_t vram, bool writeable) {
-        if (vram >= kVramBytes) return;
-        bytes = std::min(bytes, kVramBytes - vram);
+    auto add = [&](uint64_t va, uint64_t bytes, uint64_t target, bool writeable, std::byte* system) {
         if (!extents.empty()) {
             Extent& e = extents.back();
-            if (e.va + e.bytes == va && e.vram + e.bytes == vram && e.writeable == writeable) {
+            if (e.va + e.bytes == va && e.target + e.bytes == target && e.writeable == writeable &&
+                (e.system == nullptr) == (system == nullptr) && (system == nullptr || e.system + e.bytes == system)) {
                 e.bytes += bytes;
                 return;
             }
         }
-        extents.push_back({va, bytes, vram, writeable});
+        extents.push_back({va, bytes, target, writeable, system});
     };
     // The system aperture first: translate() gives it priority over the page table.
     const uint64_t aperture_end = kFbBase + kVramBytes;
     gmc_.for_each_leaf(VmClient::gfx, [&](uint64_t va, uint64_t bytes, const Gmc::Translation& t) {
-        if (t.system) return;  // not mirrored: see host_exec.hpp
         if (va < aperture_end && va + bytes > kFbBase) return;
-        add(va, bytes, t.address, t.writeable);
+        if (t.system) {
+            // Host memory the bus can hand over as one range; otherwise not mirrored (a fault).
+            std::byte* host = chip_.port ? chip_.port->dma_host_memory(BusAddress(t.address), bytes) : nullptr;
+            if (host != nullptr && reinterpret_cast<uintptr_t>(host) % kPage == 0) add(va, bytes, t.address, t.writeable, host);
+            return;
+        }
+        if (t.address >= kVramBytes) return;
+        add(va, std::min(bytes, kVramBytes - t.address), t.address, t.writeable, nullptr);
     });
-    extents.push_back({kFbBase, kVramBytes, 0, true});
+    extents.push_back({kFbBase, kVramBytes, 0, true, nullptr});
     std::sort(extents.begin(), extents.end(), [](const Extent& a, const Extent& b) { return a.va < b.va; });
     // Windows: runs of VA-consecutive extents, each one reservation with a guard page after it.
     for (const Extent& e : extents) {
@@ -104,7 +109,14 @@ void HostExecutor::rebuild_mirror() {
         for (const Extent& e : w.extents) {
             void* at = w.host + (e.va - w.va);
             const int prot = PROT_READ | (e.writeable ? PROT_WRITE : 0);
-            void* m = ::mmap(at, e.bytes, prot, MAP_SHARED | MAP_FIXED, vram_fd_, static_cast<off_t>(vram_file_offset_ + e.vram));
+            if (e.system != nullptr) {
+                // A second mapping of the driver's shared host pages (mremap with old size 0).
+                void* m = ::mremap(e.system, 0, e.bytes, MREMAP_MAYMOVE | MREMAP_FIXED, at);
+                if (m == MAP_FAILED) continue;  // a private mapping cannot be aliased: left PROT_NONE (faults)
+                if (!e.writeable) ::mprotect(at, e.bytes, PROT_READ);
+                continue;
+            }
+            void* m = ::mmap(at, e.bytes, prot, MAP_SHARED | MAP_FIXED, vram_fd_, static_cast<off_t>(vram_file_offset_ + e.target));
             if (m == MAP_FAILED) throw SystemError("sim-am", "cannot map VRAM into the host mirror", errno);
         }
     }
@@ -112,14 +124,14 @@ void HostExecutor::rebuild_mirror() {
     mirror_valid_ = true;
 }
 
-std::byte* HostExecutor::mirrored(uint64_t va, uint64_t& vram) const {
+std::byte* HostExecutor::mirrored(uint64_t va, uint64_t& target) const {
     auto w = std::upper_bound(windows_.begin(), windows_.end(), va, [](uint64_t v, const Window& x) { return v < x.va; });
     if (w == windows_.begin()) return nullptr;
     --w;
     if (va - w->va >= w->bytes) return nullptr;
     auto e = std::upper_bound(w->extents.begin(), w->extents.end(), va, [](uint64_t v, const Extent& x) { return v < x.va; });
     --e;  // the window starts with its first extent
-    vram = e->vram + (va - e->va);
+    target = e->target + (va - e->va);
     return w->host + (va - w->va);
 }
 
@@ -233,17 +245,20 @@ HostExecutor::Outcome HostExecutor::run(const Dispatch& d, std::string& what) {
         uint64_t va = 0;
         std::memcpy(&va, args.data() + i * 8, 8);
         auto t = gmc_.translate(va, VmClient::gfx);
-        if (!t || t->system || t->address >= kVramBytes) {
-            // Unmapped, or system memory (which the mirror does not cover): a shader page fault.
-            gmc_.fault(va, false, VmClient::gfx);
+        if (!t || (!t->system && t->address >= kVramBytes)) {
+            gmc_.fault(va, false, VmClient::gfx);  // unmapped: a shader page fault
             return Outcome::fault;
         }
-        uint64_t vram = 0;
-        std::byte* host = mirrored(va, vram);
-        if (host == nullptr || vram != t->address) {
+        uint64_t target = 0;
+        std::byte* host = mirrored(va, target);
+        if (host == nullptr || target != t->address) {
             rebuild_mirror();  // the page table changed without a TLB invalidation the mirror saw
-            host = mirrored(va, vram);
-            if (host == nullptr || vram != t->address) {
+            host = mirrored(va, target);
+            if ((host == nullptr || target != t->address) && t->system) {
+                gmc_.fault(va, false, VmClient::gfx);  // system memory the bus could not alias
+                return Outcome::fault;
+            }
+            if (host == nullptr || target != t->address) {
                 what = fmt::format("buffer {} at {}: the model could not mirror its page", i, hex(va));
                 return Outcome::refused;
             }

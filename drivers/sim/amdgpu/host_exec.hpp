@@ -10,8 +10,9 @@
 // that point at VRAM, a PROT_NONE host reservation into which the leaves are mapped again
 // (MAP_SHARED | MAP_FIXED) from the file that backs VRAM, at the leaf's VRAM offset; the system
 // aperture [fb_base, fb_top] is mirrored too. Writes through the mirror are writes to VRAM.
-// Leaves that point at system memory are NOT mirrored (the model reaches host memory only by DMA
-// through its port): a buffer there is refused as a page fault. Read-only leaves are mirrored
+// Leaves that point at system memory are mirrored too, by aliasing the host pages the bus maps at
+// that bus address (SimPort::dma_host_memory, mremap of the shared mapping); system memory the bus
+// cannot alias (not one IOMMU mapping, not a shared mapping) is a page fault for a buffer there. Read-only leaves are mirrored
 // read-only. The mirror is rebuilt lazily: on the next dispatch after the GC hub's page-table
 // registers or TLB invalidation count change, or when a buffer's translation disagrees with it.
 #pragma once
@@ -60,8 +61,10 @@ public:
 
 private:
     struct Extent {
-        uint64_t va, bytes, vram;
+        uint64_t va, bytes;
+        uint64_t target;  // VRAM offset, or the bus address of system memory
         bool writeable;
+        std::byte* system = nullptr;  // system memory: the host bytes the bus maps there
     };
     struct Window {  // one host reservation: consecutive mirrored VA
         uint64_t va = 0, bytes = 0;
@@ -78,9 +81,9 @@ private:
     MirrorKey mirror_key();
     void rebuild_mirror();
     void drop_mirror();
-    // The host address of GPU VA `va` and the VRAM offset the mirror maps there; nullptr when the
-    // mirror does not cover it.
-    std::byte* mirrored(uint64_t va, uint64_t& vram) const;
+    // The host address of GPU VA `va` and what the mirror maps there (a VRAM offset, or a bus
+    // address for system memory); nullptr when the mirror does not cover it.
+    std::byte* mirrored(uint64_t va, uint64_t& target) const;
     // The linked image, from the cache or read through the walker (an unmapped image posts a page
     // fault); nullptr with `what` set when the driver's image is refused.
     std::shared_ptr<Image> load(uint64_t image_va, uint64_t image_size, uint64_t image_hash, std::string& what);
