@@ -111,10 +111,11 @@ std::shared_ptr<hcq::Device> open_sim_am(const hcq::DeviceUri& uri) {
     options.compute_ring_bytes = uri.option_u64("compute_ring", options.compute_ring_bytes);
     options.copy_ring_bytes = uri.option_u64("copy_ring", options.copy_ring_bytes);
     options.memory_bytes = uri.option_u64("memory", 0);
+    options.compute_queues = static_cast<uint32_t>(uri.option_u64("compute_queues", 1));
     options.staging_bytes = uri.option_u64("staging", options.staging_bytes);
     options.staging_slots = static_cast<uint32_t>(uri.option_u64("staging_slots", options.staging_slots));
     uri.reject_unused("ring, compute_ring, copy_ring (bytes, powers of two of at least 4 KiB), memory (bytes buffers may map), "
-                      "staging, staging_slots (copy_in/copy_out slots)");
+                      "staging, staging_slots (copy_in/copy_out slots), compute_queues (1-8 HQDs)");
     sim::amdgpu::NaviModel* model = nullptr;
     AmTarget target = open_am_with_model(uri.name(), {}, {}, &model);
     options.keepalive = target.keepalive;

@@ -72,28 +72,33 @@ AmHcqDevice::AmHcqDevice(Token, std::unique_ptr<AmDevice> chip, AmHcqOptions opt
     ih_seen_ = chip_->ih().written_wptr();
 
     const pm4::GcGen gen = chip_->asic().gc_generation >= 12 ? pm4::GcGen::gc12 : pm4::GcGen::gc11;
-    compute_ = std::make_unique<ComputeQueueEngine>(*this, gen, 0, options_.compute_ring_bytes);
-    copy_ = std::make_unique<CopyQueueEngine>(*this, options_.copy_ring_bytes);
+    if (options_.compute_queues < 1 || options_.compute_queues > 8) {
+        throw Error(name(), fmt::format("{} compute queues asked: MEC1 pipe 0 has 1 to 8", options_.compute_queues));
+    }
     Parts parts;
+    for (uint32_t q = 0; q < options_.compute_queues; ++q) {
+        compute_.push_back(std::make_unique<ComputeQueueEngine>(*this, gen, q, options_.compute_ring_bytes));
+        parts.compute.push_back(compute_.back().get());
+    }
+    copy_ = std::make_unique<CopyQueueEngine>(*this, options_.copy_ring_bytes);
     parts.memory = this;
     parts.va_base = GpuVirtualAddress(kVmStart);
     parts.va_size = options_.va_bytes;
-    parts.compute = {compute_.get()};
     parts.copy = {copy_.get()};
     parts.timestamp_hz = 100'000'000;
     parts.staging_slot_bytes = options_.staging_bytes;
     parts.staging_slots = options_.staging_slots;  // RELEASE_MEM / SDMA TIMESTAMP count 10 ns ticks (research/am.md 3.3)
     attach(parts);
-    compute_->start();
+    for (auto& c : compute_) c->start();
     copy_->start();
     opened();
 }
 
 AmHcqDevice::~AmHcqDevice() {
     begin_shutdown();
-    compute_->stop();
+    for (auto& c : compute_) c->stop();
     copy_->stop();
-    compute_->release();
+    for (auto& c : compute_) c->release();
     copy_->release();
     detach();
 }
@@ -255,10 +260,11 @@ void AmHcqDevice::program_unloaded(GpuVirtualAddress code, uint64_t size, const 
 std::string AmHcqDevice::queue_of_fault(const PageFault&) const {
     // Which queue had work in flight (the IH entry names the hub and client, not the queue).
     std::string busy;
-    for (const hcq::Engine* e : {static_cast<const hcq::Engine*>(compute_.get()), static_cast<const hcq::Engine*>(copy_.get())}) {
+    for (const auto& c : compute_) {
         if (!busy.empty()) busy += "; ";
-        busy += e->describe();
+        busy += c->describe();
     }
+    busy += "; " + copy_->describe();
     return busy;
 }
 
@@ -303,7 +309,7 @@ void AmHcqDevice::recover() {
     // start them again on the same memory; the caller's work in flight is gone.
     chip_->take_page_faults();
     ih_seen_ = chip_->ih().written_wptr();
-    compute_->restart();
+    for (auto& c : compute_) c->restart();
     copy_->restart();
     clear_failure();
 }

@@ -37,6 +37,7 @@ enum class KernelIsa {
 struct AmHcqOptions {
     std::string name;  // the device's HCQ name ("sim-am:navi31"); empty: the PCI function's
     KernelIsa isa = KernelIsa::native;
+    uint32_t compute_queues = 1;               // separate HQDs on MEC1 pipe 0 (1-8)
     uint64_t compute_ring_bytes = 1ull << 20;  // power of two
     uint64_t copy_ring_bytes = 1ull << 20;     // power of two
     uint64_t va_bytes = 64ull << 30;           // the VMID 0 window HCQ buffers live in
@@ -116,7 +117,7 @@ private:
     };
     std::vector<Unloaded> unloaded_;  // the most recent ones, under fault_mutex_
 
-    std::unique_ptr<ComputeQueueEngine> compute_;
+    std::vector<std::unique_ptr<ComputeQueueEngine>> compute_;
     std::unique_ptr<CopyQueueEngine> copy_;
 };
 
