@@ -120,6 +120,21 @@ TEST_CASE("am: a dispatch that never ends is a hang within the caller's timeout;
     run_workload(*dev);
 }
 
+TEST_CASE("am: a device dropped in its error state opens again and works (the next open recovers)") {
+    {
+        auto dev = test::open_device(kDevice);
+        auto fill = test::load_kernel(*dev, "fill", "fill");
+        Signal done = dev->new_signal(0, "done");
+        KernelArgs args(*fill);
+        args.address(0, GpuVirtualAddress(kUnmapped)).value(0, 16).value(1, 1);
+        dev->compute_queue().exec(*fill, args, {1}, {16}).signal(done, 1).submit();
+        CHECK_THROWS_AS(done.wait(1, 5s), DeviceLostError);
+    }
+    auto dev = test::open_device(kDevice);
+    CHECK_FALSE(dev->failed());
+    run_workload(*dev);
+}
+
 TEST_CASE("am: recover() on a device that is not failed keeps it working, and the cpu backend refuses it") {
     auto dev = test::open_device(kDevice);
     dev->recover();
