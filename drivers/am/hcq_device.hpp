@@ -4,8 +4,9 @@
 // leaves the alignment allows, host memory mapped as snooped system pages, CPU access to VRAM
 // through the BAR0 mapping (research/am.md 1.8, 1.12-1.16).
 //
-// Kernel ISA: `gfx1100` / `gfx1201` on silicon; on a simulated chip the registry asks for host
-// code (KernelIsa::host): code objects are x86-64 ELF objects from the same compiler, uploaded
+// Kernel ISA: `gfx1100` / `gfx1201` on silicon (AMDGPU HSA code objects, code_object.hpp; a
+// simulated chip takes them too with `isa=native`, but cannot run them); on a simulated chip the
+// registry asks for host code (KernelIsa::host) by default: code objects are x86-64 ELF objects from the same compiler, uploaded
 // behind a baregpu_host_program descriptor (drivers/hostcode/host_program.h) that the
 // simulated MEC runs per workgroup (ARCHITECTURE.md, "Code objects and ISAs").
 //
@@ -91,6 +92,9 @@ private:
     std::byte* map_memory(GpuVirtualAddress va, uint64_t size, uint64_t page_size, const hcq::BufferOptions& options) override;
     void unmap_memory(GpuVirtualAddress va, uint64_t size, std::byte* cpu) noexcept override;
 
+    // An AMDGPU HSA code object (code_object.hpp) for the chip's own ISA: the image in VRAM, the
+    // launch state from its kernel descriptor, the HCQ argument layout checked against its metadata.
+    std::shared_ptr<hcq::Program> load_native(std::span<const std::byte> code_object, std::string_view kernel);
     std::byte* map_host(GpuVirtualAddress va, uint64_t size);
     void count_leaves(uint64_t va, uint64_t paddr, uint64_t size);
     std::string queue_of_fault(const PageFault& fault) const;
