@@ -105,16 +105,21 @@ AmTarget open_am_with_model(std::string_view uri, am::AmOptions options, std::st
 std::shared_ptr<hcq::Device> open_sim_am(const hcq::DeviceUri& uri) {
     am::AmHcqOptions options;
     options.name = uri.name();
-    options.isa = am::KernelIsa::host;
+    // Host code by default: what the model runs. isa=native loads the chip's own AMDGPU code
+    // objects (checked and uploaded; the model cannot execute them).
+    const std::string isa = uri.option("isa").value_or("host");
+    if (isa != "host" && isa != "native") throw Error(uri.name(), fmt::format("isa={}: host or native", isa));
+    options.isa = isa == "native" ? am::KernelIsa::native : am::KernelIsa::host;
     const uint64_t ring = uri.option_u64("ring", 0);  // both rings, as the cpu backend's option
     if (ring != 0) options.compute_ring_bytes = options.copy_ring_bytes = ring;
     options.compute_ring_bytes = uri.option_u64("compute_ring", options.compute_ring_bytes);
     options.copy_ring_bytes = uri.option_u64("copy_ring", options.copy_ring_bytes);
     options.memory_bytes = uri.option_u64("memory", 0);
+    options.compute_queues = static_cast<uint32_t>(uri.option_u64("compute_queues", 1));
     options.staging_bytes = uri.option_u64("staging", options.staging_bytes);
     options.staging_slots = static_cast<uint32_t>(uri.option_u64("staging_slots", options.staging_slots));
     uri.reject_unused("ring, compute_ring, copy_ring (bytes, powers of two of at least 4 KiB), memory (bytes buffers may map), "
-                      "staging, staging_slots (copy_in/copy_out slots)");
+                      "staging, staging_slots (copy_in/copy_out slots), compute_queues (1-8 HQDs), isa (host or native)");
     sim::amdgpu::NaviModel* model = nullptr;
     AmTarget target = open_am_with_model(uri.name(), {}, {}, &model);
     options.keepalive = target.keepalive;

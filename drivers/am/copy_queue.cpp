@@ -97,6 +97,11 @@ void CopyQueueEngine::enable() {
     Registers& regs = device_.chip().regs();
     const RegisterTable& t = regs.table();
     const uint64_t ring = ring_.address().value(), wptr = control_.address().value(), rptr = wptr + 0x100;
+    // A ring a previous owner left enabled (a crash) is stopped before it is pointed elsewhere.
+    if (regs.read(t.sdma0_queue0_rb_cntl) & 1) {
+        regs.write(t.sdma0_queue0_rb_cntl, 0);
+        regs.write(t.sdma0_queue0_ib_cntl, 0);
+    }
     // research/am.md 1.13 setup_ring order; pointers are bytes.
     regs.write(t.sdma0_queue0_minor_ptr_update, 1);
     regs.write(t.sdma0_queue0_rb_rptr, 0);

@@ -1,6 +1,7 @@
 #include "drivers/am/hcq_device.hpp"
 
 #include "base/error.hpp"
+#include "drivers/am/code_object.hpp"
 #include "drivers/am/compute_queue.hpp"
 #include "drivers/am/copy_queue.hpp"
 #include "drivers/am/program.hpp"
@@ -72,28 +73,33 @@ AmHcqDevice::AmHcqDevice(Token, std::unique_ptr<AmDevice> chip, AmHcqOptions opt
     ih_seen_ = chip_->ih().written_wptr();
 
     const pm4::GcGen gen = chip_->asic().gc_generation >= 12 ? pm4::GcGen::gc12 : pm4::GcGen::gc11;
-    compute_ = std::make_unique<ComputeQueueEngine>(*this, gen, 0, options_.compute_ring_bytes);
-    copy_ = std::make_unique<CopyQueueEngine>(*this, options_.copy_ring_bytes);
+    if (options_.compute_queues < 1 || options_.compute_queues > 8) {
+        throw Error(name(), fmt::format("{} compute queues asked: MEC1 pipe 0 has 1 to 8", options_.compute_queues));
+    }
     Parts parts;
+    for (uint32_t q = 0; q < options_.compute_queues; ++q) {
+        compute_.push_back(std::make_unique<ComputeQueueEngine>(*this, gen, q, options_.compute_ring_bytes));
+        parts.compute.push_back(compute_.back().get());
+    }
+    copy_ = std::make_unique<CopyQueueEngine>(*this, options_.copy_ring_bytes);
     parts.memory = this;
     parts.va_base = GpuVirtualAddress(kVmStart);
     parts.va_size = options_.va_bytes;
-    parts.compute = {compute_.get()};
     parts.copy = {copy_.get()};
     parts.timestamp_hz = 100'000'000;
     parts.staging_slot_bytes = options_.staging_bytes;
     parts.staging_slots = options_.staging_slots;  // RELEASE_MEM / SDMA TIMESTAMP count 10 ns ticks (research/am.md 3.3)
     attach(parts);
-    compute_->start();
+    for (auto& c : compute_) c->start();
     copy_->start();
     opened();
 }
 
 AmHcqDevice::~AmHcqDevice() {
     begin_shutdown();
-    compute_->stop();
+    for (auto& c : compute_) c->stop();
     copy_->stop();
-    compute_->release();
+    for (auto& c : compute_) c->release();
     copy_->release();
     detach();
 }
@@ -194,9 +200,7 @@ AmHcqDevice::MemoryStats AmHcqDevice::memory_stats() {
 // ---- programs ----
 
 std::shared_ptr<hcq::Program> AmHcqDevice::load_program_impl(std::span<const std::byte> code_object, std::string_view kernel) {
-    if (options_.isa != KernelIsa::host) {
-        throw UnsupportedError(name(), fmt::format("loading {} code objects is not wired to the queues yet (kernel '{}')", arch(), kernel));
-    }
+    if (options_.isa != KernelIsa::host) return load_native(code_object, kernel);
     hostcode::ElfObject object = hostcode::ElfObject::parse(code_object, name(), "code object");
     const hostcode::KernelEntry& k = object.kernel(kernel);
     if (k.shared_bytes > kMaxLds) {
@@ -250,15 +254,73 @@ void AmHcqDevice::program_unloaded(GpuVirtualAddress code, uint64_t size, const 
     }
 }
 
+std::shared_ptr<hcq::Program> AmHcqDevice::load_native(std::span<const std::byte> code_object, std::string_view kernel) {
+    const AmdgpuCodeObject object = parse_code_object(code_object, arch(), kernel);
+    const AmdgpuKernel& k = object.kernel;
+    const KernelMetadata& md = k.metadata;
+    auto refuse = [&](const std::string& why) {
+        return UnsupportedError(name(), fmt::format("kernel '{}' ({}): {}", k.name, arch(), why));
+    };
+    // What the dispatch sequence sets up (pm4.cpp): the private segment buffer, the dispatch
+    // pointer and the kernarg pointer, in that order, nothing else; no scratch yet.
+    const UserSgprLayout& u = k.user_sgprs;
+    if (u.queue_ptr || u.dispatch_id || u.flat_scratch_init || u.private_segment_size) {
+        throw refuse("it asks for user SGPRs (queue pointer, dispatch id, flat scratch, private segment size) the AM "
+                     "dispatch does not load yet");
+    }
+    if (k.descriptor.private_segment_fixed_size != 0) throw refuse("it needs scratch, which AM queues do not set up yet");
+    if (k.descriptor.kernarg_size > 0 && !u.kernarg_segment_ptr) throw refuse("it takes arguments but no kernarg pointer SGPR");
+    // The HCQ argument layout (hcq/program.hpp): buffers as u64 first, then u32 values.
+    hcq::KernelInfo info;
+    info.name = k.name;
+    info.kernarg_size = k.descriptor.kernarg_size;
+    uint64_t expect = 0;
+    for (const KernelArgMetadata& a : md.args) {
+        const bool buffer = a.value_kind == "global_buffer";
+        if (buffer && info.num_values == 0 && a.size == 8 && a.offset == expect) {
+            ++info.num_buffers;
+        } else if (a.value_kind == "by_value" && a.size == 4 && a.offset == expect) {
+            ++info.num_values;
+        } else {
+            throw refuse(fmt::format("argument at offset {} ({} bytes, {}) is not in the HCQ layout (buffers as 8-byte addresses, "
+                                     "then 4-byte values)",
+                                     a.offset, a.size, a.value_kind));
+        }
+        expect += a.size;
+    }
+    if (info.kernarg_size > limits().max_kernarg_bytes) throw refuse(fmt::format("{} bytes of arguments is over the device's {}",
+                                                                                  info.kernarg_size, limits().max_kernarg_bytes));
+    info.static_shared_bytes = k.descriptor.group_segment_fixed_size;
+    info.max_threads_per_group = static_cast<uint32_t>(std::min<uint64_t>(md.max_flat_workgroup_size, kMaxThreads));
+    info.registers = static_cast<uint32_t>(md.vgpr_count);
+
+    hcq::Buffer code = memory().allocate(object.image.size(), {.cpu_access = true}, nullptr);
+    std::memcpy(code.cpu(), object.image.data(), object.image.size());
+    flush_hdp();
+    pm4::KernelDispatch launch;
+    launch.gen = chip_->asic().gc_generation >= 12 ? pm4::GcGen::gc12 : pm4::GcGen::gc11;
+    launch.code_address = code.address().value() + k.entry_address;
+    launch.rsrc1 = k.descriptor.compute_pgm_rsrc1;
+    launch.rsrc2 = k.descriptor.compute_pgm_rsrc2;
+    launch.rsrc3 = k.descriptor.compute_pgm_rsrc3;
+    launch.lds_bytes = k.descriptor.group_segment_fixed_size;
+    launch.user_sgpr_private_segment_buffer = u.private_segment_buffer.has_value();
+    launch.user_sgpr_dispatch_ptr = u.dispatch_ptr.has_value();
+    launch.wave32 = k.wave_size == 32;
+    const uint32_t kernarg_sgpr = u.kernarg_segment_ptr.value_or(0);
+    return std::make_shared<AmProgram>(*this, std::move(info), std::move(code), launch, kernarg_sgpr);
+}
+
 // ---- faults ----
 
 std::string AmHcqDevice::queue_of_fault(const PageFault&) const {
     // Which queue had work in flight (the IH entry names the hub and client, not the queue).
     std::string busy;
-    for (const hcq::Engine* e : {static_cast<const hcq::Engine*>(compute_.get()), static_cast<const hcq::Engine*>(copy_.get())}) {
+    for (const auto& c : compute_) {
         if (!busy.empty()) busy += "; ";
-        busy += e->describe();
+        busy += c->describe();
     }
+    busy += "; " + copy_->describe();
     return busy;
 }
 
@@ -303,7 +365,7 @@ void AmHcqDevice::recover() {
     // start them again on the same memory; the caller's work in flight is gone.
     chip_->take_page_faults();
     ih_seen_ = chip_->ih().written_wptr();
-    compute_->restart();
+    for (auto& c : compute_) c->restart();
     copy_->restart();
     clear_failure();
 }

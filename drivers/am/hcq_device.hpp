@@ -4,8 +4,9 @@
 // leaves the alignment allows, host memory mapped as snooped system pages, CPU access to VRAM
 // through the BAR0 mapping (research/am.md 1.8, 1.12-1.16).
 //
-// Kernel ISA: `gfx1100` / `gfx1201` on silicon; on a simulated chip the registry asks for host
-// code (KernelIsa::host): code objects are x86-64 ELF objects from the same compiler, uploaded
+// Kernel ISA: `gfx1100` / `gfx1201` on silicon (AMDGPU HSA code objects, code_object.hpp; a
+// simulated chip takes them too with `isa=native`, but cannot run them); on a simulated chip the
+// registry asks for host code (KernelIsa::host) by default: code objects are x86-64 ELF objects from the same compiler, uploaded
 // behind a baregpu_host_program descriptor (drivers/hostcode/host_program.h) that the
 // simulated MEC runs per workgroup (ARCHITECTURE.md, "Code objects and ISAs").
 //
@@ -37,6 +38,7 @@ enum class KernelIsa {
 struct AmHcqOptions {
     std::string name;  // the device's HCQ name ("sim-am:navi31"); empty: the PCI function's
     KernelIsa isa = KernelIsa::native;
+    uint32_t compute_queues = 1;               // separate HQDs on MEC1 pipe 0 (1-8)
     uint64_t compute_ring_bytes = 1ull << 20;  // power of two
     uint64_t copy_ring_bytes = 1ull << 20;     // power of two
     uint64_t va_bytes = 64ull << 30;           // the VMID 0 window HCQ buffers live in
@@ -90,6 +92,9 @@ private:
     std::byte* map_memory(GpuVirtualAddress va, uint64_t size, uint64_t page_size, const hcq::BufferOptions& options) override;
     void unmap_memory(GpuVirtualAddress va, uint64_t size, std::byte* cpu) noexcept override;
 
+    // An AMDGPU HSA code object (code_object.hpp) for the chip's own ISA: the image in VRAM, the
+    // launch state from its kernel descriptor, the HCQ argument layout checked against its metadata.
+    std::shared_ptr<hcq::Program> load_native(std::span<const std::byte> code_object, std::string_view kernel);
     std::byte* map_host(GpuVirtualAddress va, uint64_t size);
     void count_leaves(uint64_t va, uint64_t paddr, uint64_t size);
     std::string queue_of_fault(const PageFault& fault) const;
@@ -116,7 +121,7 @@ private:
     };
     std::vector<Unloaded> unloaded_;  // the most recent ones, under fault_mutex_
 
-    std::unique_ptr<ComputeQueueEngine> compute_;
+    std::vector<std::unique_ptr<ComputeQueueEngine>> compute_;
     std::unique_ptr<CopyQueueEngine> copy_;
 };
 

@@ -3,7 +3,7 @@
 // `struct v12_compute_mqd`: 512 dwords (2048 bytes); the dword offsets below are the ones the header's
 // comments give, and are the same in both (v12 only renames dword 178, cp_hqd_gds_resource_state, to a
 // reserved slot). Dwords 0x80..0xB7 mirror the registers CP_MQD_BASE_ADDR (gc_11_0_0_offset.h 0x1fa9) ..
-// CP_HQD_PQ_WPTR_HI (0x1fe0), which bring-up writes one by one. Not yet wired to a queue (issue 7).
+// CP_HQD_PQ_WPTR_HI (0x1fe0), which compute_queue.cpp writes one by one (issue 7).
 #pragma once
 
 #include "drivers/am/pm4.hpp"

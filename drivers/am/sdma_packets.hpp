@@ -1,7 +1,7 @@
 // SDMA v6 packets (SDMA 6.0 on GC 11; SDMA 7.0 on GC 12 takes the same encodings, research/am.md 3.2) and
 // the placement rule of the SDMA ring. Opcodes, sub-ops and field shifts: Linux
 // drivers/gpu/drm/amd/amdgpu/sdma_v6_0_0_pkt_open.h (SDMA_OP_*, SDMA_SUBOP_*, SDMA_PKT_*_shift/mask).
-// SdmaWriter appends into a caller's buffer and never allocates. Not yet wired to a queue (issue 7).
+// SdmaWriter appends into a caller's buffer and never allocates. Used by copy_queue.cpp (issue 7).
 #pragma once
 
 #include <cstddef>

@@ -120,6 +120,21 @@ TEST_CASE("am: a dispatch that never ends is a hang within the caller's timeout;
     run_workload(*dev);
 }
 
+TEST_CASE("am: a device dropped in its error state opens again and works (the next open recovers)") {
+    {
+        auto dev = test::open_device(kDevice);
+        auto fill = test::load_kernel(*dev, "fill", "fill");
+        Signal done = dev->new_signal(0, "done");
+        KernelArgs args(*fill);
+        args.address(0, GpuVirtualAddress(kUnmapped)).value(0, 16).value(1, 1);
+        dev->compute_queue().exec(*fill, args, {1}, {16}).signal(done, 1).submit();
+        CHECK_THROWS_AS(done.wait(1, 5s), DeviceLostError);
+    }
+    auto dev = test::open_device(kDevice);
+    CHECK_FALSE(dev->failed());
+    run_workload(*dev);
+}
+
 TEST_CASE("am: recover() on a device that is not failed keeps it working, and the cpu backend refuses it") {
     auto dev = test::open_device(kDevice);
     dev->recover();
@@ -156,8 +171,9 @@ TEST_CASE("am: kernels read and write host memory (system pages) and cpu-visible
         Buffer b = dev->allocate(4 * n, options);
         REQUIRE(b.cpu() != nullptr);
         std::fill(b.as<uint32_t>().begin(), b.as<uint32_t>().end(), 0u);
-        dev->compute_queue().memory_barrier().exec(*fill, KernelArgs(*fill, {b}, {n - 1, 42}), {n / 100}, {100}).submit();
-        dev->synchronize();
+        Signal done = dev->new_signal(0, "done");
+        dev->compute_queue().memory_barrier().exec(*fill, KernelArgs(*fill, {b}, {n - 1, 42}), {n / 100}, {100}).signal(done, 1).submit();
+        done.wait(1, 5s);
         auto words = b.as<uint32_t>();
         CHECK(std::count(words.begin(), words.end(), 42u) == n - 1);
         CHECK(words[n - 1] == 0);  // the kernel stops at n - 1: nothing beyond what it was asked
@@ -183,4 +199,22 @@ TEST_CASE("am: more work than the rings hold wraps around them with no overrun")
     CHECK(dev->compute_queue().engine().describe().find("idle") != std::string::npos);
     CHECK(dev->copy_queue().engine().describe().find("idle") != std::string::npos);
     CHECK_FALSE(dev->failed());
+}
+
+TEST_CASE("am: two compute queues are two HQDs that run side by side and wait on each other") {
+    auto dev = test::open_device(std::string(kDevice) + "?compute_queues=2");
+    REQUIRE(dev->compute_engines() == 2);
+    CHECK_THAT(dev->compute_queue(1).engine().describe(), Catch::Contains("MEC1 pipe 0 queue 1, doorbell 4"));
+    auto fill = test::load_kernel(*dev, "fill", "fill");
+    Buffer a = dev->allocate(4 * 256), b = dev->allocate(4 * 256);
+    Signal s = dev->new_signal(0, "ping-pong");
+    // Queue 1 waits for queue 0 and the other way round, 50 times: each needs the other running.
+    for (uint64_t i = 0; i < 50; ++i) {
+        dev->compute_queue(0).wait(s, 2 * i).exec(*fill, KernelArgs(*fill, {a}, {256, uint32_t(i)}), {4}, {64}).signal(s, 2 * i + 1).submit();
+        dev->compute_queue(1).wait(s, 2 * i + 1).exec(*fill, KernelArgs(*fill, {b}, {256, uint32_t(i)}), {4}, {64}).signal(s, 2 * i + 2).submit();
+    }
+    s.wait(100, 10s);
+    CHECK(test::download<uint32_t>(*dev, a, 256) == std::vector<uint32_t>(256, 49));
+    CHECK(test::download<uint32_t>(*dev, b, 256) == std::vector<uint32_t>(256, 49));
+    CHECK_THROWS_AS(test::open_device(std::string(kDevice) + "?compute_queues=9"), Error);
 }
