@@ -62,28 +62,17 @@ Pm4Writer append(hcq::CommandBuffer& out, size_t dwords) {
 }  // namespace
 
 ComputeQueueEngine::ComputeQueueEngine(AmHcqDevice& device, GcGen gen, uint32_t queue, uint64_t ring_bytes)
-    : Engine(hcq::QueueKind::compute, queue == 0 ? "compute" : fmt::format("compute:{}", queue)), device_(device), gen_(gen),
-      queue_(queue), doorbell_slot_(mqd::kDoorbellMecRing0 + queue), ring_dwords_(ring_bytes / 4) {
-    if (ring_bytes < 4096 || (ring_bytes & (ring_bytes - 1)) != 0) {
-        throw Error(device.name(), fmt::format("compute ring of {} bytes: a power of two of at least 4 KiB is needed", ring_bytes));
-    }
+    : RingQueue(device, hcq::QueueKind::compute, queue == 0 ? "compute" : fmt::format("compute:{}", queue), ring_bytes / 4, 4),
+      gen_(gen), queue_(queue), doorbell_slot_(mqd::kDoorbellMecRing0 + queue) {
     if (queue >= 8) throw Error(device.name(), fmt::format("compute queue {}: MEC 1 pipe 0 has queues 0-7", queue));
 }
 
 ComputeQueueEngine::~ComputeQueueEngine() { stop(); }
 
 void ComputeQueueEngine::start() {
-    // The ring and its control words in host memory, as tinygrad's AM queues have them
-    // (research/am.md 1.15): the CPU writes them at memory speed and nothing needs an HDP flush.
-    ring_ = device_.allocate_owned(ring_dwords_ * 4, {.host = true, .uncached = true});
-    control_ = device_.allocate_owned(4096, {.host = true, .uncached = true});
+    allocate_ring();
     eop_ = device_.allocate_owned(4096, {});
     mqd_ = device_.allocate_owned(sizeof(mqd::ComputeMqd), {});
-    ring_words_ = reinterpret_cast<uint32_t*>(ring_.cpu());
-    wptr_word_ = reinterpret_cast<uint64_t*>(control_.cpu());
-    rptr_word_ = reinterpret_cast<uint64_t*>(control_.cpu() + 0x100);
-    fence_word_ = reinterpret_cast<uint64_t*>(control_.cpu() + 0x200);
-    std::memset(control_.cpu(), 0, 4096);
     activate();
 }
 
@@ -95,9 +84,9 @@ void ComputeQueueEngine::activate() {
     c.gen = gen_;
     c.mqd_mc_address = chip.fb_base() + device_.physical(mqd_.address());
     c.ring_va = ring_.address().value();
-    c.ring_bytes = ring_dwords_ * 4;
-    c.rptr_va = control_.address().value() + 0x100;
-    c.wptr_va = control_.address().value();
+    c.ring_bytes = ring_units_ * 4;
+    c.rptr_va = rptr_address().value();
+    c.wptr_va = wptr_address().value();
     c.eop_va = eop_.address().value();
     c.eop_bytes = 4096;
     c.doorbell_slot = doorbell_slot_;
@@ -144,23 +133,15 @@ void ComputeQueueEngine::stop() noexcept {
 }
 
 void ComputeQueueEngine::release() noexcept {
-    ring_words_ = nullptr;
-    wptr_word_ = rptr_word_ = fence_word_ = nullptr;
-    ring_ = {};
-    control_ = {};
     eop_ = {};
     mqd_ = {};
+    RingQueue::release();
 }
 
 void ComputeQueueEngine::restart() {
     std::lock_guard lock(mutex_);
     stop();
-    // Tickets stay monotonic across the restart: every ticket handed out so far counts as done.
-    base_ += wptr_ + 1;
-    wptr_ = 0;
-    hcq::store_release(*wptr_word_, 0);
-    hcq::store_release(*rptr_word_, 0);
-    hcq::store_release(*fence_word_, 0);
+    reset_pointers();
     activate();
 }
 
@@ -267,7 +248,7 @@ uint64_t ComputeQueueEngine::placed_dwords(std::span<const uint32_t> words, uint
     const uint64_t start = at;
     for (size_t i = 0; i < words.size(); i += packet_dwords(words[i])) {
         const uint64_t n = packet_dwords(words[i]);
-        if (at % ring_dwords_ + n > ring_dwords_) at += ring_dwords_ - at % ring_dwords_;
+        if (at % ring_units_ + n > ring_units_) at += ring_units_ - at % ring_units_;
         at += n;
     }
     return at - start;
@@ -279,10 +260,10 @@ void ComputeQueueEngine::place(std::span<const uint32_t> words) {
     uint32_t sgpr = 0;
     for (size_t i = 0; i < words.size();) {
         const uint64_t n = packet_dwords(words[i]);
-        const uint64_t offset = wptr_ % ring_dwords_;
-        if (offset + n > ring_dwords_) {
+        const uint64_t offset = wptr_ % ring_units_;
+        if (offset + n > ring_units_) {
             // NOP-fill to the ring end so that no packet (in particular no kernarg block) wraps.
-            const uint64_t fill = ring_dwords_ - offset;
+            const uint64_t fill = ring_units_ - offset;
             write_ring(wptr_, fill == 1 ? kNop1 : packet3(kNop, static_cast<uint32_t>(fill - 2)));
             wptr_ += fill;
             continue;
@@ -303,36 +284,18 @@ void ComputeQueueEngine::place(std::span<const uint32_t> words) {
     }
 }
 
-void ComputeQueueEngine::wait_for_space(uint64_t dwords) {
-    auto used = [&] { return base_ + wptr_ - std::max(base_, hcq::load_acquire(*fence_word_)); };
-    if (used() + dwords <= ring_dwords_) return;
-    const uint64_t deadline = hcq::host_now_ns() + static_cast<uint64_t>(hcq::default_timeout().count());
-    while (used() + dwords > ring_dwords_) {
-        device_.check_usable();
-        device_.check_faults();
-        if (hcq::host_now_ns() > deadline) {
-            throw TimeoutError(device_.name(), fmt::format("{}: the ring stayed full: {} dwords needed; {}", name(), dwords, describe()));
-        }
-        std::this_thread::sleep_for(std::chrono::microseconds(20));
-    }
-}
-
 uint64_t ComputeQueueEngine::finish_and_ring() {
     // The fence: once everything before it completed, the ticket (the ring position after it).
-    if (wptr_ % ring_dwords_ + kFenceDwords > ring_dwords_) {
-        const uint64_t fill = ring_dwords_ - wptr_ % ring_dwords_;
+    if (wptr_ % ring_units_ + kFenceDwords > ring_units_) {
+        const uint64_t fill = ring_units_ - wptr_ % ring_units_;
         write_ring(wptr_, fill == 1 ? kNop1 : packet3(kNop, static_cast<uint32_t>(fill - 2)));
         wptr_ += fill;
     }
-    const uint64_t ticket = base_ + wptr_ + kFenceDwords;
-    Pm4Writer(std::span<uint32_t>(ring_words_ + wptr_ % ring_dwords_, kFenceDwords))
-        .release_mem({.gcr = release_mem_flush(gen_), .data_sel = DataSel::data64, .address = control_.address().value() + 0x200,
-                      .data = ticket});
+    const uint64_t ticket = ticket_at(wptr_ + kFenceDwords);
+    Pm4Writer(std::span<uint32_t>(ring_words_ + wptr_ % ring_units_, kFenceDwords))
+        .release_mem({.gcr = release_mem_flush(gen_), .data_sel = DataSel::data64, .address = fence_address().value(), .data = ticket});
     wptr_ += kFenceDwords;
-    // research/am.md 3.1 _submit: the write pointer in memory, then the doorbell with the same value.
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    hcq::store_release(*wptr_word_, wptr_);
-    std::atomic_thread_fence(std::memory_order_seq_cst);
+    publish_wptr();
     // CPU writes to VRAM through the BAR reach the GPU past the HDP: flush it when the submission
     // says host writes must be visible (memory_barrier) or runs commands the CPU wrote to VRAM
     // (bound). The ring itself is in host memory and needs none.
@@ -345,7 +308,7 @@ uint64_t ComputeQueueEngine::finish_and_ring() {
 uint64_t ComputeQueueEngine::submit(std::span<const std::byte> commands) {
     if (commands.size() > max_submit_bytes()) {
         throw UnsupportedError(device_.name(), fmt::format("{}: {} bytes of commands do not fit in the {}-byte ring; bind() the queue",
-                                                           name(), commands.size(), ring_dwords_ * 4));
+                                                           name(), commands.size(), ring_units_ * 4));
     }
     std::lock_guard lock(mutex_);
     std::span<const uint32_t> words = words_of(commands);
@@ -365,38 +328,22 @@ uint64_t ComputeQueueEngine::submit_bound(GpuVirtualAddress commands, uint64_t s
     return finish_and_ring();
 }
 
-uint64_t ComputeQueueEngine::completed_ticket() const noexcept { return std::max(base_, hcq::load_acquire(*fence_word_)); }
-
-void ComputeQueueEngine::wait_ticket(uint64_t ticket, hcq::Duration timeout) {
-    const uint64_t deadline = hcq::host_now_ns() + static_cast<uint64_t>(timeout.count());
-    for (unsigned spin = 0; completed_ticket() < ticket; ++spin) {
-        device_.check_usable();
-        if (spin % 64 == 0) device_.check_faults();
-        if (hcq::host_now_ns() > deadline) {
-            throw TimeoutError(device_.name(), fmt::format("{}: submission {} not done after {} ms; {}", name(), ticket,
-                                                           std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count(),
-                                                           describe()));
-        }
-        if (spin > 256) std::this_thread::sleep_for(std::chrono::microseconds(20));
-    }
-}
-
 uint64_t ComputeQueueEngine::max_submit_bytes() const {
     // Room for the fence and one ring-end fill of the largest packet (a kernarg NOP: 1 KiB of
     // arguments and its header).
-    return (ring_dwords_ - 2 * kFenceDwords - (kKernargHeaderDwords + hcq::KernelArgs::kMaxBytes / 4)) * 4;
+    return (ring_units_ - 2 * kFenceDwords - (kKernargHeaderDwords + hcq::KernelArgs::kMaxBytes / 4)) * 4;
 }
 
 std::string ComputeQueueEngine::describe() const {
-    const uint64_t rptr = rptr_word_ ? hcq::load_acquire(*rptr_word_) : 0;
+    const uint64_t rptr = read_pointer();
     const uint64_t wptr = hcq::load_acquire(wptr_);
     // The CP reports its read pointer as a ring offset (it wraps); the write pointer is ours, 64-bit.
-    const uint64_t pending = (wptr % ring_dwords_ + ring_dwords_ - rptr % ring_dwords_) % ring_dwords_;
+    const uint64_t pending = (wptr % ring_units_ + ring_units_ - rptr % ring_units_) % ring_units_;
     std::string doing = "idle";
     if (ring_words_ != nullptr && pending != 0) {
         // What the CP stopped at: the packet at its read pointer.
         const uint32_t* w = ring_words_;
-        auto at = [&](uint64_t i) { return w[(rptr + i) % ring_dwords_]; };
+        auto at = [&](uint64_t i) { return w[(rptr + i) % ring_units_]; };
         const uint32_t op = opcode(at(0));
         if (op == kWaitRegMem64) {
             doing = fmt::format("executing wait for {:#x} >= {}", uint64_t{at(2)} | uint64_t{at(3)} << 32,
@@ -413,7 +360,7 @@ std::string ComputeQueueEngine::describe() const {
     }
     return fmt::format("{} (MEC1 pipe 0 queue {}, doorbell {}): ring {:#x} of {} dwords, wptr={} rptr={}, {} dwords pending, {}; "
                        "completed ticket {}",
-                       name(), queue_, doorbell_slot_, ring_.address().value(), ring_dwords_, wptr, rptr, pending, doing, completed_ticket());
+                       name(), queue_, doorbell_slot_, ring_.address().value(), ring_units_, wptr, rptr, pending, doing, completed_ticket());
 }
 
 }  // namespace baregpu::am

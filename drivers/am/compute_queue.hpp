@@ -23,16 +23,13 @@
 #pragma once
 
 #include "drivers/am/pm4.hpp"
-#include "hcq/engine.hpp"
-#include "hcq/memory.hpp"
-
-#include <mutex>
+#include "drivers/am/ring_queue.hpp"
 
 namespace baregpu::am {
 
 class AmHcqDevice;
 
-class ComputeQueueEngine final : public hcq::Engine {
+class ComputeQueueEngine final : public RingQueue {
 public:
     // MEC 1 pipe 0 queue `queue`, doorbell slot AMDGPU_NAVI10_DOORBELL_MEC_RING0 + queue.
     ComputeQueueEngine(AmHcqDevice& device, pm4::GcGen gen, uint32_t queue, uint64_t ring_bytes);
@@ -42,8 +39,7 @@ public:
     void start();
     // Dequeues the HQD (CP_HQD_DEQUEUE_REQUEST, waits for CP_HQD_ACTIVE = 0). Idempotent.
     void stop() noexcept;
-    // After stop(), before the device's memory manager goes: give the queue's memory back.
-    void release() noexcept;
+    void release() noexcept override;
     // After a fault: dequeue, forget everything in the ring, activate again on the same memory.
     void restart();
 
@@ -60,44 +56,27 @@ public:
     void relocate(std::span<std::byte> commands, GpuVirtualAddress address) override;
     uint64_t submit(std::span<const std::byte> commands) override;
     uint64_t submit_bound(GpuVirtualAddress commands, uint64_t size) override;
-    uint64_t completed_ticket() const noexcept override;
-    void wait_ticket(uint64_t ticket, hcq::Duration timeout) override;
     uint64_t max_submit_bytes() const override;
     std::string describe() const override;
 
     uint32_t doorbell_slot() const { return doorbell_slot_; }
-    GpuVirtualAddress ring_address() const { return ring_.address(); }
-    uint64_t ring_dwords() const { return ring_dwords_; }
-    // The ring's 64-bit write pointer (dwords since the queue started) and how often it wrapped.
-    uint64_t write_pointer() const { return wptr_; }
-    uint64_t wraps() const { return wptr_ / ring_dwords_; }
+    uint64_t ring_dwords() const { return ring_units_; }
 
 private:
     void activate();
-    // Waits until `dwords` more fit before the fence-reclaimed read side. Throws TimeoutError.
-    void wait_for_space(uint64_t dwords);
     // Copies `words` into the ring at wptr_ as whole packets, NOP-filling the ring end where a
     // packet would straddle it, and points kernarg NOPs' dispatches at their ring copy.
     void place(std::span<const uint32_t> words);
     // Dwords `words` take in the ring starting at `at` (padding included).
     uint64_t placed_dwords(std::span<const uint32_t> words, uint64_t at) const;
-    void write_ring(uint64_t at, uint32_t word) { ring_words_[at % ring_dwords_] = word; }
+    void write_ring(uint64_t at, uint32_t word) { ring_words_[at % ring_units_] = word; }
     // Appends the fence, publishes the write pointer and rings the doorbell; returns the ticket.
     uint64_t finish_and_ring();
 
-    AmHcqDevice& device_;
     pm4::GcGen gen_;
     uint32_t queue_;
     uint32_t doorbell_slot_;
-    uint64_t ring_dwords_;
-    hcq::Buffer ring_, control_, eop_, mqd_;
-    uint32_t* ring_words_ = nullptr;
-    uint64_t* wptr_word_ = nullptr;   // CP_HQD_PQ_WPTR_POLL_ADDR
-    uint64_t* rptr_word_ = nullptr;   // CP_HQD_PQ_RPTR_REPORT_ADDR
-    uint64_t* fence_word_ = nullptr;  // the last completed ticket
-    mutable std::mutex mutex_;
-    uint64_t wptr_ = 0;  // dwords since the HQD was (re)activated
-    uint64_t base_ = 0;  // tickets handed out before the last restart()
+    hcq::Buffer eop_, mqd_;
     bool hdp_flush_ = false;  // the submission being placed needs an HDP flush before its doorbell
     bool active_ = false;
 };

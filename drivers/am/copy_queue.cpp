@@ -74,29 +74,19 @@ void write_chunk(uint32_t* p, uint64_t dst, uint64_t src, uint64_t n) {
 }  // namespace
 
 CopyQueueEngine::CopyQueueEngine(AmHcqDevice& device, uint64_t ring_bytes)
-    : Engine(hcq::QueueKind::copy, "copy"), device_(device), ring_bytes_(ring_bytes) {
-    if (ring_bytes < 4096 || (ring_bytes & (ring_bytes - 1)) != 0) {
-        throw Error(device.name(), fmt::format("SDMA ring of {} bytes: a power of two of at least 4 KiB is needed", ring_bytes));
-    }
-}
+    : RingQueue(device, hcq::QueueKind::copy, "copy", ring_bytes, 1) {}
 
 CopyQueueEngine::~CopyQueueEngine() { stop(); }
 
 void CopyQueueEngine::start() {
-    ring_ = device_.allocate_owned(ring_bytes_, {.host = true, .uncached = true});
-    control_ = device_.allocate_owned(4096, {.host = true, .uncached = true});
-    ring_words_ = reinterpret_cast<uint32_t*>(ring_.cpu());
-    wptr_word_ = reinterpret_cast<uint64_t*>(control_.cpu());
-    rptr_word_ = reinterpret_cast<uint64_t*>(control_.cpu() + 0x100);
-    fence_word_ = reinterpret_cast<uint64_t*>(control_.cpu() + 0x200);
-    std::memset(control_.cpu(), 0, 4096);
+    allocate_ring();
     enable();
 }
 
 void CopyQueueEngine::enable() {
     Registers& regs = device_.chip().regs();
     const RegisterTable& t = regs.table();
-    const uint64_t ring = ring_.address().value(), wptr = control_.address().value(), rptr = wptr + 0x100;
+    const uint64_t ring = ring_.address().value(), wptr = wptr_address().value(), rptr = rptr_address().value();
     // A ring a previous owner left enabled (a crash) is stopped before it is pointed elsewhere.
     if (regs.read(t.sdma0_queue0_rb_cntl) & 1) {
         regs.write(t.sdma0_queue0_rb_cntl, 0);
@@ -124,7 +114,7 @@ void CopyQueueEngine::enable() {
     // sh_mask positions are not transcribed yet (design debt, issue 7: the simulator writes the read
     // pointer back and polls the write pointer without them).
     uint32_t size_log2 = 0;
-    while ((uint64_t{1} << size_log2) < ring_bytes_ / 4) ++size_log2;
+    while ((uint64_t{1} << size_log2) < ring_units_ / 4) ++size_log2;
     regs.write(t.sdma0_queue0_rb_cntl, 1u | size_log2 << 1);
     regs.write(t.sdma0_queue0_ib_cntl, 1);  // IB_ENABLE
     active_ = true;
@@ -144,21 +134,10 @@ void CopyQueueEngine::stop() noexcept {
     }
 }
 
-void CopyQueueEngine::release() noexcept {
-    ring_words_ = nullptr;
-    wptr_word_ = rptr_word_ = fence_word_ = nullptr;
-    ring_ = {};
-    control_ = {};
-}
-
 void CopyQueueEngine::restart() {
     std::lock_guard lock(mutex_);
     stop();
-    base_ += wptr_ + 1;
-    wptr_ = 0;
-    hcq::store_release(*wptr_word_, 0);
-    hcq::store_release(*rptr_word_, 0);
-    hcq::store_release(*fence_word_, 0);
+    reset_pointers();
     enable();
 }
 
@@ -266,7 +245,7 @@ uint64_t CopyQueueEngine::placed_bytes(std::span<const uint32_t> words, uint64_t
     const uint64_t start = at;
     for (size_t i = 0; i < words.size();) {
         const uint64_t n = packet_dwords(words.subspan(i)) * 4;
-        if (at % ring_bytes_ + n > ring_bytes_) at += ring_bytes_ - at % ring_bytes_;
+        if (at % ring_units_ + n > ring_units_) at += ring_units_ - at % ring_units_;
         at += n;
         i += n / 4;
     }
@@ -276,10 +255,10 @@ uint64_t CopyQueueEngine::placed_bytes(std::span<const uint32_t> words, uint64_t
 void CopyQueueEngine::place(std::span<const uint32_t> words) {
     for (size_t i = 0; i < words.size();) {
         const uint64_t n = packet_dwords(words.subspan(i));
-        const uint64_t offset = (wptr_ % ring_bytes_) / 4;
-        if (offset * 4 + n * 4 > ring_bytes_) {
+        const uint64_t offset = (wptr_ % ring_units_) / 4;
+        if (offset * 4 + n * 4 > ring_units_) {
             // sdma_packets.hpp's rule: never straddle the ring end; fill the rest with NOPs.
-            const uint64_t fill = ring_bytes_ / 4 - offset;
+            const uint64_t fill = ring_units_ / 4 - offset;
             std::fill(ring_words_ + offset, ring_words_ + offset + fill, nop_header(0));
             wptr_ += fill * 4;
             continue;
@@ -290,29 +269,13 @@ void CopyQueueEngine::place(std::span<const uint32_t> words) {
     }
 }
 
-void CopyQueueEngine::wait_for_space(uint64_t bytes) {
-    auto used = [&] { return base_ + wptr_ - std::max(base_, hcq::load_acquire(*fence_word_)); };
-    if (used() + bytes <= ring_bytes_) return;
-    const uint64_t deadline = hcq::host_now_ns() + static_cast<uint64_t>(hcq::default_timeout().count());
-    while (used() + bytes > ring_bytes_) {
-        device_.check_usable();
-        device_.check_faults();
-        if (hcq::host_now_ns() > deadline) {
-            throw TimeoutError(device_.name(), fmt::format("{}: the ring stayed full: {} bytes needed; {}", name(), bytes, describe()));
-        }
-        std::this_thread::sleep_for(std::chrono::microseconds(20));
-    }
-}
-
 uint64_t CopyQueueEngine::finish_and_ring() {
-    const uint64_t ticket = base_ + wptr_ + 6 * 4 + ((wptr_ % ring_bytes_ + 24 > ring_bytes_) ? ring_bytes_ - wptr_ % ring_bytes_ : 0);
+    const uint64_t ticket = ticket_at(wptr_ + 6 * 4 + ((wptr_ % ring_units_ + 24 > ring_units_) ? ring_units_ - wptr_ % ring_units_ : 0));
     uint32_t fence[6];
     const uint32_t data[2] = {lo(ticket), hi(ticket)};
-    SdmaWriter(fence).write_linear(control_.address().value() + 0x200, data);
+    SdmaWriter(fence).write_linear(fence_address().value(), data);
     place(fence);
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    hcq::store_release(*wptr_word_, wptr_);
-    std::atomic_thread_fence(std::memory_order_seq_cst);
+    publish_wptr();
     device_.flush_hdp();
     device_.ring_doorbell(kDoorbellSdmaEngine0, wptr_);
     return ticket;
@@ -321,7 +284,7 @@ uint64_t CopyQueueEngine::finish_and_ring() {
 uint64_t CopyQueueEngine::submit(std::span<const std::byte> commands) {
     if (commands.size() > max_submit_bytes()) {
         throw UnsupportedError(device_.name(), fmt::format("{}: {} bytes of commands do not fit in the {}-byte ring; bind() the queue",
-                                                           name(), commands.size(), ring_bytes_));
+                                                           name(), commands.size(), ring_units_));
     }
     std::lock_guard lock(mutex_);
     std::span<const uint32_t> words = words_of(commands);
@@ -333,9 +296,9 @@ uint64_t CopyQueueEngine::submit(std::span<const std::byte> commands) {
 uint64_t CopyQueueEngine::submit_bound(GpuVirtualAddress commands, uint64_t size) {
     std::lock_guard lock(mutex_);
     wait_for_space(16 * 4 + 2 * 64);
-    if ((wptr_ % ring_bytes_) + 64 > ring_bytes_) place(std::vector<uint32_t>((ring_bytes_ - wptr_ % ring_bytes_) / 4, nop_header(0)));
+    if ((wptr_ % ring_units_) + 64 > ring_units_) place(std::vector<uint32_t>((ring_units_ - wptr_ % ring_units_) / 4, nop_header(0)));
     uint32_t ib[16];
-    SdmaWriter w(ib, (wptr_ % ring_bytes_) / 4);
+    SdmaWriter w(ib, (wptr_ % ring_units_) / 4);
     w.indirect(commands.value(), static_cast<uint32_t>(size / 4));
     for (size_t i = 0; i < w.size(); ++i) {  // the leading NOPs one by one, then the packet whole
         if ((ib[i] & 0xFF) == kOpIndirect) {
@@ -347,32 +310,16 @@ uint64_t CopyQueueEngine::submit_bound(GpuVirtualAddress commands, uint64_t size
     return finish_and_ring();
 }
 
-uint64_t CopyQueueEngine::completed_ticket() const noexcept { return std::max(base_, hcq::load_acquire(*fence_word_)); }
-
-void CopyQueueEngine::wait_ticket(uint64_t ticket, hcq::Duration timeout) {
-    const uint64_t deadline = hcq::host_now_ns() + static_cast<uint64_t>(timeout.count());
-    for (unsigned spin = 0; completed_ticket() < ticket; ++spin) {
-        device_.check_usable();
-        if (spin % 64 == 0) device_.check_faults();
-        if (hcq::host_now_ns() > deadline) {
-            throw TimeoutError(device_.name(), fmt::format("{}: submission {} not done after {} ms; {}", name(), ticket,
-                                                           std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count(),
-                                                           describe()));
-        }
-        if (spin > 256) std::this_thread::sleep_for(std::chrono::microseconds(20));
-    }
-}
-
-uint64_t CopyQueueEngine::max_submit_bytes() const { return ring_bytes_ - 4 * 64; }
+uint64_t CopyQueueEngine::max_submit_bytes() const { return ring_units_ - 4 * 64; }
 
 std::string CopyQueueEngine::describe() const {
-    const uint64_t rptr = rptr_word_ ? hcq::load_acquire(*rptr_word_) : 0;
+    const uint64_t rptr = read_pointer();
     const uint64_t wptr = hcq::load_acquire(wptr_);
-    const uint64_t pending = (wptr % ring_bytes_ + ring_bytes_ - rptr % ring_bytes_) % ring_bytes_;
+    const uint64_t pending = (wptr % ring_units_ + ring_units_ - rptr % ring_units_) % ring_units_;
     std::string doing = "idle";
     if (ring_words_ != nullptr && pending != 0) {
         const uint32_t* w = ring_words_;
-        auto at = [&](uint64_t i) { return w[(rptr / 4 + i) % (ring_bytes_ / 4)]; };
+        auto at = [&](uint64_t i) { return w[(rptr / 4 + i) % (ring_units_ / 4)]; };
         switch (at(0) & 0xFF) {
             case kOpPollRegmem:
                 doing = fmt::format("executing wait for {:#x} >= {:#x} (32-bit poll)", uint64_t{at(1)} | uint64_t{at(2)} << 32, at(3));
@@ -385,7 +332,7 @@ std::string CopyQueueEngine::describe() const {
     }
     return fmt::format("{} (SDMA0 queue 0, doorbell {:#x}): ring {:#x} of {} bytes, wptr={} rptr={}, {} bytes pending, {}; "
                        "completed ticket {}",
-                       name(), kDoorbellSdmaEngine0, ring_.address().value(), ring_bytes_, wptr, rptr, pending, doing, completed_ticket());
+                       name(), kDoorbellSdmaEngine0, ring_.address().value(), ring_units_, wptr, rptr, pending, doing, completed_ticket());
 }
 
 }  // namespace baregpu::am

@@ -16,16 +16,13 @@
 // passing the fence (sdma_packets.hpp's placement rule).
 #pragma once
 
-#include "hcq/engine.hpp"
-#include "hcq/memory.hpp"
-
-#include <mutex>
+#include "drivers/am/ring_queue.hpp"
 
 namespace baregpu::am {
 
 class AmHcqDevice;
 
-class CopyQueueEngine final : public hcq::Engine {
+class CopyQueueEngine final : public RingQueue {
 public:
     // SDMA0 queue 0, doorbell AMDGPU_NAVI10_DOORBELL_sDMA_ENGINE0 (0x100).
     CopyQueueEngine(AmHcqDevice& device, uint64_t ring_bytes);
@@ -33,8 +30,6 @@ public:
 
     void start();
     void stop() noexcept;
-    // After stop(), before the device's memory manager goes: give the queue's memory back.
-    void release() noexcept;
     void restart();
 
     void encode_wait(hcq::CommandBuffer& out, GpuVirtualAddress signal, uint64_t value) override;
@@ -49,32 +44,17 @@ public:
     void patch_exec_dims(std::span<std::byte> command, hcq::Dim3 grid, hcq::Dim3 block) override;
     uint64_t submit(std::span<const std::byte> commands) override;
     uint64_t submit_bound(GpuVirtualAddress commands, uint64_t size) override;
-    uint64_t completed_ticket() const noexcept override;
-    void wait_ticket(uint64_t ticket, hcq::Duration timeout) override;
     uint64_t max_submit_bytes() const override;
     std::string describe() const override;
 
-    uint64_t ring_bytes() const { return ring_bytes_; }
-    uint64_t write_pointer() const { return wptr_; }  // bytes since the ring was enabled
-    uint64_t wraps() const { return wptr_ / ring_bytes_; }
+    uint64_t ring_bytes() const { return ring_units_; }
 
 private:
     void enable();
-    void wait_for_space(uint64_t bytes);
     void place(std::span<const uint32_t> words);
     uint64_t placed_bytes(std::span<const uint32_t> words, uint64_t at) const;
     uint64_t finish_and_ring();
 
-    AmHcqDevice& device_;
-    uint64_t ring_bytes_;
-    hcq::Buffer ring_, control_;
-    uint32_t* ring_words_ = nullptr;
-    uint64_t* wptr_word_ = nullptr;
-    uint64_t* rptr_word_ = nullptr;
-    uint64_t* fence_word_ = nullptr;
-    mutable std::mutex mutex_;
-    uint64_t wptr_ = 0;
-    uint64_t base_ = 0;
     bool active_ = false;
 };
 

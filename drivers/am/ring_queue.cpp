@@ -1,0 +1,91 @@
+#include "drivers/am/ring_queue.hpp"
+
+#include "base/error.hpp"
+#include "drivers/am/hcq_device.hpp"
+#include "hcq/clock.hpp"
+#include "hcq/signal.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <fmt/format.h>
+#include <thread>
+
+namespace baregpu::am {
+
+RingQueue::RingQueue(AmHcqDevice& device, hcq::QueueKind kind, std::string name, uint64_t ring_units, uint64_t unit_bytes)
+    : Engine(kind, std::move(name)), device_(device), ring_units_(ring_units), unit_bytes_(unit_bytes) {
+    const uint64_t bytes = ring_units * unit_bytes;
+    if (bytes < 4096 || (bytes & (bytes - 1)) != 0) {
+        throw Error(device.name(), fmt::format("{} ring of {} bytes: a power of two of at least 4 KiB is needed", this->name(), bytes));
+    }
+}
+
+void RingQueue::allocate_ring() {
+    ring_ = device_.allocate_owned(ring_units_ * unit_bytes_, {.host = true, .uncached = true});
+    control_ = device_.allocate_owned(4096, {.host = true, .uncached = true});
+    std::memset(control_.cpu(), 0, 4096);
+    ring_words_ = reinterpret_cast<uint32_t*>(ring_.cpu());
+    wptr_word_ = reinterpret_cast<uint64_t*>(control_.cpu());
+    rptr_word_ = reinterpret_cast<uint64_t*>(control_.cpu() + 0x100);
+    fence_word_ = reinterpret_cast<uint64_t*>(control_.cpu() + 0x200);
+}
+
+void RingQueue::release() noexcept {
+    ring_words_ = nullptr;
+    wptr_word_ = rptr_word_ = fence_word_ = nullptr;
+    ring_ = {};
+    control_ = {};
+}
+
+uint64_t RingQueue::read_pointer() const noexcept { return rptr_word_ ? hcq::load_acquire(*rptr_word_) : 0; }
+
+uint64_t RingQueue::completed_ticket() const noexcept {
+    return fence_word_ ? std::max(base_, hcq::load_acquire(*fence_word_)) : base_;
+}
+
+void RingQueue::wait_for_space(uint64_t units) {
+    auto used = [&] { return base_ + wptr_ - completed_ticket(); };
+    if (used() + units <= ring_units_) return;
+    const uint64_t deadline = hcq::host_now_ns() + static_cast<uint64_t>(hcq::default_timeout().count());
+    while (used() + units > ring_units_) {
+        device_.check_usable();
+        device_.check_faults();
+        if (hcq::host_now_ns() > deadline) {
+            throw TimeoutError(device_.name(), fmt::format("{}: the ring stayed full ({} units needed); {}", name(), units, describe()));
+        }
+        std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+}
+
+void RingQueue::wait_ticket(uint64_t ticket, hcq::Duration timeout) {
+    const uint64_t deadline = hcq::host_now_ns() + static_cast<uint64_t>(timeout.count());
+    for (unsigned spin = 0; completed_ticket() < ticket; ++spin) {
+        device_.check_usable();
+        if (spin % 64 == 0) device_.check_faults();
+        if (hcq::host_now_ns() > deadline) {
+            throw TimeoutError(device_.name(), fmt::format("{}: submission {} not done after {} ms; {}", name(), ticket,
+                                                           std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count(),
+                                                           describe()));
+        }
+        if (spin > 256) std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+}
+
+void RingQueue::publish_wptr() {
+    // research/am.md 3.1 _submit: the ring's contents, then the write pointer in memory, then the
+    // doorbell with the same value (the caller's next step).
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    hcq::store_release(*wptr_word_, wptr_);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+
+void RingQueue::reset_pointers() {
+    base_ += wptr_ + 1;
+    wptr_ = 0;
+    hcq::store_release(*wptr_word_, 0);
+    hcq::store_release(*rptr_word_, 0);
+    hcq::store_release(*fence_word_, 0);
+}
+
+}  // namespace baregpu::am
