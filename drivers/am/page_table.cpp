@@ -35,6 +35,19 @@ bool PageTable::is_leaf(uint64_t e, unsigned level) const {
     return gen_ >= 12 ? (e & pte::kPdePteGfx12) != 0 : (e & pte::kPdePteGfx11) != 0;
 }
 
+unsigned fragment_of(uint64_t v, uint64_t p, uint64_t range_va, uint64_t range_size) {
+    // AMDGPU_PTE_FRAG (amdgpu_vm.h): the page belongs to a block of 2^frag pages that is
+    // contiguous and aligned both virtually and physically, so the TLB may cache the block as one.
+    // The largest such block inside the mapped range (below 2 MiB: a 2 MiB block gets a PDE leaf).
+    for (unsigned f = 8; f > 0; --f) {
+        const uint64_t block = 4096ull << f;
+        const uint64_t vb = v & ~(block - 1);
+        if ((v - vb) != (p & (block - 1))) continue;  // not congruent: VA and PA blocks differ
+        if (vb >= range_va && vb + block <= range_va + range_size) return f;
+    }
+    return 0;
+}
+
 void PageTable::map(uint64_t va, uint64_t paddr, uint64_t size, const MapFlags& flags) {
     if (va % 4096 || paddr % 4096 || size % 4096 || size == 0) {
         throw Error("", fmt::format("map: va {:#x}, paddr {:#x}, size {:#x} must be non-empty 4 KiB multiples", va, paddr, size));
@@ -59,7 +72,7 @@ void PageTable::map(uint64_t va, uint64_t paddr, uint64_t size, const MapFlags& 
             bool leaf_ok = level == 3 || ((level == 1 || level == 2) && (v - va_start_) % span == 0 && p % span == 0 &&
                                           left >= span);
             if (leaf_ok) {
-                unsigned frag = level == 3 ? 0 : static_cast<unsigned>(kShift[level] - 12);
+                unsigned frag = level == 3 ? fragment_of(v - va_start_, p, va - va_start_, size) : static_cast<unsigned>(kShift[level] - 12);
                 mem_.write64(slot, encode_entry(gen_, level, true, p, flags, frag));
                 off += span;
                 break;

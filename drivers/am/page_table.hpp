@@ -42,6 +42,10 @@ struct MapFlags {
 uint64_t encode_entry(unsigned gc_generation, unsigned level, bool leaf, uint64_t paddr, const MapFlags& flags,
                       unsigned fragment = 0);
 
+// The AMDGPU_PTE_FRAG value of the 4 KiB page at `va` (relative to the table's VA start) mapping
+// `paddr`, in a mapping of [range_va, range_va + range_size) that is contiguous in both spaces.
+unsigned fragment_of(uint64_t va, uint64_t paddr, uint64_t range_va, uint64_t range_size);
+
 class PtMemory {
 public:
     virtual ~PtMemory() = default;

@@ -116,6 +116,23 @@ TEST_CASE("page table: leaf sizes follow alignment, index is VA - start, unmap f
     }
 }
 
+TEST_CASE("page table: 4 KiB pages of a contiguous, aligned run carry the fragment size (AMDGPU_PTE_FRAG)") {
+    // A 64 KiB-aligned 64 KiB run: frag 4 on every page (16 pages of 4 KiB).
+    for (uint64_t i = 0; i < 16; ++i) CHECK(fragment_of(0x10000 + i * 0x1000, 0x50000 + i * 0x1000, 0x10000, 0x10000) == 4);
+    // 1 MiB aligned both ways: frag 8 (256 pages).
+    CHECK(fragment_of(0x100000 + 0x3000, 0x700000 + 0x3000, 0x100000, 0x100000) == 8);
+    // VA and PA not congruent modulo 8 KiB: no fragment.
+    CHECK(fragment_of(0x2000, 0x3000, 0x2000, 0x10000) == 0);
+    // The block must lie inside the range: the last page of a 12 KiB range starting 8 KiB-aligned.
+    CHECK(fragment_of(0x4000, 0x4000, 0x4000, 0x3000) == 1);  // [0x4000, 0x6000) is inside
+    CHECK(fragment_of(0x6000, 0x6000, 0x4000, 0x3000) == 0);  // [0x6000, 0x8000) is not
+    // And the table writes it.
+    FakeMemory mem;
+    PageTable pt(mem, 0x0, 11);
+    pt.map(kVmStart + 0x10000, 0x50000, 0x10000);
+    CHECK(((pt.translate(kVmStart + 0x13000)->entry >> 7) & 0x1f) == 4);
+}
+
 TEST_CASE("IH: decode a page fault and an end-of-pipe entry (soc15_int.h)") {
     // client GFX (0x0a), src 0 (UTCL2 fault), vmid 0; fault VA 0x7_1234_5000 written
     std::array<uint32_t, 8> fault{0x0000000a, 0x11223344, 0x00000055, 0x00020007, 0x12345, 0x20 | 0x7, 0, 0};
