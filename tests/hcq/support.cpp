@@ -1,5 +1,6 @@
 #include "tests/hcq/support.hpp"
 
+#include "base/error.hpp"
 #include "drivers/registry.hpp"
 
 #include <cstdlib>
@@ -36,9 +37,49 @@ std::vector<std::string> hcq_devices() {
     return out;
 }
 
+namespace {
+
+// BAREGPU_TEST_RECOVER_FIRST=1: every device a test opens has just been through a page fault
+// (a kernel writing to freed, unmapped memory) and Device::recover(), so that the whole suite
+// shows the recovered device works as a fresh one does (issue 7). Devices that cannot recover
+// (the cpu backend) are handed over as they are.
+void fault_and_recover(hcq::Device& dev) {
+    std::shared_ptr<hcq::Program> fill;
+    try {
+        fill = load_kernel(dev, "fill", "fill");
+    } catch (const std::exception&) {
+        return;  // no test kernels for this ISA
+    }
+    GpuVirtualAddress freed;
+    {
+        hcq::Buffer b = dev.allocate(4096);
+        freed = b.address();
+    }
+    dev.synchronize();  // the buffer retires and is unmapped
+    hcq::Signal done = dev.new_signal(0, "fault-first");
+    hcq::KernelArgs args(*fill);
+    args.address(0, freed).value(0, 64).value(1, 1);
+    dev.compute_queue().exec(*fill, args, {1}, {64}).signal(done, 1).submit();
+    try {
+        done.wait(1, std::chrono::seconds(5));
+    } catch (const DeviceLostError&) {
+    }
+    if (!dev.failed()) throw std::runtime_error(dev.name() + ": BAREGPU_TEST_RECOVER_FIRST: the write to freed memory did not fault");
+    try {
+        dev.recover();
+    } catch (const UnsupportedError&) {
+        throw std::runtime_error(dev.name() + ": BAREGPU_TEST_RECOVER_FIRST set for a device that cannot recover");
+    }
+    if (dev.failed()) throw std::runtime_error(dev.name() + ": still failed after recover()");
+}
+
+}  // namespace
+
 std::shared_ptr<hcq::Device> open_device(const std::string& name) {
     register_backends();
-    return hcq::open_device(name);
+    std::shared_ptr<hcq::Device> dev = hcq::open_device(name);
+    if (const char* env = std::getenv("BAREGPU_TEST_RECOVER_FIRST"); env && std::string(env) == "1") fault_and_recover(*dev);
+    return dev;
 }
 
 std::string with_options(const std::string& name, const std::string& options) {
