@@ -8,17 +8,6 @@
 
 namespace baregpu::am {
 
-bool poll_until(pci::PciDevice& device, std::chrono::nanoseconds timeout, const std::function<bool()>& check) {
-    std::chrono::nanoseconds start = device.now();
-    std::chrono::nanoseconds pause = std::chrono::microseconds(1);
-    for (;;) {
-        if (check()) return true;
-        if (device.now() - start >= timeout) return check();
-        device.delay(pause);
-        pause = std::min<std::chrono::nanoseconds>(pause * 2, std::chrono::milliseconds(1));
-    }
-}
-
 uint32_t wait_reg(Registers& regs, const RegDef& reg, uint32_t mask, uint32_t expected,
                   std::chrono::nanoseconds timeout, std::string_view why) {
     uint32_t last = 0;

@@ -7,7 +7,7 @@
 
 // tests/hcq/alloc_counter.cpp replaces the global operator new.
 namespace baregpu::test {
-extern std::atomic<bool> counting_allocations;
+extern thread_local bool counting_allocations;  // this thread's allocations only
 extern std::atomic<uint64_t> allocations;
 }  // namespace baregpu::test
 using baregpu::test::allocations;

@@ -48,6 +48,7 @@ std::unique_ptr<pci::sim::SimDeviceModel> make_model(const ModelOptions& options
 
 NaviModel::NaviModel(const ModelOptions& options) : options_(options), impl_(std::make_unique<Impl>(options)) {
     impl_->chip.mode1_reset = [this] { mode1_reset(); };
+    kicks_.reserve(16);  // one per doorbell at most (kicks coalesce): a doorbell never allocates
     // The CP's register waits go through the same decode as BAR5 (the model's lock is held).
     impl_->cp.reg_read = [this](uint32_t a) { return impl_->registers.read(a); };
     impl_->cp.reg_write = [this](uint32_t a, uint32_t v) { impl_->registers.write(a, v); };
@@ -83,8 +84,11 @@ void NaviModel::engine_loop() {
     // Real hardware polls a WAIT_REG_MEM / POLL_REGMEM every few hundred cycles; ~30 µs keeps a
     // waiting queue responsive without burning a host core.
     constexpr auto kPollInterval = std::chrono::microseconds(30);
+    // Both vectors keep their capacity: a doorbell write (the driver's submit) never allocates.
+    std::vector<Kick> batch;
+    batch.reserve(16);
     for (;;) {
-        std::vector<Kick> batch;
+        batch.clear();
         uint64_t pass = 0;
         {
             std::unique_lock lock(kick_mutex_);
@@ -94,7 +98,8 @@ void NaviModel::engine_loop() {
             else
                 kick_cv_.wait(lock, woken);
             if (stop_) return;
-            batch.swap(kicks_);
+            batch.assign(kicks_.begin(), kicks_.end());
+            kicks_.clear();
             pass = requested_pass_;
         }
         bool waiting = false;
