@@ -75,7 +75,7 @@ class ComputeEngine {
 public:
     ComputeEngine(Chip& chip, Gmc& gmc, Ih& ih);
 
-    bool enabled() const { return regs_.hqd_active != 0; }  // GC 11 only for now
+    bool enabled() const { return regs_.hqd_active != 0; }  // GC 11 and GC 12
     // After a register write has been stored: HQD activation / dequeue.
     void register_written(uint32_t address, uint32_t value);
     // A BAR2 write at `offset` (bytes); true when it was one of this engine's doorbells.
