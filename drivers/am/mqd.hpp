@@ -5,7 +5,8 @@
 // reserved slot). Dwords 0x80..0xB7 mirror the registers CP_MQD_BASE_ADDR (gc_11_0_0_offset.h 0x1fa9) ..
 // CP_HQD_PQ_WPTR_HI (0x1fe0), which bring-up writes one by one; gc_12_0_0_offset.h has the same
 // contiguous block at the same offsets in the same order (every register the builder fills sits at
-// 0x1fa9 + dword - 0x80 there too), so one layout serves both generations.
+// 0x1fa9 + dword - 0x80 there too; v12_structs.h dwords 128..183 name them in that order, dword 178
+// reserved where the register file has CP_HQD_GDS_RESOURCE_STATE), so one layout serves both.
 #pragma once
 
 #include "drivers/am/pm4.hpp"
