@@ -45,14 +45,13 @@ std::unique_ptr<pci::sim::SimDeviceModel> make_navi(sim::amdgpu::Asic asic, bool
     return sim::amdgpu::make_model(options);
 }
 
-// sim-am:navi31 is an HCQ device (drivers/am queues, issue 7); navi48 is not until the GC 12 queue
-// registers are transcribed.
+// Both sim-am chips are HCQ devices (drivers/am queues, issue 7): GC 11 / SDMA 6 and GC 12 / SDMA 7.
 const SimulatedModel kSimulatedModels[] = {
     {"sim-edu", "QEMU's edu test DMA device (docs/specs/edu.rst)", false,
      [] { return std::unique_ptr<pci::sim::SimDeviceModel>(std::make_unique<sim::EduDevice>()); }},
     {"sim-am:navi31", "AMD Navi31 / RX 7900 XTX (RDNA3), driven by drivers/am", true,
      [] { return make_navi(sim::amdgpu::Asic::navi31, /*ephemeral=*/true); }},
-    {"sim-am:navi48", "AMD Navi48 / RX 9070 XT (RDNA4) for drivers/am bring-up", false,
+    {"sim-am:navi48", "AMD Navi48 / RX 9070 XT (RDNA4), driven by drivers/am", true,
      [] { return make_navi(sim::amdgpu::Asic::navi48, /*ephemeral=*/true); }},
 };
 
@@ -148,7 +147,7 @@ void register_backends(hcq::Registry& registry) {
     hcq::Backend sim_am;
     sim_am.scheme = "sim-am";
     sim_am.description = "simulated AMD GPUs (drivers/sim/amdgpu) driven by drivers/am; kernels run as host code";
-    sim_am.enumerate = [] { return std::vector<std::string>{"sim-am:navi31"}; };
+    sim_am.enumerate = [] { return std::vector<std::string>{"sim-am:navi31", "sim-am:navi48"}; };
     sim_am.open = open_sim_am;
     registry.add(std::move(sim_am));
 }

@@ -93,17 +93,22 @@ void ComputeQueueEngine::activate() {
     const mqd::ComputeMqd image = mqd::build_compute_mqd(c);
     chip.vram().write(device_.physical(mqd_.address()), std::as_bytes(std::span(image)));
 
-    // GRBM_GFX_CNTL: PIPEID bits 0-1, MEID bits 2-3, QUEUEID bits 8-10 (gc_11_0_0_sh_mask.h).
+    // GRBM_GFX_CNTL: PIPEID bits 0-1, MEID bits 2-3, QUEUEID bits 8-10 (gc_11_0_0_sh_mask.h; the
+    // same in gc_12_0_0_sh_mask.h).
     regs.write(t.grbm_gfx_cntl, (1u << 2) | (queue_ << 8));
     if (regs.read(t.cp_hqd_active) & 1) {
         // A queue a previous owner left running (a crash): take it down before reprogramming it.
         regs.write(t.cp_hqd_dequeue_request, 2);
         wait_reg(regs, t.cp_hqd_active, 1, 0, std::chrono::milliseconds(100), "a stale compute queue to dequeue");
     }
-    // The MQD's register block mirrors CP_MQD_BASE_ADDR .. CP_HQD_PQ_WPTR_HI; written one by one
-    // (research/am.md 1.12), then the queue goes active.
+    // The MQD's register block mirrors CP_MQD_BASE_ADDR .. CP_HQD_PQ_WPTR_HI (the same contiguous
+    // 0x1fa9..0x1fe0 block on GC 11 and GC 12); written one by one (research/am.md 1.12), then the
+    // queue goes active.
     const uint32_t first = regs.address(t.cp_mqd_base_addr);
     const uint32_t active = regs.address(t.cp_hqd_active);
+    // A register table whose block does not line up with the MQD's would program the wrong registers.
+    if (active - first != mqd::dw::cp_hqd_active - mqd::dw::cp_mqd_base_addr_lo)
+        throw std::logic_error("the register table's CP_HQD_* block does not match the MQD register block");
     std::span<const uint32_t> block = mqd::register_block(image);
     for (size_t i = 0; i < block.size(); ++i) {
         if (first + i == active) continue;  // last, below

@@ -19,6 +19,8 @@ namespace {
 using namespace sdma;
 
 // amdgpu_doorbell.h AMDGPU_NAVI10_DOORBELL_sDMA_ENGINE0; queue 0 of engine 0 (research/am.md 1.13).
+// GC 12 keeps the Navi10 assignment (soc24.c soc24_init_doorbell_index, as soc21.c for GC 11), and
+// SDMA 7 takes SDMA 6's packet encodings (sdma_v7_0.c includes sdma_v6_0_0_pkt_open.h).
 constexpr uint32_t kDoorbellSdmaEngine0 = 0x100;
 constexpr uint32_t kChunkDwords = 8;
 // sdma_v6_0_0_pkt_open.h: SDMA_PKT_NOP_HEADER count bits 16-29 (dwords that follow).
@@ -105,11 +107,13 @@ void CopyQueueEngine::enable() {
     regs.write(t.sdma0_queue0_rb_wptr_poll_addr_lo, lo(wptr));
     regs.write(t.sdma0_queue0_rb_wptr_poll_addr_hi, hi(wptr));
     // SDMA0_QUEUE0_DOORBELL_OFFSET.OFFSET bits 2-27 hold the dword offset (slot * 2);
-    // SDMA0_QUEUE0_DOORBELL.ENABLE is bit 28 (gc_11_0_0_sh_mask.h, as sim/amdgpu/sdma_engine.cpp reads them).
+    // SDMA0_QUEUE0_DOORBELL.ENABLE is bit 28 (gc_11_0_0_sh_mask.h and gc_12_0_0_sh_mask.h agree;
+    // only the registers' offsets differ between SDMA 6 and SDMA 7).
     regs.write(t.sdma0_queue0_doorbell_offset, (kDoorbellSdmaEngine0 * 2) << 2);
     regs.write(t.sdma0_queue0_doorbell, 1u << 28);
     regs.write(t.sdma0_queue0_minor_ptr_update, 0);
-    // RB_CNTL: RB_ENABLE bit 0, RB_SIZE bits 1-5 = log2(ring dwords). Linux also sets
+    // RB_CNTL: RB_ENABLE bit 0, RB_SIZE bits 1-5 = log2(ring dwords) on SDMA 6 and SDMA 7
+    // (gc_12_0_0_sh_mask.h SDMA0_QUEUE0_RB_CNTL__RB_SIZE_MASK 0x3E). Linux also sets
     // RPTR_WRITEBACK_ENABLE/_TIMER and F32_WPTR_POLL_ENABLE (sdma_v6_0_gfx_resume_instance); their
     // sh_mask positions are not transcribed yet (design debt, issue 7: the simulator writes the read
     // pointer back and polls the write pointer without them).

@@ -46,9 +46,11 @@ std::string arch_for(const AmDevice& chip, KernelIsa isa) {
 std::shared_ptr<AmHcqDevice> AmHcqDevice::create(std::unique_ptr<AmDevice> chip, AmHcqOptions options) {
     const RegisterTable& t = chip->regs().table();
     if (!t.cp_hqd_active.valid() || !t.sdma0_queue0_rb_cntl.valid()) {
+        // Both supported generations have them (registers.cpp); a future ASIC whose table lacks
+        // them is refused here rather than programmed through invalid register definitions.
         throw UnsupportedError(options.name.empty() ? chip->name() : options.name,
-                               fmt::format("{} (GC {}.{}.{}): queues need the GC {} queue registers, which drivers/am does not have yet "
-                                           "(gc_12_0_0_offset.h / SDMA 7 are not transcribed)",
+                               fmt::format("{} (GC {}.{}.{}): queues need the GC {} queue registers, which drivers/am's register "
+                                           "table for this chip does not have",
                                            chip->asic().name, chip->asic().gc.major, chip->asic().gc.minor, chip->asic().gc.revision,
                                            chip->asic().gc_generation));
     }
@@ -65,7 +67,8 @@ AmHcqDevice::AmHcqDevice(Token, std::unique_ptr<AmDevice> chip, AmHcqOptions opt
     bar0_size_ = bar0.size();
 
     // research/am.md 1.12 _enable_mec: pipe 0 out of reset and active, the MEC not halted
-    // (CP_MEC_RS64_CNTL: MEC_PIPE0_ACTIVE bit 26, MEC_PIPE0_RESET bit 16, MEC_HALT bit 30).
+    // (CP_MEC_RS64_CNTL: MEC_PIPE0_ACTIVE bit 26, MEC_PIPE0_RESET bit 16, MEC_HALT bit 30, the same
+    // in gc_11_0_0_sh_mask.h and gc_12_0_0_sh_mask.h, so one value serves both generations).
     Registers& regs = chip_->regs();
     regs.write(regs.table().cp_mec_rs64_cntl, 1u << 26);
     // Whatever a previous owner left in the interrupt ring is not ours to report.

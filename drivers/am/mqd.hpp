@@ -3,7 +3,10 @@
 // `struct v12_compute_mqd`: 512 dwords (2048 bytes); the dword offsets below are the ones the header's
 // comments give, and are the same in both (v12 only renames dword 178, cp_hqd_gds_resource_state, to a
 // reserved slot). Dwords 0x80..0xB7 mirror the registers CP_MQD_BASE_ADDR (gc_11_0_0_offset.h 0x1fa9) ..
-// CP_HQD_PQ_WPTR_HI (0x1fe0), which compute_queue.cpp writes one by one (issue 7).
+// CP_HQD_PQ_WPTR_HI (0x1fe0), which compute_queue.cpp writes one by one; gc_12_0_0_offset.h has the same
+// contiguous block at the same offsets in the same order (every register the builder fills sits at
+// 0x1fa9 + dword - 0x80 there too; v12_structs.h dwords 128..183 name them in that order, dword 178
+// reserved where the register file has CP_HQD_GDS_RESOURCE_STATE), so one layout serves both.
 #pragma once
 
 #include "drivers/am/pm4.hpp"
@@ -38,7 +41,7 @@ inline constexpr uint32_t cp_mqd_base_addr_lo = 128, cp_mqd_base_addr_hi = 129, 
 
 // The register block the HQD is programmed from: MQD dwords [0x80, 0xB7] -> registers [0x1fa9, 0x1fe0].
 inline constexpr uint32_t kRegBlockFirstDword = dw::cp_mqd_base_addr_lo, kRegBlockLastDword = dw::cp_hqd_pq_wptr_hi;
-inline constexpr uint32_t kCpMqdBaseAddr = 0x1fa9, kCpHqdPqWptrHi = 0x1fe0;  // gc_11_0_0_offset.h, BASE_IDX 0
+inline constexpr uint32_t kCpMqdBaseAddr = 0x1fa9, kCpHqdPqWptrHi = 0x1fe0;  // gc_11/gc_12_0_0_offset.h, BASE_IDX 0
 static_assert(kRegBlockLastDword - kRegBlockFirstDword == kCpHqdPqWptrHi - kCpMqdBaseAddr);
 
 // Register fields (gc_11_0_0_sh_mask.h; gc_12_0_0_sh_mask.h the same).

@@ -221,6 +221,33 @@ RegisterTable navi48_table() {
                     .context0_cntl = 0x1624, .eng17_sem = 0x1646, .eng17_req = 0x1658, .eng17_ack = 0x166a,
                     .pt_base_lo = 0x168f, .pt_start_lo = 0x16af, .pt_end_lo = 0x16cf},
                    true, true);
+    // gc_12_0_0_offset.h: the MEC's queue registers sit where GC 11 has them (GRBM_GFX_CNTL 0x0900
+    // and CP_MEC_RS64_CNTL 0x2904 in BASE_IDX 1; the HQD block CP_MQD_BASE_ADDR 0x1fa9 ..
+    // CP_HQD_PQ_WPTR_HI 0x1fe0 in BASE_IDX 0, same order, so mqd::register_block maps onto it
+    // unchanged). SDMA 7's registers also live in GC's space (sdma_v7_0.c sdma_v7_0_get_reg_offset:
+    // reg_offset[GC_HWIP][0][0] + offset for the queue registers), but block gc_gfx_cpwd_sdma0_sdmadec
+    // was repacked: RPTR_ADDR_LO now precedes _HI and IB_CNTL, DOORBELL, DOORBELL_OFFSET,
+    // WPTR_POLL_ADDR_LO/HI and MINOR_PTR_UPDATE all moved.
+    t.grbm_gfx_cntl = r("GRBM_GFX_CNTL", HwIp::gc, 1, 0x0900);
+    t.cp_mec_rs64_cntl = r("CP_MEC_RS64_CNTL", HwIp::gc, 1, 0x2904);
+    t.cp_mqd_base_addr = r("CP_MQD_BASE_ADDR", HwIp::gc, 0, 0x1fa9);
+    t.cp_hqd_active = r("CP_HQD_ACTIVE", HwIp::gc, 0, 0x1fab);
+    t.cp_hqd_dequeue_request = r("CP_HQD_DEQUEUE_REQUEST", HwIp::gc, 0, 0x1fc1);
+    t.sdma0_queue0_rb_cntl = r("SDMA0_QUEUE0_RB_CNTL", HwIp::gc, 0, 0x0080);
+    t.sdma0_queue0_rb_base = r("SDMA0_QUEUE0_RB_BASE", HwIp::gc, 0, 0x0081);
+    t.sdma0_queue0_rb_base_hi = r("SDMA0_QUEUE0_RB_BASE_HI", HwIp::gc, 0, 0x0082);
+    t.sdma0_queue0_rb_rptr = r("SDMA0_QUEUE0_RB_RPTR", HwIp::gc, 0, 0x0083);
+    t.sdma0_queue0_rb_rptr_hi = r("SDMA0_QUEUE0_RB_RPTR_HI", HwIp::gc, 0, 0x0084);
+    t.sdma0_queue0_rb_wptr = r("SDMA0_QUEUE0_RB_WPTR", HwIp::gc, 0, 0x0085);
+    t.sdma0_queue0_rb_wptr_hi = r("SDMA0_QUEUE0_RB_WPTR_HI", HwIp::gc, 0, 0x0086);
+    t.sdma0_queue0_rb_rptr_addr_lo = r("SDMA0_QUEUE0_RB_RPTR_ADDR_LO", HwIp::gc, 0, 0x0087);
+    t.sdma0_queue0_rb_rptr_addr_hi = r("SDMA0_QUEUE0_RB_RPTR_ADDR_HI", HwIp::gc, 0, 0x0088);
+    t.sdma0_queue0_ib_cntl = r("SDMA0_QUEUE0_IB_CNTL", HwIp::gc, 0, 0x0089);
+    t.sdma0_queue0_doorbell = r("SDMA0_QUEUE0_DOORBELL", HwIp::gc, 0, 0x008f);
+    t.sdma0_queue0_doorbell_offset = r("SDMA0_QUEUE0_DOORBELL_OFFSET", HwIp::gc, 0, 0x0091);
+    t.sdma0_queue0_rb_wptr_poll_addr_lo = r("SDMA0_QUEUE0_RB_WPTR_POLL_ADDR_LO", HwIp::gc, 0, 0x0098);
+    t.sdma0_queue0_rb_wptr_poll_addr_hi = r("SDMA0_QUEUE0_RB_WPTR_POLL_ADDR_HI", HwIp::gc, 0, 0x0099);
+    t.sdma0_queue0_minor_ptr_update = r("SDMA0_QUEUE0_MINOR_PTR_UPDATE", HwIp::gc, 0, 0x009b);
     // mmhub_4_1_0_offset.h (BASE_IDX 0)
     t.mmmc_vm_fb_location_base = r("MMMC_VM_FB_LOCATION_BASE", HwIp::mmhub, 0, 0x0554);
     t.mmmc_vm_fb_location_top = r("MMMC_VM_FB_LOCATION_TOP", HwIp::mmhub, 0, 0x0555);

@@ -70,8 +70,9 @@ struct RegisterTable {
     // OSSSYS (IH ring 0)
     RegDef ih_rb_cntl, ih_rb_rptr, ih_rb_wptr, ih_rb_base, ih_rb_base_hi, ih_rb_wptr_addr_hi, ih_rb_wptr_addr_lo,
         ih_doorbell_rptr;
-    // Compute queues on MEC 1 and SDMA0 queue 0 (issue 7). GC 11 only so far: left invalid on GC 12,
-    // whose gc_12_0_0 / SDMA 7 offsets are not transcribed yet (queues then refuse to start).
+    // Compute queues on MEC 1 and SDMA0 queue 0 (issue 7), both chips: gc_11_0_0_offset.h and
+    // gc_12_0_0_offset.h (SDMA 6 and SDMA 7 queue registers live in GC's space). A table that
+    // leaves them invalid makes AmHcqDevice::create refuse the chip.
     RegDef grbm_gfx_cntl, cp_mec_rs64_cntl, cp_mqd_base_addr, cp_hqd_active, cp_hqd_dequeue_request;
     RegDef sdma0_queue0_rb_cntl, sdma0_queue0_rb_base, sdma0_queue0_rb_base_hi, sdma0_queue0_rb_rptr,
         sdma0_queue0_rb_rptr_hi, sdma0_queue0_rb_wptr, sdma0_queue0_rb_wptr_hi, sdma0_queue0_rb_rptr_addr_hi,

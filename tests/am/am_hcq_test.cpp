@@ -1,4 +1,4 @@
-// drivers/am's HCQ backend on the simulated Navi31 (issue 7): faults the simulated chip raises
+// drivers/am's HCQ backend on a simulated chip (Navi31 or Navi48, issue 7): faults the simulated chip raises
 // (an unmapped access from a kernel, a copy from unmapped memory, a dispatch that never ends)
 // put the device in its error state within the caller's timeout, naming the queue and the
 // address; Device::recover() brings the same device back and work runs again. Also: VRAM for
@@ -13,7 +13,9 @@
 #include "tests/hcq/support.hpp"
 
 #include <catch2/catch.hpp>
+#include <cstdlib>
 #include <numeric>
+#include <string>
 
 using namespace baregpu;
 using namespace baregpu::hcq;
@@ -21,7 +23,15 @@ using namespace std::chrono_literals;
 
 namespace {
 
-constexpr const char* kDevice = "sim-am:navi31";
+// The chip under test: $BAREGPU_TEST_DEVICES's first entry (meson runs this file once per
+// simulated chip), sim-am:navi31 when it is unset.
+std::string device_name() {
+    const char* env = std::getenv("BAREGPU_TEST_DEVICES");
+    std::string list = env != nullptr ? env : "";
+    std::string first = list.substr(0, list.find(','));
+    return first.empty() ? "sim-am:navi31" : first;
+}
+const std::string kDevice = device_name();
 // Inside VMID 0's range (PAGE_TABLE_START .. END) and never mapped by the backend's VA window.
 constexpr uint64_t kUnmapped = 0x3000'0bee'f000ull;
 
@@ -181,7 +191,7 @@ TEST_CASE("am: kernels read and write host memory (system pages) and cpu-visible
 }
 
 TEST_CASE("am: more work than the rings hold wraps around them with no overrun") {
-    auto dev = test::open_device(std::string(kDevice) + "?ring=4096");
+    auto dev = test::open_device(kDevice + "?ring=4096");
     auto* am = dynamic_cast<am::AmHcqDevice*>(dev.get());
     REQUIRE(am != nullptr);
     Signal s = dev->new_signal(0, "count");

@@ -4,6 +4,7 @@
 #include "drivers/am/asic.hpp"
 #include "drivers/am/boot_memory.hpp"
 #include "drivers/am/ih.hpp"
+#include "drivers/am/mqd.hpp"
 #include "drivers/am/page_table.hpp"
 #include "drivers/am/psp.hpp"
 #include "drivers/am/registers.hpp"
@@ -216,4 +217,42 @@ TEST_CASE("registers: absolute address = discovery base[BASE_IDX] + offset") {
     // GC12 renames the fault status register (research/am.md §8.9).
     REQUIRE(register_table(*find_asic("navi48")).gc_hub.l2_protection_fault_status.name ==
             "GCVM_L2_PROTECTION_FAULT_STATUS_LO32");
+}
+
+TEST_CASE("registers: queue registers on both generations (gc_11_0_0_offset.h, gc_12_0_0_offset.h)") {
+    // Transcribed here again from the headers: GC 12 keeps the CP registers at GC 11's offsets;
+    // SDMA 7 repacked SDMA0_QUEUE0_* (all BASE_IDX 0 of GC, sdma_v7_0.c sdma_v7_0_get_reg_offset).
+    struct Expect {
+        const char* asic;
+        uint32_t rptr_addr_lo, rptr_addr_hi, ib_cntl, doorbell, doorbell_offset, wptr_poll_lo, wptr_poll_hi, minor;
+    };
+    for (const Expect& e : {Expect{"navi31", 0x89, 0x88, 0x8a, 0x92, 0xab, 0xb3, 0xb2, 0xb5},
+                            Expect{"navi48", 0x87, 0x88, 0x89, 0x8f, 0x91, 0x98, 0x99, 0x9b}}) {
+        INFO(e.asic);
+        const RegisterTable& t = register_table(*find_asic(e.asic));
+        CHECK((t.grbm_gfx_cntl.base_idx == 1 && t.grbm_gfx_cntl.offset == 0x0900));
+        CHECK((t.cp_mec_rs64_cntl.base_idx == 1 && t.cp_mec_rs64_cntl.offset == 0x2904));
+        CHECK((t.cp_mqd_base_addr.base_idx == 0 && t.cp_mqd_base_addr.offset == 0x1fa9));
+        CHECK((t.cp_hqd_active.base_idx == 0 && t.cp_hqd_active.offset == 0x1fab));
+        CHECK((t.cp_hqd_dequeue_request.base_idx == 0 && t.cp_hqd_dequeue_request.offset == 0x1fc1));
+        // The MQD's register block lands on the table's registers.
+        CHECK(t.cp_hqd_active.offset - t.cp_mqd_base_addr.offset == mqd::dw::cp_hqd_active - mqd::dw::cp_mqd_base_addr_lo);
+        CHECK(t.cp_hqd_dequeue_request.offset - t.cp_mqd_base_addr.offset ==
+              mqd::dw::cp_hqd_dequeue_request - mqd::dw::cp_mqd_base_addr_lo);
+        for (const RegDef* r : {&t.sdma0_queue0_rb_cntl, &t.sdma0_queue0_rb_base, &t.sdma0_queue0_rb_base_hi,
+                                &t.sdma0_queue0_rb_rptr, &t.sdma0_queue0_rb_rptr_hi, &t.sdma0_queue0_rb_wptr,
+                                &t.sdma0_queue0_rb_wptr_hi}) {
+            CHECK((r->ip == HwIp::gc && r->base_idx == 0));
+        }
+        CHECK(t.sdma0_queue0_rb_cntl.offset == 0x80);
+        CHECK(t.sdma0_queue0_rb_wptr_hi.offset == 0x86);
+        CHECK(t.sdma0_queue0_rb_rptr_addr_lo.offset == e.rptr_addr_lo);
+        CHECK(t.sdma0_queue0_rb_rptr_addr_hi.offset == e.rptr_addr_hi);
+        CHECK(t.sdma0_queue0_ib_cntl.offset == e.ib_cntl);
+        CHECK(t.sdma0_queue0_doorbell.offset == e.doorbell);
+        CHECK(t.sdma0_queue0_doorbell_offset.offset == e.doorbell_offset);
+        CHECK(t.sdma0_queue0_rb_wptr_poll_addr_lo.offset == e.wptr_poll_lo);
+        CHECK(t.sdma0_queue0_rb_wptr_poll_addr_hi.offset == e.wptr_poll_hi);
+        CHECK(t.sdma0_queue0_minor_ptr_update.offset == e.minor);
+    }
 }

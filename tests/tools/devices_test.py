@@ -206,6 +206,11 @@ with tempfile.TemporaryDirectory() as state:
         rc, out, err = run(*args, env={"BAREGPU_SIM_STATE_DIR": state})
         check(rc == 0, f"devices {args} with an empty state dir exits 0 (rc {rc}, {err!r})")
         check("sim-am:navi31" in out and "sim-am:navi48" in out, f"devices {args} lists the sim-am models")
+        if args == ("--json",):
+            # Both simulated AMD chips run the HCQ backend (issue 7: GC 11 and GC 12 queues).
+            hcq = {b.get("name"): b.get("hcq_device") for b in parse(out, "devices --json").get("builtin", [])}
+            check(hcq.get("sim-am:navi31") is True and hcq.get("sim-am:navi48") is True,
+                  f"devices --json: both sim-am models are HCQ devices ({hcq})")
         left = sorted(os.listdir(state))
         check(left == [], f"devices {args} leaves BAREGPU_SIM_STATE_DIR empty, found {left}")
     # A state file a driver left (or is using) stays as it was.

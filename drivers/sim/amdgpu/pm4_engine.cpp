@@ -60,7 +60,12 @@ bool compare(uint32_t function, uint64_t value, uint64_t ref) {
 }  // namespace
 
 ComputeEngine::ComputeEngine(Chip& chip, Gmc& gmc, Ih& ih) : chip_(chip), gmc_(gmc), ih_(ih) {
-    if (chip.asic.gc_major() != 11) return;  // GC 12 offsets are not transcribed yet
+    // gc_11_0_0_offset.h and gc_12_0_0_offset.h give every register below the same BASE_IDX and
+    // offset (GC 12 kept the cpphqddec block at 0x1fa9.., GRBM_GFX_CNTL at 0x0900 and
+    // CP_MEC_RS64_CNTL at 0x2904), and their sh_mask.h files the same fields; other generations
+    // are not modelled and leave the engine disabled.
+    const unsigned gen = chip.asic.gc_major();
+    if (gen != 11 && gen != 12) return;
     auto gc = [&](unsigned idx, uint32_t off) { return chip.asic.base(hwid::kGc, idx) + off; };
     regs_.hqd_active = gc(0, 0x1fab);
     regs_.hqd_vmid = gc(0, 0x1fac);
@@ -92,7 +97,7 @@ ComputeEngine::QueueStatus ComputeEngine::status(uint32_t pipe, uint32_t queue) 
 void ComputeEngine::register_written(uint32_t address, uint32_t value) {
     if (!enabled()) return;
     if (address != regs_.hqd_active && address != regs_.dequeue_request) return;
-    // GRBM_GFX_CNTL: PIPEID 0-1, MEID 2-3, VMID 4-7, QUEUEID 8-10 (gc_11_0_0_sh_mask.h).
+    // GRBM_GFX_CNTL: PIPEID 0-1, MEID 2-3, VMID 4-7, QUEUEID 8-10 (gc_11_0_0_sh_mask.h, gc_12_0_0_sh_mask.h).
     const uint32_t sel = chip_.load(regs_.grbm_gfx_cntl);
     const uint32_t pipe = sel & 3, me = (sel >> 2) & 3, queue = (sel >> 8) & 7;
     if (me != 1) {

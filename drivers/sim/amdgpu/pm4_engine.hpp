@@ -1,4 +1,4 @@
-// The compute command processor (MEC, me 1) of a GC 11 chip: hardware queue descriptors (HQDs)
+// The compute command processor (MEC, me 1) of a GC 11 or GC 12 chip: hardware queue descriptors (HQDs)
 // activated from registers the way Linux gfx_v11_0_kiq/compute queue init and tinygrad's AM
 // driver program them directly (research/am.md §1.12), doorbell kicks on BAR2 (§1.14), and a PM4
 // type-3 interpreter (§3.1) over the ring, every fetch and every write through the VMID 0 walker
@@ -11,7 +11,11 @@
 // CP_HQD_EOP_CONTROL 0x1fd0; GRBM_GFX_CNTL 0x0900 and CP_MEC_RS64_CNTL 0x2904, BASE_IDX 1.
 // (CP_HQD_*, GRBM_GFX_CNTL, COMPUTE_* read in torvalds/linux gc_11_0_0_offset.h at 0e8655b4;
 // CP_MEC_RS64_CNTL's offset and its PIPEn_ACTIVE bits 26-29 / MEC_HALT bit 30 as am.md §1.12 has
-// them from the same header.) The HQD registers are plain storage that the activation snapshots for the queue GRBM_GFX_CNTL
+// them from the same header. gc_12_0_0_offset.h / gc_12_0_0_sh_mask.h (torvalds/linux,
+// read for issue 7) have each of these registers at the same BASE_IDX and offset and the same
+// fields: GRBM_GFX_CNTL PIPEID/MEID/QUEUEID, CP_MEC_RS64_CNTL MEC_PIPE0_RESET 16 / _ACTIVE 26 /
+// MEC_HALT 30, CP_HQD_PQ_CONTROL.QUEUE_SIZE 5:0, CP_HQD_PQ_DOORBELL_CONTROL OFFSET 27:2 / EN 30.)
+// The HQD registers are plain storage that the activation snapshots for the queue GRBM_GFX_CNTL
 // selects (reads are not banked per queue).
 //
 // Strict: every malformed packet is a port violation and the queue stops for good (hung) until it
@@ -71,7 +75,7 @@ class ComputeEngine {
 public:
     ComputeEngine(Chip& chip, Gmc& gmc, Ih& ih);
 
-    bool enabled() const { return regs_.hqd_active != 0; }  // GC 11 only for now
+    bool enabled() const { return regs_.hqd_active != 0; }  // GC 11 and GC 12
     // After a register write has been stored: HQD activation / dequeue.
     void register_written(uint32_t address, uint32_t value);
     // A BAR2 write at `offset` (bytes); true when it was one of this engine's doorbells.

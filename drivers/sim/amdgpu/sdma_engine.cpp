@@ -14,7 +14,11 @@ constexpr uint64_t kCopyChunk = 1u << 20;
 }  // namespace
 
 SdmaEngine::SdmaEngine(Chip& chip, Gmc& gmc) : chip_(chip), gmc_(gmc) {
-    if (chip.asic.gc_major() != 11) return;  // SDMA 7 (GC 12) offsets are not transcribed yet
+    // The SDMA0_QUEUE0_* offsets per generation (sdma_engine.hpp has the headers): GC 11 carries
+    // SDMA 6.0, GC 12 SDMA 7.0; other generations are not modelled and leave the engine disabled.
+    const unsigned gen = chip.asic.gc_major();
+    if (gen != 11 && gen != 12) return;
+    const bool sdma7 = gen == 12;
     auto gc = [&](uint32_t off) { return chip.asic.base(hwid::kGc, 0) + off; };
     regs_.rb_cntl = gc(0x80);
     regs_.rb_base = gc(0x81);
@@ -23,13 +27,13 @@ SdmaEngine::SdmaEngine(Chip& chip, Gmc& gmc) : chip_(chip), gmc_(gmc) {
     regs_.rb_rptr_hi = gc(0x84);
     regs_.rb_wptr = gc(0x85);
     regs_.rb_wptr_hi = gc(0x86);
+    regs_.rptr_addr_lo = gc(sdma7 ? 0x87 : 0x89);
     regs_.rptr_addr_hi = gc(0x88);
-    regs_.rptr_addr_lo = gc(0x89);
-    regs_.ib_cntl = gc(0x8a);
-    regs_.doorbell = gc(0x92);
-    regs_.doorbell_offset = gc(0xab);
-    regs_.wptr_poll_hi = gc(0xb2);
-    regs_.wptr_poll_lo = gc(0xb3);
+    regs_.ib_cntl = gc(sdma7 ? 0x89 : 0x8a);
+    regs_.doorbell = gc(sdma7 ? 0x8f : 0x92);
+    regs_.doorbell_offset = gc(sdma7 ? 0x91 : 0xab);
+    regs_.wptr_poll_lo = gc(sdma7 ? 0x98 : 0xb3);
+    regs_.wptr_poll_hi = gc(sdma7 ? 0x99 : 0xb2);
 }
 
 void SdmaEngine::reset() {
@@ -39,7 +43,7 @@ void SdmaEngine::reset() {
 
 void SdmaEngine::register_written(uint32_t address, uint32_t value) {
     if (!enabled() || address != regs_.rb_cntl) return;
-    // SDMA0_QUEUE0_RB_CNTL: RB_ENABLE bit 0, RB_SIZE bits 1-5 (sdma_v6_0 / gc_11_0_0_sh_mask.h).
+    // SDMA0_QUEUE0_RB_CNTL: RB_ENABLE bit 0, RB_SIZE bits 1-5 (gc_11_0_0_sh_mask.h, gc_12_0_0_sh_mask.h).
     if (!(value & 1)) {
         reset();
         return;

@@ -1,8 +1,15 @@
-// SDMA 6.0 engine 0, queue 0 (the one tinygrad's AM driver and Linux use for a kernel queue,
-// research/am.md §1.13), on a GC 11 chip whose SDMA registers live in GC segment 0
-// (gc_11_0_0_offset.h, BASE_IDX 0): SDMA0_QUEUE0_RB_CNTL 0x80, RB_BASE/_HI 0x81/0x82 (address >> 8),
-// RB_RPTR/_HI 0x83/0x84, RB_WPTR/_HI 0x85/0x86, RB_RPTR_ADDR_HI/LO 0x88/0x89, IB_CNTL 0x8a,
-// DOORBELL 0x92, DOORBELL_OFFSET 0xab, RB_WPTR_POLL_ADDR_HI/LO 0xb2/0xb3, MINOR_PTR_UPDATE 0xb5.
+// SDMA 6.0 / 7.0 engine 0, queue 0 (the one tinygrad's AM driver and Linux use for a kernel queue,
+// research/am.md §1.13), on a GC 11 / GC 12 chip whose SDMA registers live in GC segment 0
+// (BASE_IDX 0). gc_11_0_0_offset.h (SDMA 6): SDMA0_QUEUE0_RB_CNTL 0x80, RB_BASE/_HI 0x81/0x82
+// (address >> 8), RB_RPTR/_HI 0x83/0x84, RB_WPTR/_HI 0x85/0x86, RB_RPTR_ADDR_HI/LO 0x88/0x89,
+// IB_CNTL 0x8a, DOORBELL 0x92, DOORBELL_OFFSET 0xab, RB_WPTR_POLL_ADDR_HI/LO 0xb2/0xb3,
+// MINOR_PTR_UPDATE 0xb5. gc_12_0_0_offset.h (SDMA 7, block gc_gfx_cpwd_sdma0_sdmadec; sdma_v7_0.c
+// adds reg_offset[GC_HWIP][0][0]): RB_CNTL 0x80 .. RB_WPTR_HI 0x86 as on GC 11, then
+// RB_RPTR_ADDR_LO/HI 0x87/0x88 (LO first), IB_CNTL 0x89, DOORBELL 0x8f, DOORBELL_OFFSET 0x91,
+// RB_WPTR_POLL_ADDR_LO/HI 0x98/0x99, MINOR_PTR_UPDATE 0x9b. The fields used are the same in both
+// sh_mask headers: RB_CNTL RB_ENABLE bit 0 / RB_SIZE 5:1, DOORBELL.ENABLE bit 28,
+// DOORBELL_OFFSET.OFFSET 27:2. SDMA 7 uses SDMA 6's packets (sdma_v7_0.c includes
+// sdma_v6_0_0_pkt_open.h).
 // Pointers are BYTE offsets; RB_CNTL.RB_SIZE = log2(ring dwords). Packets from
 // sdma_v6_0_0_pkt_open.h, every access through the VMID 0 walker (SDMA 6 uses the GC hub,
 // sdma_v6_0.c vm_hub = AMDGPU_GFXHUB(0)). Strict: a malformed packet is a violation and the

@@ -1,8 +1,10 @@
-// The simulated Navi31's compute queue (MEC 1, PM4) and SDMA0 queue 0, driven with raw registers,
-// page tables and packets written here, independently of drivers/am. Offsets and encodings are
-// transcribed again from the Linux headers: gc_11_0_0_offset.h (CP_HQD_*, GRBM_GFX_CNTL,
-// CP_MEC_RS64_CNTL, SDMA0_QUEUE0_*), nvd.h and kfd_pm4_headers_ai.h (PM4), sdma_v6_0_0_pkt_open.h
-// (SDMA), irqsrcs_gfx_11_0_0.h (CP_EOP 181), amdgpu_doorbell.h (MEC_RING0 3, sDMA_ENGINE0 0x100).
+// The simulated Navi31's (and, where noted, Navi48's) compute queue (MEC 1, PM4) and SDMA0 queue 0,
+// driven with raw registers, page tables and packets written here, independently of drivers/am.
+// Offsets and encodings are transcribed again from the Linux headers: gc_11_0_0_offset.h (CP_HQD_*,
+// GRBM_GFX_CNTL, CP_MEC_RS64_CNTL, SDMA0_QUEUE0_*), gc_12_0_0_offset.h (the same CP registers at the
+// same offsets; SDMA 7's SDMA0_QUEUE0_* block, SdmaRig below), nvd.h and kfd_pm4_headers_ai.h (PM4),
+// sdma_v6_0_0_pkt_open.h (SDMA 6 and, per sdma_v7_0.c, SDMA 7), irqsrcs_gfx_11_0_0.h (CP_EOP 181),
+// amdgpu_doorbell.h (MEC_RING0 3, sDMA_ENGINE0 0x100; soc24.c keeps them on GC 12).
 #include "drivers/hostcode/host_program.h"
 #include "rig.hpp"
 
@@ -56,7 +58,8 @@ std::vector<uint32_t> wait64(uint64_t va, uint32_t function, uint64_t ref, uint6
 constexpr uint32_t sh(uint32_t gc_offset) { return gc_offset + 0x1260 - 0x2c00; }
 
 struct EngineRig {
-    explicit EngineRig(const std::filesystem::path& dir) : rig(Asic::navi31, dir, /*with_firmware=*/false) {
+    explicit EngineRig(const std::filesystem::path& dir, Asic asic = Asic::navi31)
+        : rig(asic, dir, /*with_firmware=*/false), gfx12(asic == Asic::navi48) {
         const auto* gc = rig.disc.find(11);
         REQUIRE(gc != nullptr);
         gc0 = static_cast<uint32_t>(gc->base_addresses.at(0));
@@ -68,13 +71,14 @@ struct EngineRig {
         rig.wr(rig.r.ih_wptr_addr_hi, static_cast<uint32_t>(rig.mc(kIhWb) >> 32));
         rig.wr(rig.r.ih_cntl, (16u << 1) | (1u << 16) | 1u);
         // VMID 0 page table (amdgpu_vm.h): root/PDB1/PDB0 at 48 MiB, a PTB at +12 KiB. PDB0[0] is a
-        // 2 MiB leaf (AMDGPU_PDE_PTE bit 54, GC 11); PDB0[1] points at the PTB with 32 pages mapped
-        // in reverse order, so that consecutive VAs are not consecutive in VRAM.
+        // 2 MiB leaf (AMDGPU_PDE_PTE bit 54 on GC 11, AMDGPU_PDE_PTE_GFX12 bit 63 on GC 12); PDB0[1]
+        // points at the PTB with 32 pages mapped in reverse order, so that consecutive VAs are not
+        // consecutive in VRAM.
         const uint64_t root = 48u << 20, pdb1 = root + 0x1000, pdb0 = root + 0x2000, ptb = root + 0x3000;
         const uint64_t rw = 1 | (1 << 5) | (1 << 6);
         put64(root, pdb1 | 1);
         put64(pdb1, pdb0 | 1);
-        put64(pdb0, kLeafVram | rw | (1ull << 54));
+        put64(pdb0, kLeafVram | rw | (gfx12 ? 1ull << 63 : 1ull << 54));
         put64(pdb0 + 8, ptb | 1);
         for (uint64_t i = 0; i < 32; ++i) put64(ptb + i * 8, (kPagesVram + (31 - i) * 0x1000) | rw);
         rig.wr(rig.r.gc_pt_start_lo, static_cast<uint32_t>(kVa >> 12));
@@ -106,7 +110,8 @@ struct EngineRig {
     void set_va32(uint64_t va, uint32_t v) { REQUIRE(rig.model->gpu_write(va, std::as_bytes(std::span(&v, 1)))); }
     void set_va64(uint64_t va, uint64_t v) { REQUIRE(rig.model->gpu_write(va, std::as_bytes(std::span(&v, 1)))); }
 
-    // gc_11_0_0_offset.h, BASE_IDX 0 / 1.
+    // gc_11_0_0_offset.h, BASE_IDX 0 / 1; gc_12_0_0_offset.h has CP_HQD_* (block cpphqddec),
+    // GRBM_GFX_CNTL and CP_MEC_RS64_CNTL at the same offsets, and gc_12_0_0_sh_mask.h the same fields.
     uint32_t hqd(uint32_t off) const { return gc0 + off; }
     void enable_mec() { rig.wr(gc1 + 0x2904, 1u << 26); }  // CP_MEC_RS64_CNTL.MEC_PIPE0_ACTIVE, not halted
     // Linux gfx_v11_0 / am.md 1.12 order: select me 1 pipe 0 queue q, the registers, ACTIVE.
@@ -146,6 +151,7 @@ struct EngineRig {
     uint32_t ih_wptr() { return rig.rd(rig.r.ih_wptr) & 0x3fffc; }
 
     Rig rig;
+    bool gfx12 = false;
     uint32_t gc0 = 0, gc1 = 0;
     uint64_t wptr = 0;
 };
@@ -409,23 +415,35 @@ TEST_CASE("sim-am engines: malformed PM4, bad activation and page faults hang th
 
 namespace {
 
-// SDMA0 queue 0 (gc_11_0_0_offset.h BASE_IDX 0; sdma_v6_0.c / am.md 1.13 order), doorbell slot 0x100.
+// SDMA0 queue 0's registers (BASE_IDX 0 of GC) that differ between SDMA 6 and SDMA 7:
+// gc_11_0_0_offset.h and gc_12_0_0_offset.h (block gc_gfx_cpwd_sdma0_sdmadec) regSDMA0_QUEUE0_*.
+// RB_CNTL 0x80, RB_BASE/_HI 0x81/0x82, RB_RPTR/_HI 0x83/0x84, RB_WPTR/_HI 0x85/0x86 are common.
+struct SdmaQueueRegs {
+    uint32_t rptr_addr_lo, rptr_addr_hi, ib_cntl, doorbell, doorbell_offset, wptr_poll_lo, wptr_poll_hi, minor_ptr_update;
+};
+constexpr SdmaQueueRegs kSdma6{0x89, 0x88, 0x8a, 0x92, 0xab, 0xb3, 0xb2, 0xb5};
+constexpr SdmaQueueRegs kSdma7{0x87, 0x88, 0x89, 0x8f, 0x91, 0x98, 0x99, 0x9b};
+
+// SDMA0 queue 0 (sdma_v6_0.c / sdma_v7_0.c / am.md 1.13 order), doorbell slot 0x100. The fields are
+// the same in both sh_mask headers: RB_CNTL RB_ENABLE 0 / RB_SIZE 5:1 / RPTR_WRITEBACK_ENABLE 12,
+// DOORBELL.ENABLE 28, DOORBELL_OFFSET.OFFSET 27:2.
 struct SdmaRig : EngineRig {
-    explicit SdmaRig(const std::filesystem::path& dir) : EngineRig(dir) {
+    explicit SdmaRig(const std::filesystem::path& dir, Asic asic = Asic::navi31) : EngineRig(dir, asic) {
+        const SdmaQueueRegs& o = gfx12 ? kSdma7 : kSdma6;
         auto q = [&](uint32_t off) { return gc0 + off; };
-        rig.wr(q(0xb5), 1);  // MINOR_PTR_UPDATE
+        rig.wr(q(o.minor_ptr_update), 1);
         rig.wr(q(0x83), 0), rig.wr(q(0x84), 0), rig.wr(q(0x85), 0), rig.wr(q(0x86), 0);
         rig.wr(q(0x81), static_cast<uint32_t>(kSdmaRing >> 8));
         rig.wr(q(0x82), static_cast<uint32_t>(kSdmaRing >> 40));
-        rig.wr(q(0x89), static_cast<uint32_t>(kSdmaRptr));
-        rig.wr(q(0x88), static_cast<uint32_t>(kSdmaRptr >> 32));
-        rig.wr(q(0xb3), static_cast<uint32_t>(kSdmaWptr));
-        rig.wr(q(0xb2), static_cast<uint32_t>(kSdmaWptr >> 32));
-        rig.wr(q(0xab), (0x100u * 2) << 2);  // DOORBELL_OFFSET.OFFSET (dwords)
-        rig.wr(q(0x92), 1u << 28);           // DOORBELL.ENABLE
-        rig.wr(q(0xb5), 0);
+        rig.wr(q(o.rptr_addr_lo), static_cast<uint32_t>(kSdmaRptr));
+        rig.wr(q(o.rptr_addr_hi), static_cast<uint32_t>(kSdmaRptr >> 32));
+        rig.wr(q(o.wptr_poll_lo), static_cast<uint32_t>(kSdmaWptr));
+        rig.wr(q(o.wptr_poll_hi), static_cast<uint32_t>(kSdmaWptr >> 32));
+        rig.wr(q(o.doorbell_offset), (0x100u * 2) << 2);  // DOORBELL_OFFSET.OFFSET (dwords)
+        rig.wr(q(o.doorbell), 1u << 28);                  // DOORBELL.ENABLE
+        rig.wr(q(o.minor_ptr_update), 0);
         rig.wr(q(0x80), 1u | (10u << 1) | (1u << 12));  // RB_ENABLE, RB_SIZE log2(1024 dwords), RPTR_WRITEBACK_ENABLE
-        rig.wr(q(0x8a), 1);                              // IB_CNTL.IB_ENABLE
+        rig.wr(q(o.ib_cntl), 1);                         // IB_CNTL.IB_ENABLE
     }
     void sdma_submit(const std::vector<uint32_t>& words) {
         for (uint32_t w : words) {
@@ -565,7 +583,7 @@ constexpr uint32_t kN = 3000, kK = 7;
 constexpr std::array<uint32_t, 3> kGrid{8, 3, 2}, kBlock{16, 4, 1};  // 48 groups x 64 = 3072 >= kN
 
 struct ExecRig : EngineRig {
-    explicit ExecRig(const std::filesystem::path& dir) : EngineRig(dir) {
+    explicit ExecRig(const std::filesystem::path& dir, Asic asic = Asic::navi31) : EngineRig(dir, asic) {
         auto object = baregpu::sim_test_kernels::find_object("vadd.o");
         REQUIRE(!object.empty());
         image.assign(object.begin(), object.end());
@@ -859,5 +877,79 @@ TEST_CASE("sim-am engines: host-code dispatch faults and refusals hang the queue
         e.submit(ExecRig::dispatch() + release_mem(kSignal, 1, 0, 1));
         CHECK(e.rig.has_violation("does not match the FNV-1a 64"));
         no_run();
+    }
+}
+
+// ---- Navi48: GC 12's MEC and SDMA 7, with the offsets of gc_12_0_0_offset.h ----
+
+TEST_CASE("sim-am engines (navi48): a GC 12 compute queue runs RELEASE_MEM and a host-code dispatch", "[sim-am][engines][navi48]") {
+    TempDir dir;
+    ExecRig e(dir.path, Asic::navi48);  // CP_MEC_RS64_CNTL, GRBM_GFX_CNTL, CP_HQD_*, ACTIVE: no violation
+    REQUIRE(e.rig.model->compute_queue(0, 0).active);
+
+    e.submit(release_mem(kSignal + 8, 2, 0, 0xaabbccdd00112233ull) + release_mem(kSignal + 0x200, 3, 0, 0) +
+             ExecRig::dispatch() + release_mem(kSignal, 1, 2, 0x4848, 0x12));
+    CHECK(e.rig.violation_text().empty());
+    CHECK(e.va64(kSignal + 8) == 0xaabbccdd00112233ull);
+    CHECK(e.va64(kSignal + 0x200) >= 500000);  // the 100 MHz clock after >= 5 ms
+    CHECK(e.c() == ExecRig::expected(kK));     // vadd over the scattered pages (GFX12 leaf bit)
+    CHECK(e.va32(kSignal) == 0x4848);
+    CHECK(e.va32(kRptr) == e.wptr);
+    CHECK(e.rig.model->compute_queue(0, 0).dispatches == 1);
+    CHECK(e.rig.model->compute_queue(0, 0).rptr == e.wptr);
+    // The EOP interrupt: client GFX 10, source CP_EOP 181, ring_id ME 1, ctx id.
+    REQUIRE(e.ih_wptr() == 32);
+    const uint32_t dw0 = e.rig.vram32(kIhRing);
+    CHECK((dw0 & 0xff) == 10);
+    CHECK(((dw0 >> 8) & 0xff) == 181);
+    CHECK(e.rig.vram32(kIhRing + 16) == 0x12);
+
+    // CP_HQD_DEQUEUE_REQUEST (GC 12 0x1fc1) takes it down again.
+    e.rig.wr(e.gc1 + 0x0900, 1u << 2);
+    e.rig.wr(e.hqd(0x1fc1), 2);
+    e.rig.wr(e.gc1 + 0x0900, 0);
+    CHECK_FALSE(e.rig.model->compute_queue(0, 0).active);
+    CHECK(e.rig.violations() == 0);
+}
+
+TEST_CASE("sim-am engines (navi48): SDMA 7 queue 0 copies and fences from its own register block", "[sim-am][engines][navi48]") {
+    TempDir dir;
+    SECTION("copy across scattered pages, FENCE, TIMESTAMP, rptr write-back") {
+        SdmaRig s(dir.path, Asic::navi48);
+        REQUIRE(s.rig.violations() == 0);
+        REQUIRE(s.rig.model->sdma_queue().active);
+        const uint64_t src = kPagesVa + 0x0200, dst = kPagesVa + 0x9321;
+        const uint32_t bytes = 0x3000 + 5;
+        std::vector<std::byte> pattern(bytes);
+        for (size_t i = 0; i < bytes; ++i) pattern[i] = static_cast<std::byte>((i * 37 + 11) & 0xff);
+        REQUIRE(s.rig.model->gpu_write(src, pattern));
+        auto w = sdma_copy(src, dst, bytes);
+        auto f = sdma_fence(kSignal, 0x7e7e);
+        w.insert(w.end(), f.begin(), f.end());
+        w.insert(w.end(), {13u | (2u << 8), static_cast<uint32_t>(kSignal + 8), static_cast<uint32_t>((kSignal + 8) >> 32)});
+        s.sdma_submit(w);
+        CHECK(s.rig.violation_text().empty());
+        std::vector<std::byte> out(bytes);
+        REQUIRE(s.rig.model->gpu_read(dst, out));
+        CHECK(out == pattern);
+        CHECK(s.va32(kSignal) == 0x7e7e);
+        CHECK(s.va64(kSignal + 8) >= 500000);
+        CHECK(s.va64(kSdmaRptr) == s.swptr);  // RB_RPTR_ADDR_LO/HI at 0x87/0x88
+        CHECK(s.rig.model->sdma_queue().bytes_copied == bytes);
+    }
+    SECTION("SDMA 6's register offsets do not program SDMA 7: the doorbell stays disabled") {
+        EngineRig e(dir.path, Asic::navi48);
+        const uint32_t q = e.gc0;
+        e.rig.wr(q + 0x81, static_cast<uint32_t>(kSdmaRing >> 8));
+        e.rig.wr(q + 0x82, static_cast<uint32_t>(kSdmaRing >> 40));
+        e.rig.wr(q + kSdma6.rptr_addr_lo, static_cast<uint32_t>(kSdmaRptr));
+        e.rig.wr(q + kSdma6.rptr_addr_hi, static_cast<uint32_t>(kSdmaRptr >> 32));
+        e.rig.wr(q + kSdma6.wptr_poll_lo, static_cast<uint32_t>(kSdmaWptr));
+        e.rig.wr(q + kSdma6.wptr_poll_hi, static_cast<uint32_t>(kSdmaWptr >> 32));
+        e.rig.wr(q + kSdma6.doorbell_offset, (0x100u * 2) << 2);
+        e.rig.wr(q + kSdma6.doorbell, 1u << 28);
+        e.rig.wr(q + 0x80, 1u | (10u << 1));
+        CHECK(e.rig.has_violation("SDMA0_QUEUE0_DOORBELL.ENABLE is clear"));
+        CHECK_FALSE(e.rig.model->sdma_queue().active);
     }
 }
