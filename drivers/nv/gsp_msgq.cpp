@@ -198,6 +198,8 @@ void MsgqWriter::write_record(uint32_t function, std::span<const std::byte> payl
     const size_t msg_len = kElementHeaderSize + rpc_length;
     const uint32_t sum = record_checksum(store_, m, (msg_len + 7) & ~size_t{7});
     copy_in(store_, m, kElementChecksumOffset, std::as_bytes(std::span(&sum, 1)));
+    // (The kernel sums header + rpc.length rounded to 8 bytes; nouveau's r535 sums whole 4 KiB
+    // elements. With the slack zeroed above both give the same value.)
 
     tx_.write_ptr = (tx_.write_ptr + elements) % tx_.msg_count;
     store_shared(store_.subspan(kWritePtrOffset, 4), tx_.write_ptr);  // msgqTxSubmitBuffers, after a fence
@@ -235,6 +237,26 @@ bool MsgqWriter::send_large(uint32_t function, std::span<const std::byte> payloa
                      elements_for_payload(n, tx_.msg_size));
         off += n;
     } while (off < payload.size());
+    return true;
+}
+
+LargeRpcSender::LargeRpcSender(MsgqWriter& writer, uint32_t function, std::span<const std::byte> payload)
+    : writer_(writer), function_(function), payload_(payload) {}
+
+bool LargeRpcSender::pump() {
+    while (!done()) {
+        const size_t n = std::min(kMaxPayloadPerRecord, payload_.size() - offset_);
+        const uint32_t elements = elements_for_payload(n, writer_.tx_.msg_size);
+        if (elements > writer_.tx_.msg_count - 1)
+            throw Error(writer_.device_, fmt::format("GSP RPC {}: a record of {} elements never fits a {}-entry queue",
+                                                     function_, elements, writer_.tx_.msg_count));
+        if (writer_.free_elements() < elements) return false;
+        writer_.write_record(started_ ? kFunctionContinuationRecord : function_, payload_.subspan(offset_, n),
+                             elements);
+        started_ = true;
+        offset_ += n;
+        ++records_;
+    }
     return true;
 }
 

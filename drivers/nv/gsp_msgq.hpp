@@ -113,6 +113,7 @@ public:
     uint32_t next_rpc_sequence() const { return rpc_sequence_; }
 
 private:
+    friend class LargeRpcSender;
     std::span<std::byte> store_;
     std::span<std::byte> read_ptr_;
     std::string device_;
@@ -120,6 +121,27 @@ private:
     uint32_t seq_num_ = 0;       // MESSAGE_QUEUE_INFO.txSeqNum
     uint32_t rpc_sequence_ = 0;  // OBJRPC.sequence
     void write_record(uint32_t function, std::span<const std::byte> payload, uint32_t elements);
+};
+
+// A large RPC sent record by record as room appears, for RPCs bigger than the queue (rpc.c
+// _issueRpcLarge waits for space before each record). The first record carries `function`, the
+// others CONTINUATION_RECORD; no record is ever split or written over unread entries.
+class LargeRpcSender {
+public:
+    // writer and payload must outlive the sender.
+    LargeRpcSender(MsgqWriter& writer, uint32_t function, std::span<const std::byte> payload);
+    // Writes every whole record that fits now; returns true once the last one is written.
+    bool pump();
+    bool done() const { return started_ && offset_ == payload_.size(); }
+    size_t records_sent() const { return records_; }
+
+private:
+    MsgqWriter& writer_;
+    uint32_t function_;
+    std::span<const std::byte> payload_;
+    size_t offset_ = 0;
+    size_t records_ = 0;
+    bool started_ = false;
 };
 
 // The consumer side of one queue.

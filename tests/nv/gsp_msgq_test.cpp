@@ -265,3 +265,27 @@ TEST_CASE("the reader refuses a queue header msgqRxLink would refuse", "[nv][gsp
     q.cmd.put32(16, 63);  // writePtr beyond the ring
     CHECK_THROWS_AS(r.available(), ProtocolError);
 }
+
+TEST_CASE("an RPC larger than the queue goes record by record as the reader frees room", "[nv][gsp]") {
+    Queues q;
+    MsgqWriter w(q.cmd.bytes(), q.cmd_read_ptr());
+    MsgqReader r(q.cmd.bytes(), q.cmd_read_ptr());
+    // 0x40000 bytes: four full records (16 elements each) and one of 0x40000 - 4 * 0xffb0 = 0x140 bytes
+    // (1 element): 65 elements, more than the 62 a 63-entry queue holds at once.
+    const auto payload = pattern(0x40000, 11);
+    CHECK_THROWS_AS(w.send_large(73, payload), Error);
+    LargeRpcSender sender(w, 73, payload);
+    LargeRpcAssembler assembler(payload.size());
+    int rounds = 0;
+    while (!assembler.complete()) {
+        REQUIRE(++rounds < 20);
+        sender.pump();
+        CHECK((sender.done() || w.free_elements() < 16));  // stopped: all sent, or the next record did not fit
+        while (auto m = r.receive()) assembler.add(*m);
+    }
+    CHECK(sender.done());
+    CHECK(sender.records_sent() == 5);
+    CHECK(assembler.message().function == 73);
+    CHECK(assembler.message().payload == payload);
+    CHECK(r.available() == 0);
+}
