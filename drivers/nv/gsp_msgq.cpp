@@ -163,6 +163,7 @@ uint32_t elements_for_payload(size_t payload_bytes, uint32_t msg_size) {
 MsgqWriter::MsgqWriter(std::span<std::byte> store, std::span<std::byte> read_ptr, std::string device)
     : store_(store), read_ptr_(read_ptr.first(std::min<size_t>(read_ptr.size(), 4))), device_(std::move(device)) {
     require_word(read_ptr_, "the readPtr location");
+    require_word(store_.subspan(0, std::min<size_t>(store_.size(), 4)), "the queue store");
     tx_ = read_tx_header(store_);
     if (tx_.version != kMsgqVersion || tx_.size != store_.size() || tx_.msg_size < kMsgqMsgSizeMin ||
         tx_.msg_size % 8 != 0 || tx_.msg_count == 0 || tx_.write_ptr >= tx_.msg_count ||
@@ -265,6 +266,7 @@ bool LargeRpcSender::pump() {
 MsgqReader::MsgqReader(std::span<const std::byte> store, std::span<std::byte> read_ptr, std::string device)
     : store_(store), read_ptr_(read_ptr.first(std::min<size_t>(read_ptr.size(), 4))), device_(std::move(device)) {
     require_word(read_ptr_, "the readPtr location");
+    require_word(store_.subspan(0, std::min<size_t>(store_.size(), 4)), "the queue store");
     rx_ = read_tx_header(store_);
     auto bad = [&](const char* field, uint64_t expected, uint64_t found) {
         return ProtocolError(device_, fmt::format("GSP msgq header: {} is {:#x}, expected {:#x}", field, found,
