@@ -59,6 +59,10 @@ constexpr QmdLayout kV03{
          F(991, 960, "RELEASE1_PAYLOAD_LOWER"), F(1023, 992, "RELEASE1_PAYLOAD_UPPER"), F(951, 951, "RELEASE1_ENABLE"),
          F(959, 958, "RELEASE1_STRUCTURE_SIZE"), F(957, 957, "RELEASE1_PAYLOAD64B"),
          F(947, 947, "RELEASE1_MEMBAR_TYPE")},
+        {F(1695, 1664, "RELEASE2_ADDRESS_LOWER"), F(1703, 1696, "RELEASE2_ADDRESS_UPPER"),
+         F(1759, 1728, "RELEASE2_PAYLOAD_LOWER"), F(1791, 1760, "RELEASE2_PAYLOAD_UPPER"),
+         F(1719, 1719, "RELEASE2_ENABLE"), F(1727, 1726, "RELEASE2_STRUCTURE_SIZE"),
+         F(1725, 1725, "RELEASE2_PAYLOAD64B"), F(1715, 1715, "RELEASE2_MEMBAR_TYPE")},
     }},
     .invalidate_texture_header_cache = F(186, 186, "INVALIDATE_TEXTURE_HEADER_CACHE"),
     .invalidate_texture_sampler_cache = F(187, 187, "INVALIDATE_TEXTURE_SAMPLER_CACHE"),
@@ -117,6 +121,10 @@ constexpr QmdLayout kV04{
          F(863, 832, "RELEASE_SEMAPHORE1_PAYLOAD_LOWER"), F(895, 864, "RELEASE_SEMAPHORE1_PAYLOAD_UPPER"),
          F(336, 336, "RELEASE_ENABLE(1)"), F(338, 337, "RELEASE_STRUCTURE_SIZE(1)"),
          F(348, 348, "RELEASE_PAYLOAD64B(1)"), F(339, 339, "RELEASE_MEMBAR_TYPE(1)")},
+        {F(927, 896, "RELEASE_SEMAPHORE2_ADDR_LOWER"), F(952, 928, "RELEASE_SEMAPHORE2_ADDR_UPPER"),
+         F(991, 960, "RELEASE_SEMAPHORE2_PAYLOAD_LOWER"), F(1023, 992, "RELEASE_SEMAPHORE2_PAYLOAD_UPPER"),
+         F(352, 352, "RELEASE_ENABLE(2)"), F(354, 353, "RELEASE_STRUCTURE_SIZE(2)"),
+         F(364, 364, "RELEASE_PAYLOAD64B(2)"), F(355, 355, "RELEASE_MEMBAR_TYPE(2)")},
     }},
     .invalidate_texture_header_cache = F(602, 602, "INVALIDATE_TEXTURE_HEADER_CACHE"),
     .invalidate_texture_sampler_cache = F(603, 603, "INVALIDATE_TEXTURE_SAMPLER_CACHE"),
@@ -175,6 +183,10 @@ constexpr QmdLayout kV05{
          F(863, 832, "RELEASE_SEMAPHORE1_PAYLOAD_LOWER"), F(895, 864, "RELEASE_SEMAPHORE1_PAYLOAD_UPPER"),
          F(304, 304, "RELEASE_ENABLE(1)"), F(306, 305, "RELEASE_STRUCTURE_SIZE(1)"),
          F(316, 316, "RELEASE_PAYLOAD64B(1)"), F(307, 307, "RELEASE_MEMBAR_TYPE(1)")},
+        {F(927, 896, "RELEASE_SEMAPHORE2_ADDR_LOWER"), F(952, 928, "RELEASE_SEMAPHORE2_ADDR_UPPER"),
+         F(991, 960, "RELEASE_SEMAPHORE2_PAYLOAD_LOWER"), F(1023, 992, "RELEASE_SEMAPHORE2_PAYLOAD_UPPER"),
+         F(320, 320, "RELEASE_ENABLE(2)"), F(322, 321, "RELEASE_STRUCTURE_SIZE(2)"),
+         F(332, 332, "RELEASE_PAYLOAD64B(2)"), F(323, 323, "RELEASE_MEMBAR_TYPE(2)")},
     }},
     .invalidate_texture_header_cache = F(472, 472, "INVALIDATE_TEXTURE_HEADER_CACHE"),
     .invalidate_texture_sampler_cache = F(473, 473, "INVALIDATE_TEXTURE_SAMPLER_CACHE"),
@@ -336,7 +348,7 @@ void Qmd::set_constant_buffer(unsigned index, uint64_t va, uint32_t size_bytes) 
 
 void Qmd::set_release_semaphore(unsigned index, uint64_t va, uint64_t payload, bool payload64, SemaphoreSize size) {
     if (index >= layout_->release.size())
-        throw Error("", fmt::format("QMD {}: release semaphore {} (0 or 1)", qmd_version_name(version()), index));
+        throw Error("", fmt::format("QMD {}: release semaphore {} (0..2)", qmd_version_name(version()), index));
     const QmdReleaseFields& r = layout_->release[index];
     if (!payload64 && (payload >> 32) != 0)
         throw Error("", fmt::format("QMD {}: 32-bit release payload {:#x} is over 32 bits", qmd_version_name(version()),

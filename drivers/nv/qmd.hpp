@@ -34,8 +34,8 @@ struct QmdField {
     }
 };
 
-// The release semaphores a QMD writes when its grid completes (V03 RELEASE0/1_*, V04/V05
-// RELEASE_SEMAPHORE0/1_* with RELEASE_*(i) control bits).
+// The release semaphores a QMD writes when its grid completes (V03 RELEASE0/1/2_*, V04/V05
+// RELEASE_SEMAPHORE0/1/2_* with RELEASE_*(i) control bits).
 struct QmdReleaseFields {
     QmdField addr_lower, addr_upper, payload_lower, payload_upper, enable, structure_size, payload64b, membar_type;
 };
@@ -60,7 +60,7 @@ struct QmdLayout {
     QmdField cb_addr_lower, cb_addr_upper, cb_size_shifted4, cb_valid, cb_invalidate;
     unsigned cb_addr_stride, cb_valid_stride, cb_invalidate_stride;
     unsigned cb_addr_shift;  // V04/V05: CONSTANT_BUFFER_ADDR_*_SHIFTED6
-    std::array<QmdReleaseFields, 2> release;
+    std::array<QmdReleaseFields, 3> release;
     QmdField invalidate_texture_header_cache, invalidate_texture_sampler_cache, invalidate_texture_data_cache,
         invalidate_shader_data_cache, invalidate_instruction_cache, invalidate_shader_constant_cache;
     QmdField dependent_qmd0_pointer, dependent_qmd0_enable, dependent_qmd0_action, dependent_qmd0_prefetch;
@@ -115,7 +115,7 @@ public:
     // Constant buffer `index`: address, size in bytes (a multiple of 16: SIZE_SHIFTED4) and VALID.
     // V04/V05 store the address >> 6 (64-byte aligned).
     void set_constant_buffer(unsigned index, uint64_t va, uint32_t size_bytes);
-    // Release semaphore `index` (0 or 1) written when the grid completes.
+    // Release semaphore `index` (0, 1 or 2) written when the grid completes.
     void set_release_semaphore(unsigned index, uint64_t va, uint64_t payload, bool payload64 = true,
                                SemaphoreSize size = SemaphoreSize::four_words);
     // Every INVALIDATE_*_CACHE bit: texture header, sampler, texture data, shader data, instruction, constant.

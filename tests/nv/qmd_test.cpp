@@ -205,6 +205,23 @@ TEST_CASE("QMD constant buffer i and release 1 use the header's strides", "[nv][
     q5.set_release_semaphore(1, 0x3000, 9);
     CHECK(q5.get(304, 304) == 1);                           // RELEASE_ENABLE(1) = 288 + 16
     CHECK(q5.words()[24] == 0x3000);                        // RELEASE_SEMAPHORE1_ADDR_LOWER MW(799:768)
+
+    // Release 2: V03 RELEASE2_* (MW(1695:1664) ...), V04 RELEASE_ENABLE(2) = 320 + 32, V05 288 + 32.
+    q3.set_release_semaphore(2, 0x12'0000'4000, 0x5);
+    CHECK(q3.words()[52] == 0x4000);                        // RELEASE2_ADDRESS_LOWER MW(1695:1664)
+    CHECK((q3.words()[53] & 0xff) == 0x12);                 // RELEASE2_ADDRESS_UPPER MW(1703:1696)
+    CHECK(q3.words()[54] == 5);                             // RELEASE2_PAYLOAD_LOWER MW(1759:1728)
+    CHECK((q3.words()[53] >> 23) == (1u | 1u << 6));        // ENABLE 1719 (bit 23), PAYLOAD64B 1725 (bit 29)
+    Qmd q4(QmdVersion::v04_00);
+    q4.set_release_semaphore(2, 0x5000, 6);
+    CHECK(q4.words()[28] == 0x5000);                        // RELEASE_SEMAPHORE2_ADDR_LOWER MW(927:896)
+    CHECK(q4.words()[30] == 6);                             // RELEASE_SEMAPHORE2_PAYLOAD_LOWER MW(991:960)
+    CHECK(q4.words()[11] == (1u << 0 | 1u << 12));          // RELEASE_ENABLE(2) 352, RELEASE_PAYLOAD64B(2) 364
+    q5.set_release_semaphore(2, 0x6000, 7);
+    CHECK(q5.words()[28] == 0x6000);
+    CHECK(q5.words()[9] == (1u << 16 | 1u << 28));          // RELEASE_ENABLE(1) 304, RELEASE_PAYLOAD64B(1) 316
+    CHECK(q5.words()[10] == (1u << 0 | 1u << 12));          // RELEASE_ENABLE(2) 320, RELEASE_PAYLOAD64B(2) 332
+    CHECK_THROWS_AS(q5.set_release_semaphore(3, 0x6000, 7), Error);
 }
 
 TEST_CASE("QMD generic writer: straddling fields, read back, out of range", "[nv][qmd]") {
