@@ -50,6 +50,24 @@ std::span<const uint32_t> words_of(std::span<const std::byte> bytes) {
     return {reinterpret_cast<const uint32_t*>(bytes.data()), bytes.size() / 4};
 }
 
+// Points each dispatch at the arguments its kernarg NOP carries, wherever the two packets landed:
+// fed every packet in order with its words (writable) and the GPU address they live at.
+struct KernargFixup {
+    uint64_t kernargs = 0;
+    uint32_t sgpr = 0;
+    void packet(uint32_t* w, uint64_t n, uint64_t va) {
+        const uint32_t op = opcode(w[0]);
+        if (op == kNop && n >= kKernargHeaderDwords && w[1] == kKernargMagic) {
+            kernargs = va + kKernargHeaderDwords * 4;
+            sgpr = w[2];
+        } else if (op == kSetShReg && w[1] == kUserData0 && kernargs != 0) {
+            w[2 + sgpr] = lo(kernargs);
+            w[3 + sgpr] = hi(kernargs);
+            kernargs = 0;
+        }
+    }
+};
+
 // Appends `dwords` dwords, rounded up to a multiple of 2 with a one-dword NOP (commands are 8-byte
 // multiples), and returns a writer over the first `dwords`.
 Pm4Writer append(hcq::CommandBuffer& out, size_t dwords) {
@@ -234,19 +252,8 @@ void ComputeQueueEngine::patch_exec_dims(std::span<std::byte> command, hcq::Dim3
 
 void ComputeQueueEngine::relocate(std::span<std::byte> commands, GpuVirtualAddress address) {
     std::span<uint32_t> w = words_of(commands);
-    uint64_t kernargs = 0;
-    uint32_t sgpr = 0;
-    for (size_t i = 0; i < w.size(); i += packet_dwords(w[i])) {
-        const uint32_t op = opcode(w[i]);
-        if (op == kNop && packet_dwords(w[i]) >= kKernargHeaderDwords && w[i + 1] == kKernargMagic) {
-            kernargs = address.value() + (i + kKernargHeaderDwords) * 4;
-            sgpr = w[i + 2];
-        } else if (op == kSetShReg && w[i + 1] == kUserData0 && kernargs != 0) {
-            w[i + 2 + sgpr] = lo(kernargs);
-            w[i + 3 + sgpr] = hi(kernargs);
-            kernargs = 0;
-        }
-    }
+    KernargFixup fixup;
+    for (size_t i = 0; i < w.size(); i += packet_dwords(w[i])) fixup.packet(&w[i], packet_dwords(w[i]), address.value() + i * 4);
 }
 
 uint64_t ComputeQueueEngine::placed_dwords(std::span<const uint32_t> words, uint64_t at) const {
@@ -259,31 +266,26 @@ uint64_t ComputeQueueEngine::placed_dwords(std::span<const uint32_t> words, uint
     return at - start;
 }
 
+void ComputeQueueEngine::fill_to_ring_end() {
+    // NOP-fill to the ring end so that no packet (in particular no kernarg block) wraps.
+    const uint64_t fill = ring_units_ - wptr_ % ring_units_;
+    write_ring(wptr_, fill == 1 ? kNop1 : packet3(kNop, static_cast<uint32_t>(fill - 2)));
+    wptr_ += fill;
+}
+
 void ComputeQueueEngine::place(std::span<const uint32_t> words) {
     const uint64_t ring_va = ring_.address().value();
-    uint64_t kernargs = 0;
-    uint32_t sgpr = 0;
+    KernargFixup fixup;
     for (size_t i = 0; i < words.size();) {
         const uint64_t n = packet_dwords(words[i]);
         const uint64_t offset = wptr_ % ring_units_;
         if (offset + n > ring_units_) {
-            // NOP-fill to the ring end so that no packet (in particular no kernarg block) wraps.
-            const uint64_t fill = ring_units_ - offset;
-            write_ring(wptr_, fill == 1 ? kNop1 : packet3(kNop, static_cast<uint32_t>(fill - 2)));
-            wptr_ += fill;
+            fill_to_ring_end();
             continue;
         }
         std::memcpy(ring_words_ + offset, words.data() + i, n * 4);
-        const uint32_t op = opcode(words[i]);
-        if (op == kAcquireMem && n == 8 && words[i + 7] == kGcrAll) hdp_flush_ = true;  // a memory_barrier()
-        if (op == kNop && n >= kKernargHeaderDwords && words[i + 1] == kKernargMagic) {
-            kernargs = ring_va + (offset + kKernargHeaderDwords) * 4;
-            sgpr = words[i + 2];
-        } else if (op == kSetShReg && words[i + 1] == kUserData0 && kernargs != 0) {
-            ring_words_[offset + 2 + sgpr] = lo(kernargs);
-            ring_words_[offset + 3 + sgpr] = hi(kernargs);
-            kernargs = 0;
-        }
+        if (opcode(words[i]) == kAcquireMem && n == 8 && words[i + 7] == kGcrAll) hdp_flush_ = true;  // a memory_barrier()
+        fixup.packet(ring_words_ + offset, n, ring_va + offset * 4);
         wptr_ += n;
         i += n;
     }
@@ -291,11 +293,7 @@ void ComputeQueueEngine::place(std::span<const uint32_t> words) {
 
 uint64_t ComputeQueueEngine::finish_and_ring() {
     // The fence: once everything before it completed, the ticket (the ring position after it).
-    if (wptr_ % ring_units_ + kFenceDwords > ring_units_) {
-        const uint64_t fill = ring_units_ - wptr_ % ring_units_;
-        write_ring(wptr_, fill == 1 ? kNop1 : packet3(kNop, static_cast<uint32_t>(fill - 2)));
-        wptr_ += fill;
-    }
+    if (wptr_ % ring_units_ + kFenceDwords > ring_units_) fill_to_ring_end();
     const uint64_t ticket = ticket_at(wptr_ + kFenceDwords);
     Pm4Writer(std::span<uint32_t>(ring_words_ + wptr_ % ring_units_, kFenceDwords))
         .release_mem({.gcr = release_mem_flush(gen_), .data_sel = DataSel::data64, .address = fence_address().value(), .data = ticket});

@@ -67,6 +67,7 @@ private:
     // Copies `words` into the ring at wptr_ as whole packets, NOP-filling the ring end where a
     // packet would straddle it, and points kernarg NOPs' dispatches at their ring copy.
     void place(std::span<const uint32_t> words);
+    void fill_to_ring_end();
     // Dwords `words` take in the ring starting at `at` (padding included).
     uint64_t placed_dwords(std::span<const uint32_t> words, uint64_t at) const;
     void write_ring(uint64_t at, uint32_t word) { ring_words_[at % ring_units_] = word; }

@@ -256,15 +256,19 @@ uint64_t CopyQueueEngine::placed_bytes(std::span<const uint32_t> words, uint64_t
     return at - start;
 }
 
+void CopyQueueEngine::fill_to_ring_end() {
+    // sdma_packets.hpp's rule: never straddle the ring end; fill the rest with one-dword NOPs.
+    const uint64_t offset = (wptr_ % ring_units_) / 4, fill = ring_units_ / 4 - offset;
+    std::fill(ring_words_ + offset, ring_words_ + offset + fill, nop_header(0));
+    wptr_ += fill * 4;
+}
+
 void CopyQueueEngine::place(std::span<const uint32_t> words) {
     for (size_t i = 0; i < words.size();) {
         const uint64_t n = packet_dwords(words.subspan(i));
         const uint64_t offset = (wptr_ % ring_units_) / 4;
         if (offset * 4 + n * 4 > ring_units_) {
-            // sdma_packets.hpp's rule: never straddle the ring end; fill the rest with NOPs.
-            const uint64_t fill = ring_units_ / 4 - offset;
-            std::fill(ring_words_ + offset, ring_words_ + offset + fill, nop_header(0));
-            wptr_ += fill * 4;
+            fill_to_ring_end();
             continue;
         }
         std::memcpy(ring_words_ + offset, words.data() + i, n * 4);
@@ -300,7 +304,7 @@ uint64_t CopyQueueEngine::submit(std::span<const std::byte> commands) {
 uint64_t CopyQueueEngine::submit_bound(GpuVirtualAddress commands, uint64_t size) {
     std::lock_guard lock(mutex_);
     wait_for_space(16 * 4 + 2 * 64);
-    if ((wptr_ % ring_units_) + 64 > ring_units_) place(std::vector<uint32_t>((ring_units_ - wptr_ % ring_units_) / 4, nop_header(0)));
+    if ((wptr_ % ring_units_) + 64 > ring_units_) fill_to_ring_end();  // the NOPs and INDIRECT stay together
     uint32_t ib[16];
     SdmaWriter w(ib, (wptr_ % ring_units_) / 4);
     w.indirect(commands.value(), static_cast<uint32_t>(size / 4));

@@ -52,6 +52,7 @@ public:
 private:
     void enable();
     void place(std::span<const uint32_t> words);
+    void fill_to_ring_end();
     uint64_t placed_bytes(std::span<const uint32_t> words, uint64_t at) const;
     uint64_t finish_and_ring();
 

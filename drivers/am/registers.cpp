@@ -146,6 +146,28 @@ void common_nbio(RegisterTable& t) {
     t.rcc_dev0_epf2_strap2 = r("RCC_DEV0_EPF2_STRAP2", HwIp::nbio, 5, 0xd102);
 }
 
+// The queue registers GC 11 and GC 12 share (gc_11_0_0_offset.h and gc_12_0_0_offset.h have the
+// same values): GRBM_GFX_CNTL and CP_MEC_RS64_CNTL (BASE_IDX 1), the MEC's HQD block
+// CP_MQD_BASE_ADDR 0x1fa9 .. CP_HQD_PQ_WPTR_HI 0x1fe0 in the same order (research/am.md 1.12, so
+// mqd::register_block maps onto both), and SDMA0 queue 0's ring registers RB_CNTL .. RB_WPTR_HI and
+// RB_RPTR_ADDR_HI, which SDMA 6 and SDMA 7 both keep in GC's space (BASE_IDX 0; sdma_v6_0.c /
+// sdma_v7_0.c get_reg_offset: reg_offset[GC_HWIP][0][0] + offset).
+void common_queues(RegisterTable& t) {
+    t.grbm_gfx_cntl = r("GRBM_GFX_CNTL", HwIp::gc, 1, 0x0900);
+    t.cp_mec_rs64_cntl = r("CP_MEC_RS64_CNTL", HwIp::gc, 1, 0x2904);
+    t.cp_mqd_base_addr = r("CP_MQD_BASE_ADDR", HwIp::gc, 0, 0x1fa9);
+    t.cp_hqd_active = r("CP_HQD_ACTIVE", HwIp::gc, 0, 0x1fab);
+    t.cp_hqd_dequeue_request = r("CP_HQD_DEQUEUE_REQUEST", HwIp::gc, 0, 0x1fc1);
+    t.sdma0_queue0_rb_cntl = r("SDMA0_QUEUE0_RB_CNTL", HwIp::gc, 0, 0x0080);
+    t.sdma0_queue0_rb_base = r("SDMA0_QUEUE0_RB_BASE", HwIp::gc, 0, 0x0081);
+    t.sdma0_queue0_rb_base_hi = r("SDMA0_QUEUE0_RB_BASE_HI", HwIp::gc, 0, 0x0082);
+    t.sdma0_queue0_rb_rptr = r("SDMA0_QUEUE0_RB_RPTR", HwIp::gc, 0, 0x0083);
+    t.sdma0_queue0_rb_rptr_hi = r("SDMA0_QUEUE0_RB_RPTR_HI", HwIp::gc, 0, 0x0084);
+    t.sdma0_queue0_rb_wptr = r("SDMA0_QUEUE0_RB_WPTR", HwIp::gc, 0, 0x0085);
+    t.sdma0_queue0_rb_wptr_hi = r("SDMA0_QUEUE0_RB_WPTR_HI", HwIp::gc, 0, 0x0086);
+    t.sdma0_queue0_rb_rptr_addr_hi = r("SDMA0_QUEUE0_RB_RPTR_ADDR_HI", HwIp::gc, 0, 0x0088);
+}
+
 RegisterTable navi31_table() {
     RegisterTable t;
     common_mp(t, false);
@@ -165,21 +187,9 @@ RegisterTable navi31_table() {
                     .context0_cntl = 0x1688, .eng17_sem = 0x16aa, .eng17_req = 0x16bc, .eng17_ack = 0x16ce,
                     .pt_base_lo = 0x16f3, .pt_start_lo = 0x1713, .pt_end_lo = 0x1733},
                    true, false);
-    // gc_11_0_0_offset.h: the MEC's queue registers (research/am.md 1.12) and SDMA0 queue 0, which
-    // on GC 11 lives in GC's register space (BASE_IDX 0, research/am.md 1.13).
-    t.grbm_gfx_cntl = r("GRBM_GFX_CNTL", HwIp::gc, 1, 0x0900);
-    t.cp_mec_rs64_cntl = r("CP_MEC_RS64_CNTL", HwIp::gc, 1, 0x2904);
-    t.cp_mqd_base_addr = r("CP_MQD_BASE_ADDR", HwIp::gc, 0, 0x1fa9);
-    t.cp_hqd_active = r("CP_HQD_ACTIVE", HwIp::gc, 0, 0x1fab);
-    t.cp_hqd_dequeue_request = r("CP_HQD_DEQUEUE_REQUEST", HwIp::gc, 0, 0x1fc1);
-    t.sdma0_queue0_rb_cntl = r("SDMA0_QUEUE0_RB_CNTL", HwIp::gc, 0, 0x0080);
-    t.sdma0_queue0_rb_base = r("SDMA0_QUEUE0_RB_BASE", HwIp::gc, 0, 0x0081);
-    t.sdma0_queue0_rb_base_hi = r("SDMA0_QUEUE0_RB_BASE_HI", HwIp::gc, 0, 0x0082);
-    t.sdma0_queue0_rb_rptr = r("SDMA0_QUEUE0_RB_RPTR", HwIp::gc, 0, 0x0083);
-    t.sdma0_queue0_rb_rptr_hi = r("SDMA0_QUEUE0_RB_RPTR_HI", HwIp::gc, 0, 0x0084);
-    t.sdma0_queue0_rb_wptr = r("SDMA0_QUEUE0_RB_WPTR", HwIp::gc, 0, 0x0085);
-    t.sdma0_queue0_rb_wptr_hi = r("SDMA0_QUEUE0_RB_WPTR_HI", HwIp::gc, 0, 0x0086);
-    t.sdma0_queue0_rb_rptr_addr_hi = r("SDMA0_QUEUE0_RB_RPTR_ADDR_HI", HwIp::gc, 0, 0x0088);
+    // gc_11_0_0_offset.h: SDMA0 queue 0 (SDMA 6) lives in GC's register space (BASE_IDX 0,
+    // research/am.md 1.13); the registers common_queues does not set.
+    common_queues(t);
     t.sdma0_queue0_rb_rptr_addr_lo = r("SDMA0_QUEUE0_RB_RPTR_ADDR_LO", HwIp::gc, 0, 0x0089);
     t.sdma0_queue0_ib_cntl = r("SDMA0_QUEUE0_IB_CNTL", HwIp::gc, 0, 0x008a);
     t.sdma0_queue0_doorbell = r("SDMA0_QUEUE0_DOORBELL", HwIp::gc, 0, 0x0092);
@@ -221,27 +231,11 @@ RegisterTable navi48_table() {
                     .context0_cntl = 0x1624, .eng17_sem = 0x1646, .eng17_req = 0x1658, .eng17_ack = 0x166a,
                     .pt_base_lo = 0x168f, .pt_start_lo = 0x16af, .pt_end_lo = 0x16cf},
                    true, true);
-    // gc_12_0_0_offset.h: the MEC's queue registers sit where GC 11 has them (GRBM_GFX_CNTL 0x0900
-    // and CP_MEC_RS64_CNTL 0x2904 in BASE_IDX 1; the HQD block CP_MQD_BASE_ADDR 0x1fa9 ..
-    // CP_HQD_PQ_WPTR_HI 0x1fe0 in BASE_IDX 0, same order, so mqd::register_block maps onto it
-    // unchanged). SDMA 7's registers also live in GC's space (sdma_v7_0.c sdma_v7_0_get_reg_offset:
-    // reg_offset[GC_HWIP][0][0] + offset for the queue registers), but block gc_gfx_cpwd_sdma0_sdmadec
-    // was repacked: RPTR_ADDR_LO now precedes _HI and IB_CNTL, DOORBELL, DOORBELL_OFFSET,
-    // WPTR_POLL_ADDR_LO/HI and MINOR_PTR_UPDATE all moved.
-    t.grbm_gfx_cntl = r("GRBM_GFX_CNTL", HwIp::gc, 1, 0x0900);
-    t.cp_mec_rs64_cntl = r("CP_MEC_RS64_CNTL", HwIp::gc, 1, 0x2904);
-    t.cp_mqd_base_addr = r("CP_MQD_BASE_ADDR", HwIp::gc, 0, 0x1fa9);
-    t.cp_hqd_active = r("CP_HQD_ACTIVE", HwIp::gc, 0, 0x1fab);
-    t.cp_hqd_dequeue_request = r("CP_HQD_DEQUEUE_REQUEST", HwIp::gc, 0, 0x1fc1);
-    t.sdma0_queue0_rb_cntl = r("SDMA0_QUEUE0_RB_CNTL", HwIp::gc, 0, 0x0080);
-    t.sdma0_queue0_rb_base = r("SDMA0_QUEUE0_RB_BASE", HwIp::gc, 0, 0x0081);
-    t.sdma0_queue0_rb_base_hi = r("SDMA0_QUEUE0_RB_BASE_HI", HwIp::gc, 0, 0x0082);
-    t.sdma0_queue0_rb_rptr = r("SDMA0_QUEUE0_RB_RPTR", HwIp::gc, 0, 0x0083);
-    t.sdma0_queue0_rb_rptr_hi = r("SDMA0_QUEUE0_RB_RPTR_HI", HwIp::gc, 0, 0x0084);
-    t.sdma0_queue0_rb_wptr = r("SDMA0_QUEUE0_RB_WPTR", HwIp::gc, 0, 0x0085);
-    t.sdma0_queue0_rb_wptr_hi = r("SDMA0_QUEUE0_RB_WPTR_HI", HwIp::gc, 0, 0x0086);
+    // gc_12_0_0_offset.h: SDMA 7's queue block (gc_gfx_cpwd_sdma0_sdmadec) was repacked:
+    // RPTR_ADDR_LO now precedes _HI, and IB_CNTL, DOORBELL, DOORBELL_OFFSET, WPTR_POLL_ADDR_LO/HI and
+    // MINOR_PTR_UPDATE moved.
+    common_queues(t);
     t.sdma0_queue0_rb_rptr_addr_lo = r("SDMA0_QUEUE0_RB_RPTR_ADDR_LO", HwIp::gc, 0, 0x0087);
-    t.sdma0_queue0_rb_rptr_addr_hi = r("SDMA0_QUEUE0_RB_RPTR_ADDR_HI", HwIp::gc, 0, 0x0088);
     t.sdma0_queue0_ib_cntl = r("SDMA0_QUEUE0_IB_CNTL", HwIp::gc, 0, 0x0089);
     t.sdma0_queue0_doorbell = r("SDMA0_QUEUE0_DOORBELL", HwIp::gc, 0, 0x008f);
     t.sdma0_queue0_doorbell_offset = r("SDMA0_QUEUE0_DOORBELL_OFFSET", HwIp::gc, 0, 0x0091);
