@@ -38,6 +38,7 @@ hcq::DeviceLimits limits_for(const QcomOptions& o) {
     lim.max_kernarg_bytes = kMaxKernarg;
     lim.max_grid = {0x7fffffffu, 0xffffu, 0xffffu};
     lim.memory_bytes = o.va_bytes - kWindowAlign;
+    if (o.memory_bytes != 0) lim.memory_bytes = std::min(lim.memory_bytes, o.memory_bytes);
     return lim;
 }
 
@@ -141,14 +142,15 @@ QcomDevice::~QcomDevice() {
         } catch (...) {
         }
     }
+    // Destroying the contexts ends their work in the kernel (a hung context included) before any
+    // memory it may still read goes.
+    kgsl_->drawctxt_destroy(copy_ctx_);
+    kgsl_->drawctxt_destroy(compute_ctx_);
     compute_->release();
     copy_->release();
     copy_program_.reset();
     constants_ = {};
     detach();
-    // Destroying the contexts ends their work in the kernel (a hung context included).
-    kgsl_->drawctxt_destroy(copy_ctx_);
-    kgsl_->drawctxt_destroy(compute_ctx_);
     kgsl_.reset();
     ::munmap(window_, window_bytes_);
 }
@@ -262,7 +264,8 @@ void register_qcom_backend(hcq::Registry& registry) {
         o.isa = KernelIsa::adreno;
         o.ring_bytes = uri.option_u64("ring", o.ring_bytes);
         o.va_bytes = uri.option_u64("va", o.va_bytes);
-        uri.reject_unused("ring (bytes of each context's command ring), va (bytes of the SVM window)");
+        o.memory_bytes = uri.option_u64("memory", 0);
+        uri.reject_unused("ring (bytes of each context's command ring), va (bytes of the SVM window), memory (bytes buffers may map)");
         return QcomDevice::create(libc_syscalls(), std::move(o));
     };
     registry.add(std::move(b));

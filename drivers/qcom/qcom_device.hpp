@@ -35,6 +35,7 @@ struct QcomOptions {
     KernelIsa isa = KernelIsa::adreno;
     uint64_t ring_bytes = 1ull << 20;  // per context: the command ring IBs are copied into
     uint64_t va_bytes = 16ull << 30;   // the reserved SVM window
+    uint64_t memory_bytes = 0;         // what buffers may map at once (0: the window)
     uint64_t staging_bytes = 2ull << 20;
     uint32_t staging_slots = 4;
     uint32_t priority = 8;             // KGSL_CONTEXT_PRIORITY

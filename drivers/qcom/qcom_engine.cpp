@@ -226,13 +226,16 @@ uint64_t QcomEngine::submit(std::span<const std::byte> commands) {
     std::memcpy(ring_.cpu() + offset, commands.data(), size);
     uint64_t ticket = submit_ib(ring_.address().value() + offset, size);
     head_ = end;
-    in_flight_.push_back({begin, end, ticket});
+    in_flight_.push_back({begin, end, ticket, ring_.address().value() + offset, size});
     return ticket;
 }
 
 uint64_t QcomEngine::submit_bound(GpuVirtualAddress commands, uint64_t size) {
     std::lock_guard lock(submit_mutex_);
-    return submit_ib(commands.value(), size);
+    while (!in_flight_.empty() && completed_ticket() >= in_flight_.front().ticket) in_flight_.pop_front();
+    uint64_t ticket = submit_ib(commands.value(), size);
+    in_flight_.push_back({head_, head_, ticket, commands.value(), size});
+    return ticket;
 }
 
 uint64_t QcomEngine::completed_ticket() const noexcept {
@@ -289,10 +292,51 @@ void QcomEngine::sleep_once(uint32_t timeout_ms) noexcept {
     }
 }
 
+std::string QcomEngine::stuck_on(uint64_t ib, uint64_t bytes) const {
+    const auto* w = reinterpret_cast<const uint32_t*>(ib);
+    const uint64_t n = bytes / 4;
+    for (uint64_t i = 0; i < n;) {
+        uint32_t h = w[i];
+        uint64_t count = (h & 0xf0000000u) == kType7 ? (h & 0x3fff) : (h & 0xf0000000u) == kType4 ? (h & 0x7f) : 0;
+        uint32_t opcode = (h >> 16) & 0x7f;
+        // Our 64-bit wait: CP_WAIT_REG_MEM(hi) + CP_COND_EXEC + CP_WAIT_REG_MEM(lo), 21 dwords.
+        if ((h & 0xf0000000u) == kType7 && opcode == CP_WAIT_REG_MEM && i + 21 <= n && (w[i + 7] >> 16 & 0x7f) == CP_COND_EXEC) {
+            uint64_t addr = uint64_t(w[i + kWaitLoAddr]) | uint64_t(w[i + kWaitLoAddr + 1]) << 32;
+            uint64_t value = uint64_t(w[i + kWaitHiRef]) << 32 | w[i + kWaitLoRef];
+            uint64_t now = std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(addr)).load(std::memory_order_acquire);
+            if (now < value) {
+                return fmt::format("executing wait for {} >= {} (value now {}; the first unsatisfied wait of the oldest unretired IB)",
+                                   device_.signal_name(GpuVirtualAddress(addr)), value, now);
+            }
+            i += 21;
+            continue;
+        }
+        i += 1 + count;
+    }
+    return "executing the oldest unretired IB (no unsatisfied wait in it)";
+}
+
 std::string QcomEngine::describe() const {
     uint64_t s = submitted(), c = completed_ticket();
-    return fmt::format("{} (KGSL context {}): submitted timestamp {}, last retired timestamp {}{}", name(), context_, uint32_t(s), uint32_t(c),
-                       s > c ? fmt::format(", awaiting timestamp {}", uint32_t(c + 1)) : "");
+    std::string ring;
+    std::unique_lock lock(submit_mutex_, std::try_to_lock);
+    if (lock.owns_lock() && ring_) {
+        uint64_t rptr = head_;
+        std::string doing;
+        for (const InFlight& f : in_flight_) {
+            if (f.ticket > c) {
+                rptr = f.begin;
+                doing = ", " + stuck_on(f.ib, f.ib_bytes);
+                break;
+            }
+        }
+        ring = fmt::format("ring {} of 0x{:x} bytes, wptr=0x{:x} rptr=0x{:x} (the oldest unretired IB), {} bytes pending{}; ", ring_.address().hex(),
+                           ring_.size(), head_, rptr, head_ - rptr, doing);
+    } else {
+        ring = "rptr= wptr= (the ring is being written); ";
+    }
+    return fmt::format("{} (KGSL context {}): {}submitted timestamp {}, last retired timestamp {}{}", name(), context_, ring, uint32_t(s),
+                       uint32_t(c), s > c ? fmt::format(", awaiting timestamp {}", uint32_t(c + 1)) : "");
 }
 
 }  // namespace baregpu::qcom

@@ -90,11 +90,15 @@ private:
     hcq::Buffer ring_;
     Shared shared_;
 
-    std::mutex submit_mutex_;
+    mutable std::mutex submit_mutex_;
     uint64_t head_ = 0;  // linear write position in the ring (under submit_mutex_)
     struct InFlight {
-        uint64_t begin, end, ticket;
+        uint64_t begin, end, ticket;  // ring bytes [begin, end) (linear), empty for bound IBs
+        uint64_t ib, ib_bytes;        // the IB as submitted
     };
+    // What the oldest unretired IB is probably stuck on: its first wait whose condition does not
+    // hold now (KGSL does not expose the CP's read pointer).
+    std::string stuck_on(uint64_t ib, uint64_t bytes) const;
     std::deque<InFlight> in_flight_;  // under submit_mutex_
     std::atomic<uint64_t> submitted_{0};
     mutable std::atomic<uint64_t> completed_{0};
