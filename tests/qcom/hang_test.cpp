@@ -1,0 +1,91 @@
+// Waiting done right on sim-qcom:a630 (issue 9): a hang becomes a TimeoutError within the caller's
+// timeout, never a process stuck in IOCTL_KGSL_DEVICE_WAITTIMESTAMP_CTXTID; the message names the
+// KGSL context, the awaited and the last retired timestamp; later calls report the error state.
+// A wait the kernel fails with an errno is a device error naming it.
+#include "base/error.hpp"
+#include "drivers/registry.hpp"
+#include "hcq/clock.hpp"
+#include "hcq/device.hpp"
+#include "tests/hcq/support.hpp"
+
+#include <catch2/catch.hpp>
+#include <cerrno>
+#include <regex>
+
+using namespace baregpu;
+using namespace std::chrono_literals;
+
+TEST_CASE("sim-qcom: a hung context surfaces as TimeoutError within the caller's timeout, then DeviceLostError") {
+    auto dev = test::open_device("sim-qcom:a630");
+    // Work before the hang completes normally.
+    hcq::Signal before = dev->new_signal(0, "before");
+    dev->compute_queue().signal(before, 1).submit();
+    before.wait(1, 5s);
+    REQUIRE(registry::inject_kgsl_hang(*dev, true));
+    uint64_t v = dev->next_timeline();
+    dev->compute_queue().wait(dev->timeline(), v - 1).signal(dev->timeline(), v).submit();
+    uint64_t t0 = hcq::host_now_ns();
+    std::string text;
+    try {
+        dev->synchronize(200ms);
+        FAIL("synchronize returned on a hung context");
+    } catch (const TimeoutError& e) {
+        text = e.what();
+    }
+    double elapsed_ms = double(hcq::host_now_ns() - t0) / 1e6;
+    CHECK(elapsed_ms >= 200);
+    CHECK(elapsed_ms < 1000);  // never blocks past the caller's timeout (tinygrad's defect)
+    INFO(text);
+    CHECK(std::regex_search(text, std::regex("KGSL context [0-9]+")));
+    CHECK_THAT(text, Catch::Contains("awaiting timestamp 2"));
+    CHECK_THAT(text, Catch::Contains("last retired timestamp 1"));
+    REQUIRE(dev->failed());
+    CHECK_THROWS_AS(dev->synchronize(), DeviceLostError);
+    CHECK_THROWS_AS(dev->compute_queue(), DeviceLostError);
+    CHECK_THROWS_AS(dev->allocate(64), DeviceLostError);
+    registry::inject_kgsl_hang(*dev, false);
+}
+
+TEST_CASE("sim-qcom: a wait the kernel fails with an errno is a device error naming the errno and the context") {
+    auto dev = test::open_device("sim-qcom:a630");
+    hcq::Signal gate = dev->new_signal(0, "gate");
+    uint64_t v = dev->next_timeline();
+    dev->compute_queue().wait(gate, 1).signal(dev->timeline(), v).submit();
+    REQUIRE(registry::inject_kgsl_wait_error(*dev, EIO));
+    uint64_t t0 = hcq::host_now_ns();
+    std::string text;
+    try {
+        dev->synchronize(2s);
+        FAIL("synchronize returned although every KGSL wait fails");
+    } catch (const DeviceLostError& e) {
+        text = e.what();
+    }
+    CHECK(hcq::host_now_ns() - t0 < 1'000'000'000ull);  // the first failed wait ends it
+    INFO(text);
+    CHECK_THAT(text, Catch::Contains("EIO"));
+    CHECK_THAT(text, Catch::Contains("IOCTL_KGSL_DEVICE_WAITTIMESTAMP_CTXTID"));
+    CHECK(std::regex_search(text, std::regex("KGSL context [0-9]+")));
+    CHECK_THAT(text, Catch::Contains("last retired timestamp"));
+    CHECK(dev->failed());
+    CHECK_THROWS_AS(dev->copy_queue(), DeviceLostError);
+    registry::inject_kgsl_wait_error(*dev, 0);
+    gate.set(1);
+}
+
+TEST_CASE("sim-qcom: a GPU fault in the context fails waiters at once with the kernel's reason") {
+    auto dev = test::open_device("sim-qcom:a630");
+    hcq::Signal gate = dev->new_signal(0, "gate"), done = dev->new_signal(0, "done");
+    dev->compute_queue().wait(gate, 1).signal(done, 1).submit();
+    REQUIRE(registry::inject_kgsl_fault(*dev, "injected SMMU page fault at 0xdead000"));
+    CHECK_THROWS_AS(done.wait(1, 5s), DeviceLostError);
+    CHECK_THAT(dev->failure(), Catch::Contains("EDEADLK") && Catch::Contains("injected SMMU page fault"));
+}
+
+TEST_CASE("sim-qcom: options are checked, unknown ones refused") {
+    CHECK_THROWS_WITH(test::open_device("sim-qcom:a630?bogus=1"), Catch::Contains("bogus"));
+    CHECK_THROWS_WITH(test::open_device("sim-qcom:a640"), Catch::Contains("sim-qcom:a630"));
+    CHECK_THROWS_WITH(test::open_device("sim-qcom:a630?ring=1000"), Catch::Contains("ring=1000"));
+    auto dev = test::open_device("sim-qcom:a630?ring=8192");
+    CHECK(dev->arch() == "x86_64");
+    CHECK(dev->timestamp_frequency() == 19'200'000);
+}

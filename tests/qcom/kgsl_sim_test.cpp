@@ -1,0 +1,145 @@
+// The simulated KGSL device driven through drivers/qcom's KgslDevice (the ioctls a process makes):
+// a good IB retires and writes memory; a bad packet header, an unknown opcode and a write to a
+// protected register each invalidate the context, fail its waits with EDEADLK, and are named in
+// the kernel log; waits have finite timeouts and can be made to fail with an errno.
+#include "base/error.hpp"
+#include "drivers/qcom/kgsl_device.hpp"
+#include "drivers/qcom/pm4.hpp"
+#include "drivers/qcom/qcom_device.hpp"
+#include "drivers/sim/kgsl/sim_kgsl.hpp"
+
+#include <catch2/catch.hpp>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <sys/mman.h>
+#include <vector>
+
+using namespace baregpu;
+using namespace baregpu::qcom;
+using namespace std::chrono_literals;
+
+namespace {
+
+class Adapter final : public KgslSyscalls {
+public:
+    explicit Adapter(std::shared_ptr<sim::kgsl::SimKgsl> s) : sim(std::move(s)) {}
+    int open(const char* path, int flags, int& err) override { return sim->open(path, flags, err); }
+    int close(int fd) override { return sim->close(fd); }
+    int ioctl(int fd, unsigned long request, void* arg, int& err) override { return sim->ioctl(fd, request, arg, err); }
+    void* mmap(void* addr, uint64_t length, int prot, int flags, int fd, uint64_t offset, int& err) override {
+        return sim->mmap(addr, length, prot, flags, fd, offset, err);
+    }
+    int munmap(void* addr, uint64_t length) override { return sim->munmap(addr, length); }
+    std::string kernel_log(uint32_t context_id) override { return sim->kernel_log(context_id); }
+    std::shared_ptr<sim::kgsl::SimKgsl> sim;
+};
+
+// A KGSL device on the model with one context and one 64 KiB GPU object (SVM) for IBs and data.
+struct Rig {
+    std::shared_ptr<sim::kgsl::SimKgsl> sim = std::make_shared<sim::kgsl::SimKgsl>(sim::kgsl::SimKgsl::Options{});
+    KgslDevice kgsl{std::make_shared<Adapter>(sim), "/dev/kgsl-3d0", "sim-kgsl-test"};
+    uint32_t ctx = kgsl.drawctxt_create(0);
+    void* at = ::mmap(nullptr, 1 << 16, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    uint32_t object = kgsl.gpuobj_alloc_at(at, 1 << 16, false);
+    uint32_t* words = static_cast<uint32_t*>(at);
+    ~Rig() {
+        kgsl.drawctxt_destroy(ctx);
+        kgsl.gpuobj_free(object, at, 1 << 16);
+    }
+    uint64_t va(size_t dword) const { return reinterpret_cast<uint64_t>(at) + 4 * dword; }
+    // Submit dwords [0, n) as one IB; returns the timestamp.
+    uint32_t submit(std::initializer_list<uint32_t> ib) {
+        std::copy(ib.begin(), ib.end(), words);
+        return kgsl.gpu_command(ctx, va(0), 4 * ib.size());
+    }
+    int wait(uint32_t ts, uint32_t ms = 2000) { return kgsl.wait_timestamp(ctx, ts, ms); }
+};
+
+}  // namespace
+
+TEST_CASE("sim kgsl: device info, and a good IB retires and writes memory (CP_MEM_WRITE)") {
+    Rig r;
+    kgsl::kgsl_devinfo info = r.kgsl.device_info();
+    CHECK(info.chip_id == 0x06030000u);
+    CHECK(adreno_name(info.chip_id) == "a630");
+    uint64_t dst = r.va(1024);
+    uint32_t ts = r.submit({pm4::type7(pm4::CP_MEM_WRITE, 4), uint32_t(dst), uint32_t(dst >> 32), 0x11223344u, 0x55667788u});
+    CHECK(r.wait(ts) == 0);
+    CHECK(r.words[1024] == 0x11223344u);
+    CHECK(r.words[1025] == 0x55667788u);
+    uint32_t retired = 0;
+    CHECK(r.kgsl.read_retired(r.ctx, retired) == 0);
+    CHECK(retired == ts);
+    CHECK(r.sim->faults() == 0);
+}
+
+TEST_CASE("sim kgsl: a flipped parity bit invalidates the context; waits fail with EDEADLK and the log names the header") {
+    Rig r;
+    uint64_t dst = r.va(1024);
+    uint32_t bad = pm4::type7(pm4::CP_MEM_WRITE, 4) ^ (1u << 23);
+    uint32_t ts = r.submit({bad, uint32_t(dst), uint32_t(dst >> 32), 1, 2});
+    CHECK(r.wait(ts) == EDEADLK);
+    CHECK(r.words[1024] == 0);  // nothing after the bad header ran
+    CHECK_THAT(r.sim->kernel_log(r.ctx), Catch::Contains("opcode parity"));
+    // Later submissions on the invalidated context are refused like KGSL refuses them.
+    CHECK_THROWS_WITH(r.submit({pm4::type7(pm4::CP_NOP, 1), 0}), Catch::Contains("EDEADLK"));
+}
+
+TEST_CASE("sim kgsl: an unknown opcode faults the context") {
+    Rig r;
+    uint32_t ts = r.submit({pm4::type7(0x7e, 1), 0});
+    CHECK(r.wait(ts) == EDEADLK);
+    CHECK_THAT(r.sim->kernel_log(r.ctx), Catch::Contains("unknown opcode 0x7e"));
+}
+
+TEST_CASE("sim kgsl: a type-4 write to a protected register faults the context and the log names the register") {
+    Rig r;
+    uint32_t ts = r.submit({pm4::type4(0x0850, 1), 0xffffffffu});  // inside the CP_PROTECT_REG block
+    CHECK(r.wait(ts) == EDEADLK);
+    std::string log = r.sim->kernel_log(r.ctx);
+    CHECK_THAT(log, Catch::Contains("protected register 0x00850"));
+    CHECK(r.sim->faults() == 1);
+}
+
+TEST_CASE("sim kgsl: waits take finite timeouts: a hung context times out, and waits can fail with an errno") {
+    Rig r;
+    r.sim->hang_context(r.ctx, true);
+    uint32_t ts = r.submit({pm4::type7(pm4::CP_NOP, 1), 0});
+    auto t0 = std::chrono::steady_clock::now();
+    CHECK(r.wait(ts, 50) == ETIMEDOUT);
+    auto waited = std::chrono::steady_clock::now() - t0;
+    CHECK(waited >= 50ms);
+    CHECK(waited < 1s);
+    r.sim->fail_waits(EIO);
+    CHECK(r.wait(ts, 50) == EIO);
+    r.sim->fail_waits(0);
+    r.sim->hang_context(r.ctx, false);
+    CHECK(r.wait(ts) == 0);
+}
+
+TEST_CASE("sim-qcom: a protected register write in the device's own context is a device error naming the register") {
+    auto sim = std::make_shared<sim::kgsl::SimKgsl>(sim::kgsl::SimKgsl::Options{});
+    QcomOptions o;
+    o.name = "sim-qcom:a630";
+    o.isa = KernelIsa::host;
+    auto dev = QcomDevice::create(std::make_shared<Adapter>(sim), o);
+    hcq::Buffer ib = dev->allocate(4096, {.host = true});
+    const uint32_t words[2] = {pm4::type4(0x0850, 1), 0xffffffffu};
+    std::memcpy(ib.cpu(), words, sizeof words);
+    // A raw IB in the compute context, then HCQ work behind it.
+    dev->kgsl().gpu_command(dev->compute_context(), ib.address().value(), sizeof words);
+    hcq::Signal s = dev->new_signal(0, "after");
+    std::string text;
+    try {
+        dev->compute_queue().signal(s, 1).submit();
+        s.wait(1, 2s);
+        FAIL("the faulted context completed work");
+    } catch (const DeviceLostError& e) {
+        text = e.what();
+    }
+    CHECK_THAT(text, Catch::Contains("protected register 0x00850"));
+    CHECK_THAT(text, Catch::Contains("KGSL context " + std::to_string(dev->compute_context())));
+    CHECK(dev->failed());
+    CHECK_THROWS_AS(dev->synchronize(), DeviceLostError);
+}
