@@ -75,9 +75,21 @@ QcomEngine::~QcomEngine() = default;
 
 void QcomEngine::release() noexcept {
     std::lock_guard lock(submit_mutex_);
-    in_flight_.clear();
+    in_flight_head_ = in_flight_tail_;
     ring_ = {};
 }
+
+void QcomEngine::retire_in_flight(bool need_room) {
+    if (in_flight_empty()) return;
+    uint64_t done = completed_ticket();
+    while (!in_flight_empty() && in_flight_front().ticket <= done) ++in_flight_head_;
+    if (need_room && in_flight_tail_ - in_flight_head_ >= kMaxInFlight) {
+        wait_ticket(in_flight_front().ticket, hcq::default_timeout());
+        ++in_flight_head_;
+    }
+}
+
+void QcomEngine::push_in_flight(const InFlight& f) { in_flight_[in_flight_tail_++ % kMaxInFlight] = f; }
 
 // ---- encoding ----
 
@@ -217,24 +229,24 @@ uint64_t QcomEngine::submit(std::span<const std::byte> commands) {
     if (ring_.size() - pos < size) head_ += ring_.size() - pos;  // an IB is contiguous: skip the tail
     uint64_t begin = head_, end = head_ + size;
     // Reuse ring bytes only once the IB that used them retired.
-    while (!in_flight_.empty() && end - in_flight_.front().begin > ring_.size()) {
-        wait_ticket(in_flight_.front().ticket, hcq::default_timeout());
-        in_flight_.pop_front();
+    while (!in_flight_empty() && end - in_flight_front().begin > ring_.size()) {
+        wait_ticket(in_flight_front().ticket, hcq::default_timeout());
+        ++in_flight_head_;
     }
-    while (!in_flight_.empty() && completed_ticket() >= in_flight_.front().ticket) in_flight_.pop_front();
+    retire_in_flight(true);
     uint64_t offset = begin % ring_.size();
     std::memcpy(ring_.cpu() + offset, commands.data(), size);
     uint64_t ticket = submit_ib(ring_.address().value() + offset, size);
     head_ = end;
-    in_flight_.push_back({begin, end, ticket, ring_.address().value() + offset, size});
+    push_in_flight({begin, end, ticket, ring_.address().value() + offset, size});
     return ticket;
 }
 
 uint64_t QcomEngine::submit_bound(GpuVirtualAddress commands, uint64_t size) {
     std::lock_guard lock(submit_mutex_);
-    while (!in_flight_.empty() && completed_ticket() >= in_flight_.front().ticket) in_flight_.pop_front();
+    retire_in_flight(true);
     uint64_t ticket = submit_ib(commands.value(), size);
-    in_flight_.push_back({head_, head_, ticket, commands.value(), size});
+    push_in_flight({head_, head_, ticket, commands.value(), size});
     return ticket;
 }
 
@@ -323,7 +335,8 @@ std::string QcomEngine::describe() const {
     if (lock.owns_lock() && ring_) {
         uint64_t rptr = head_;
         std::string doing;
-        for (const InFlight& f : in_flight_) {
+        for (uint64_t k = in_flight_head_; k != in_flight_tail_; ++k) {
+            const InFlight& f = in_flight_[k % kMaxInFlight];
             if (f.ticket > c) {
                 rptr = f.begin;
                 doing = ", " + stuck_on(f.ib, f.ib_bytes);

@@ -24,7 +24,7 @@
 #include "hcq/memory.hpp"
 
 #include <atomic>
-#include <deque>
+#include <vector>
 #include <mutex>
 
 namespace baregpu::hcq {
@@ -99,7 +99,15 @@ private:
     // What the oldest unretired IB is probably stuck on: its first wait whose condition does not
     // hold now (KGSL does not expose the CP's read pointer).
     std::string stuck_on(uint64_t ib, uint64_t bytes) const;
-    std::deque<InFlight> in_flight_;  // under submit_mutex_
+    // Unretired submissions, oldest first: a fixed ring (submitting does not allocate).
+    static constexpr size_t kMaxInFlight = 4096;
+    std::vector<InFlight> in_flight_ = std::vector<InFlight>(kMaxInFlight);  // under submit_mutex_
+    uint64_t in_flight_head_ = 0, in_flight_tail_ = 0;                         // under submit_mutex_
+    bool in_flight_empty() const { return in_flight_head_ == in_flight_tail_; }
+    InFlight& in_flight_front() { return in_flight_[in_flight_head_ % kMaxInFlight]; }
+    // Drop retired entries; with `need_room`, wait (bounded) for the oldest while the ring is full.
+    void retire_in_flight(bool need_room);
+    void push_in_flight(const InFlight& f);
     std::atomic<uint64_t> submitted_{0};
     mutable std::atomic<uint64_t> completed_{0};
 };

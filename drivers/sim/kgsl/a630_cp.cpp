@@ -39,7 +39,7 @@ bool compare(uint32_t function, bool is_signed, uint32_t value, uint32_t ref) {
 }  // namespace
 
 SimKgsl::Context::Context(SimKgsl& d, uint32_t context_id)
-    : device(d), id(context_id), regs(kRegisters, 0), constants(kConstantBytes, 0) {
+    : device(d), id(context_id), jobs(kMaxQueued), regs(kRegisters, 0), constants(kConstantBytes, 0) {
     worker = std::thread([this] { run(); });
 }
 
@@ -54,12 +54,16 @@ void SimKgsl::Context::stop() {
     if (worker.joinable()) worker.join();
 }
 
-void SimKgsl::Context::submit(std::vector<std::pair<uint64_t, uint64_t>> ibs, uint32_t timestamp) {
+int SimKgsl::Context::submit(const Job& job) {
     {
-        std::lock_guard lock(mutex);
-        jobs.emplace_back(timestamp, std::move(ibs));
+        std::unique_lock lock(mutex);
+        // KGSL's drawqueue is finite too: the submitter sleeps (bounded) until there is room.
+        if (!changed.wait_for(lock, std::chrono::seconds(10), [&] { return jobs_tail - jobs_head < kMaxQueued || stopping; })) return ETIMEDOUT;
+        if (faulted.load(std::memory_order_acquire)) return EDEADLK;
+        jobs[jobs_tail++ % kMaxQueued] = job;
     }
     changed.notify_all();
+    return 0;
 }
 
 void SimKgsl::Context::set_hang(bool h) {
@@ -76,7 +80,7 @@ void SimKgsl::Context::fault(const std::string& why) {
         if (faulted.load(std::memory_order_relaxed)) return;
         log += fmt::format("kgsl-3d0: GPU fault on context {}: {}; context invalidated (KGSL_CONTEXT_NO_FAULT_TOLERANCE)", id, why);
         faulted.store(true, std::memory_order_release);
-        jobs.clear();
+        jobs_head = jobs_tail;
     }
     device.faults_.fetch_add(1, std::memory_order_acq_rel);
     changed.notify_all();
@@ -98,22 +102,20 @@ int SimKgsl::Context::wait(uint32_t timestamp, uint32_t timeout_ms) {
 
 void SimKgsl::Context::run() {
     for (;;) {
-        std::pair<uint32_t, std::vector<std::pair<uint64_t, uint64_t>>> job;
+        Job job;
         {
             std::unique_lock lock(mutex);
-            changed.wait(lock, [&] { return stopping || (!hang && !jobs.empty() && !faulted.load()); });
+            changed.wait(lock, [&] { return stopping || (!hang && jobs_tail != jobs_head && !faulted.load()); });
             if (stopping) return;
-            job = std::move(jobs.front());
-            jobs.pop_front();
+            job = jobs[jobs_head++ % kMaxQueued];
         }
+        changed.notify_all();  // room in the queue
         bool ok = true;
-        for (auto& [va, bytes] : job.second) {
-            if (!(ok = execute_ib(va, bytes))) break;
-        }
+        for (uint32_t k = 0; k < job.count && ok; ++k) ok = execute_ib(job.ibs[k].first, job.ibs[k].second);
         if (!ok) continue;  // faulted (the job never retires) or stopping
         {
             std::lock_guard lock(mutex);
-            retired.store(job.first, std::memory_order_release);
+            retired.store(job.timestamp, std::memory_order_release);
         }
         changed.notify_all();
     }

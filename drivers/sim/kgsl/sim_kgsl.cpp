@@ -242,21 +242,20 @@ int SimKgsl::gpu_command(void* arg) {
     auto c = context(g->context_id);
     if (!c) return EINVAL;
     if (c->faulted.load(std::memory_order_acquire)) return EDEADLK;
-    if (g->cmdsize != sizeof(command_object) || g->numcmds == 0 || g->numcmds > 64 || g->cmdlist == 0) return EINVAL;
-    std::vector<std::pair<uint64_t, uint64_t>> ibs;
+    if (g->cmdsize != sizeof(command_object) || g->numcmds == 0 || g->numcmds > Context::kMaxIbs || g->cmdlist == 0) return EINVAL;
+    Context::Job job;
     for (uint32_t i = 0; i < g->numcmds; ++i) {
         command_object o;
         std::memcpy(&o, reinterpret_cast<const std::byte*>(g->cmdlist) + i * sizeof o, sizeof o);
         if (!(o.flags & KGSL_CMDLIST_IB) || o.size == 0 || o.size % 4 != 0 || o.gpuaddr % 4 != 0) return EINVAL;
-        ibs.emplace_back(o.gpuaddr + o.offset, o.size);
+        job.ibs[job.count++] = {o.gpuaddr + o.offset, o.size};
     }
-    uint32_t ts;
-    {
-        std::lock_guard lock(mutex_);
-        ts = ++c->queued;
-    }
-    c->submit(std::move(ibs), ts);
-    g->timestamp = ts;
+    // Timestamps are handed out in queue order: one submitter at a time per device.
+    std::lock_guard lock(submit_mutex_);
+    job.timestamp = c->queued + 1;
+    if (int err = c->submit(job)) return err;
+    c->queued = job.timestamp;
+    g->timestamp = job.timestamp;
     return 0;
 }
 

@@ -17,7 +17,6 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -87,7 +86,8 @@ private:
     int wait_timestamp(void* arg);
 
     Options options_;
-    std::mutex mutex_;  // fds, objects' table (writers), contexts
+    std::mutex mutex_;  // fds, contexts
+    std::mutex submit_mutex_;  // GPU_COMMAND: timestamps in queue order
     std::vector<int> fds_;
     int next_fd_ = 1000;
     std::shared_mutex memory_mutex_;
@@ -106,7 +106,18 @@ private:
 struct SimKgsl::Context {
     Context(SimKgsl& device, uint32_t id);
     ~Context();
-    void submit(std::vector<std::pair<uint64_t, uint64_t>> ibs, uint32_t timestamp);
+    // A submission: up to kMaxIbs IBs, kept inline (the queue is a fixed ring: submitting does
+    // not allocate).
+    static constexpr uint32_t kMaxIbs = 8;
+    static constexpr uint32_t kMaxQueued = 4096;
+    struct Job {
+        uint32_t timestamp = 0;
+        uint32_t count = 0;
+        std::pair<uint64_t, uint64_t> ibs[kMaxIbs];
+    };
+    // Queues `job`; waits (bounded, like KGSL's drawqueue) while kMaxQueued are queued. Returns 0
+    // or ETIMEDOUT.
+    int submit(const Job& job);
     void fault(const std::string& why);
     void set_hang(bool hang);
     // Until `timestamp` retired (0), the context faulted (EDEADLK) or timeout_ms passed (ETIMEDOUT).
@@ -117,8 +128,9 @@ struct SimKgsl::Context {
     uint32_t id;
     std::mutex mutex;
     std::condition_variable changed;
-    std::deque<std::pair<uint32_t, std::vector<std::pair<uint64_t, uint64_t>>>> jobs;  // under mutex
-    uint32_t queued = 0;                 // last timestamp handed out (under the device mutex)
+    std::vector<Job> jobs;  // a ring of kMaxQueued (under mutex)
+    uint64_t jobs_head = 0, jobs_tail = 0;  // under mutex
+    uint32_t queued = 0;                 // last timestamp handed out (under the device's submit mutex)
     std::atomic<uint32_t> retired{0};
     std::atomic<bool> faulted{false};
     std::string log;                     // under mutex
