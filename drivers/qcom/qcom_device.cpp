@@ -9,6 +9,8 @@
 #include "hcq/clock.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <dlfcn.h>
 #include <cstring>
 #include <fmt/format.h>
 #include <span>
@@ -44,6 +46,26 @@ hcq::DeviceLimits limits_for(const QcomOptions& o) {
 
 std::string arch_for(const QcomOptions& o) { return o.isa == KernelIsa::host ? "x86_64" : "adreno"; }
 
+// Every instance its own peer group: a KGSL device reaches only memory it allocated or imported.
+std::string peer_group_for(const QcomOptions& o) {
+    static std::atomic<uint64_t> instances{0};
+    return fmt::format("{}#{}", o.name, instances.fetch_add(1, std::memory_order_relaxed));
+}
+
+// The platform's OpenCL library, whose compiler produces the Adreno program format.
+std::string vendor_opencl_status() {
+    for (const char* lib : {"libOpenCL.so", "libOpenCL.so.1", "/vendor/lib64/libOpenCL.so"}) {
+        if (void* h = ::dlopen(lib, RTLD_NOW | RTLD_LOCAL)) {
+            ::dlclose(h);
+            return fmt::format("the vendor OpenCL library is present ({}), but parsing its program binaries is not implemented", lib);
+        }
+    }
+    const char* why = ::dlerror();
+    return fmt::format("no vendor OpenCL library could be loaded (dlopen libOpenCL.so: {}); its compiler produces the Adreno program "
+                       "format, and parsing that format is not implemented either",
+                       why ? why : "not found");
+}
+
 uint32_t context_flags(uint32_t priority) {
     using namespace kgsl;
     // research/nv_qcom_usb.md B.2: what tinygrad creates its context with.
@@ -69,7 +91,7 @@ std::shared_ptr<QcomDevice> QcomDevice::create(std::shared_ptr<KgslSyscalls> sys
 }
 
 QcomDevice::QcomDevice(Token, std::shared_ptr<KgslSyscalls> sys, QcomOptions options)
-    : Device(options.name, arch_for(options), limits_for(options), options.name), options_(std::move(options)) {
+    : Device(options.name, arch_for(options), limits_for(options), peer_group_for(options)), options_(std::move(options)) {
     kgsl_ = std::make_unique<KgslDevice>(std::move(sys), options_.path, name());
     info_ = kgsl_->device_info();
     uint32_t core = info_.chip_id >> 24;
@@ -206,9 +228,7 @@ void QcomDevice::unmap_memory(GpuVirtualAddress va, uint64_t size, std::byte* cp
 
 std::shared_ptr<hcq::Program> QcomDevice::load_program_impl(std::span<const std::byte> code_object, std::string_view kernel) {
     if (options_.isa == KernelIsa::host) return load_host_program(code_object, kernel);
-    throw UnsupportedError(name(), fmt::format("kernel '{}': loading the Adreno program format of the vendor OpenCL compiler is not "
-                                               "implemented (drivers/qcom/README.md)",
-                                               kernel));
+    throw UnsupportedError(name(), fmt::format("kernel '{}': {} (drivers/qcom/README.md)", kernel, vendor_opencl_status()));
 }
 
 std::shared_ptr<hcq::Program> QcomDevice::load_host_program(std::span<const std::byte> code_object, std::string_view kernel) {

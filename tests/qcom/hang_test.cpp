@@ -11,6 +11,7 @@
 #include <catch2/catch.hpp>
 #include <cerrno>
 #include <regex>
+#include <unistd.h>
 
 using namespace baregpu;
 using namespace std::chrono_literals;
@@ -88,4 +89,21 @@ TEST_CASE("sim-qcom: options are checked, unknown ones refused") {
     auto dev = test::open_device("sim-qcom:a630?ring=8192");
     CHECK(dev->arch() == "x86_64");
     CHECK(dev->timestamp_frequency() == 19'200'000);
+}
+
+TEST_CASE("qcom: the real scheme enumerates /dev/kgsl-3d0 only where it exists, and opening says what is missing") {
+    test::open_device("cpu");  // registers the backends
+    const hcq::Registry& reg = hcq::registry();
+    REQUIRE(reg.has("qcom"));
+    REQUIRE(reg.has("sim-qcom"));
+    bool present = ::access("/dev/kgsl-3d0", F_OK) == 0;
+    for (const hcq::Backend& b : reg.backends()) {
+        if (b.scheme == "qcom") {
+            CHECK(b.real_hardware);
+            CHECK(b.enumerate().size() == (present ? 1u : 0u));
+        }
+        if (b.scheme == "sim-qcom") CHECK(b.enumerate() == std::vector<std::string>{"sim-qcom:a630"});
+    }
+    if (!present) CHECK_THROWS_WITH(hcq::open_device("qcom:0"), Catch::Contains("/dev/kgsl-3d0") && Catch::Contains("ENOENT"));
+    CHECK_THROWS_WITH(hcq::open_device("qcom:0?bogus=1"), Catch::Contains("bogus") || Catch::Contains("/dev/kgsl-3d0"));
 }

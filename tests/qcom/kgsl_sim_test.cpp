@@ -143,3 +143,32 @@ TEST_CASE("sim-qcom: a protected register write in the device's own context is a
     CHECK(dev->failed());
     CHECK_THROWS_AS(dev->synchronize(), DeviceLostError);
 }
+
+TEST_CASE("qcom with the Adreno ISA: programs need the vendor OpenCL format (UnsupportedError), and there is no copy queue") {
+    auto sim = std::make_shared<sim::kgsl::SimKgsl>(sim::kgsl::SimKgsl::Options{});
+    QcomOptions o;
+    o.name = "qcom-adreno-on-model";
+    o.isa = KernelIsa::adreno;
+    auto dev = QcomDevice::create(std::make_shared<Adapter>(sim), o);
+    CHECK(dev->arch() == "adreno");
+    const std::byte junk[16] = {};
+    CHECK_THROWS_AS(dev->load_program(junk, "k"), UnsupportedError);
+    CHECK_THROWS_WITH(dev->load_program(junk, "k"), Catch::Contains("OpenCL"));
+    CHECK_THROWS_AS(dev->copy_queue(), UnsupportedError);
+    // Compute-queue synchronization still works on the model.
+    hcq::Signal s = dev->new_signal(0, "s");
+    dev->compute_queue().signal(s, 7).submit();
+    s.wait(7, 2s);
+    hcq::Signal t = dev->new_signal(0, "t");
+    dev->compute_queue().timestamp(t).signal(t, 1).submit();
+    t.wait(1, 2s);
+    CHECK(t.timestamp() != 0);
+}
+
+TEST_CASE("sim kgsl: a chip other than Adreno 6xx is refused at open") {
+    auto sim = std::make_shared<sim::kgsl::SimKgsl>(sim::kgsl::SimKgsl::Options{0x07030001});
+    QcomOptions o;
+    o.name = "a730-model";
+    o.isa = KernelIsa::host;
+    CHECK_THROWS_WITH(QcomDevice::create(std::make_shared<Adapter>(sim), o), Catch::Contains("a730") && Catch::Contains("Adreno 6xx"));
+}
