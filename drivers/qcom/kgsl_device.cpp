@@ -119,7 +119,7 @@ uint32_t KgslDevice::gpu_command(uint32_t context_id, uint64_t ib_gpuaddr, uint6
     int err = 0;
     if (sys_->ioctl(fd_, IOCTL_KGSL_GPU_COMMAND, &c, err) < 0) {
         std::string log = sys_->kernel_log(context_id);
-        throw Error(name_, fmt::format("IOCTL_KGSL_GPU_COMMAND on context {} (IB 0x{:x}, {} bytes) failed: {}{}{}", context_id, ib_gpuaddr,
+        throw Error(name_, fmt::format("IOCTL_KGSL_GPU_COMMAND on KGSL context {} (IB 0x{:x}, {} bytes) failed: {}{}{}", context_id, ib_gpuaddr,
                                        ib_bytes, errno_name(err), err == EDEADLK ? "; the context was invalidated by a GPU fault" : "",
                                        log.empty() ? "" : "; kernel log: " + log));
     }

@@ -208,8 +208,11 @@ uint64_t QcomEngine::submit_ib(uint64_t gpuaddr, uint64_t bytes) {
     try {
         ts = kgsl_.gpu_command(context_, gpuaddr, bytes);
     } catch (const Error& e) {
-        device_.fail(fmt::format("{} queue (KGSL context {}): {}", name(), context_, e.what()));
-        throw DeviceLostError(device_.name(), e.what());
+        std::string what = e.what();
+        if (what.starts_with(device_.name() + ": ")) what.erase(0, device_.name().size() + 2);
+        std::string message = fmt::format("{} queue: {}; last retired timestamp {}", name(), what, uint32_t(completed_ticket()));
+        device_.fail(message);
+        throw DeviceLostError(device_.name(), message);
     }
     uint64_t ticket = extend(ts, submitted_.load(std::memory_order_relaxed) + 1);
     submitted_.store(ticket, std::memory_order_release);
@@ -243,6 +246,11 @@ uint64_t QcomEngine::submit(std::span<const std::byte> commands) {
 }
 
 uint64_t QcomEngine::submit_bound(GpuVirtualAddress commands, uint64_t size) {
+    if (size > uint64_t(kMaxIbDwords) * 4) {
+        throw UnsupportedError(device_.name(), fmt::format("{} queue: 0x{:x} bytes of bound commands exceed one IB (CP_INDIRECT_BUFFER "
+                                                           "IB_SIZE holds at most 0x{:x} dwords)",
+                                                           name(), size, kMaxIbDwords));
+    }
     std::lock_guard lock(submit_mutex_);
     retire_in_flight(true);
     uint64_t ticket = submit_ib(commands.value(), size);
