@@ -168,8 +168,23 @@ std::shared_ptr<sim::kgsl::SimKgsl> kgsl_model_of(hcq::Device& device) {
 
 // "sim-qcom:a630?ring=...&va=...": the simulated KGSL device driven by drivers/qcom; kernels run as
 // host code by the model's A630 command processor.
+// The simulated Adreno chips: KGSL chip_id (core, major, minor, patch bytes).
+struct SimulatedAdreno {
+    std::string_view name;
+    uint32_t chip_id;
+    std::string_view what;
+};
+const SimulatedAdreno kSimulatedAdrenos[] = {
+    {"a630", 0x06030000, "Qualcomm Adreno 630 (A6xx; Snapdragon 845)"},
+    {"a730", 0x07030001, "Qualcomm Adreno 730 (A7xx: CP_EVENT_WRITE7, the moved SP_CS_* registers; Snapdragon 8 Gen 1)"},
+};
+
 std::shared_ptr<hcq::Device> open_sim_qcom(const hcq::DeviceUri& uri) {
-    if (uri.path() != "a630") throw Error(uri.name(), "unknown simulated Adreno: the model is sim-qcom:a630");
+    const SimulatedAdreno* chip = nullptr;
+    for (const SimulatedAdreno& a : kSimulatedAdrenos) {
+        if (uri.path() == a.name) chip = &a;
+    }
+    if (!chip) throw Error(uri.name(), "unknown simulated Adreno: the models are sim-qcom:a630 and sim-qcom:a730");
     qcom::QcomOptions options;
     options.name = uri.name();
     options.isa = qcom::KernelIsa::host;
@@ -180,7 +195,7 @@ std::shared_ptr<hcq::Device> open_sim_qcom(const hcq::DeviceUri& uri) {
     options.staging_slots = static_cast<uint32_t>(uri.option_u64("staging_slots", options.staging_slots));
     uri.reject_unused("ring (bytes of each KGSL context's command ring, a multiple of 4 KiB), va (bytes of the SVM window), "
                       "memory (bytes buffers may map), staging, staging_slots (copy_in/copy_out slots)");
-    auto model = std::make_shared<sim::kgsl::SimKgsl>(sim::kgsl::SimKgsl::Options{});
+    auto model = std::make_shared<sim::kgsl::SimKgsl>(sim::kgsl::SimKgsl::Options{chip->chip_id});
     std::shared_ptr<hcq::Device> device = qcom::QcomDevice::create(std::make_shared<SimKgslSyscalls>(model), std::move(options));
     std::lock_guard lock(sim_kgsl_mutex);
     std::erase_if(sim_kgsl_models, [](const auto& entry) { return entry.first.expired(); });
@@ -230,8 +245,8 @@ void register_backends(hcq::Registry& registry) {
     qcom::register_qcom_backend(registry);
     hcq::Backend sim_qcom;
     sim_qcom.scheme = "sim-qcom";
-    sim_qcom.description = "a simulated Adreno 630 behind a simulated KGSL device (drivers/sim/kgsl) driven by drivers/qcom; kernels run as host code";
-    sim_qcom.enumerate = [] { return std::vector<std::string>{"sim-qcom:a630"}; };
+    sim_qcom.description = "simulated Adreno 630 / 730 behind a simulated KGSL device (drivers/sim/kgsl) driven by drivers/qcom; kernels run as host code";
+    sim_qcom.enumerate = [] { return std::vector<std::string>{"sim-qcom:a630", "sim-qcom:a730"}; };
     sim_qcom.open = open_sim_qcom;
     registry.add(std::move(sim_qcom));
 }
@@ -266,19 +281,19 @@ std::vector<BuiltinDevice> builtin_devices() {
                            fmt::format("model of {} on the simulated PCI bus ({}): {}", entry.models,
                                        presented(entry), role)});
     }
-    // KGSL is not on the PCI bus: the model is described by what its device-info property says.
-    {
-        sim::kgsl::SimKgsl model(sim::kgsl::SimKgsl::Options{});
+    // KGSL is not on the PCI bus: each model is described by what its device-info property says.
+    for (const SimulatedAdreno& chip : kSimulatedAdrenos) {
+        sim::kgsl::SimKgsl model(sim::kgsl::SimKgsl::Options{chip.chip_id});
         int err = 0;
         int fd = model.open("/dev/kgsl-3d0", 0, err);
         sim::kgsl::devinfo info{};
         sim::kgsl::getproperty p{sim::kgsl::KGSL_PROP_DEVICE_INFO, &info, sizeof info};
         model.ioctl(fd, sim::kgsl::DEVICE_GETPROPERTY, &p, err);
         model.close(fd);
-        devices.push_back({"sim-qcom:a630", "simulated", true,
-                           fmt::format("model of a Qualcomm Adreno 630 behind a simulated KGSL device (/dev/kgsl-3d0, chip_id 0x{:08x}, "
+        devices.push_back({fmt::format("sim-qcom:{}", chip.name), "simulated", true,
+                           fmt::format("model of a {} behind a simulated KGSL device (/dev/kgsl-3d0, chip_id 0x{:08x}, "
                                        "gpu_id {}), driven by drivers/qcom: a simulated GPU (HCQ device)",
-                                       info.chip_id, info.gpu_id)});
+                                       chip.what, info.chip_id, info.gpu_id)});
     }
     return devices;
 }

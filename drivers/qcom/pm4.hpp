@@ -51,11 +51,18 @@ enum Opcode : uint32_t {
     CP_SET_MARKER = 0x65,
 };
 
-// vgt_event_type (A6XX).
+// vgt_event_type.
 enum Event : uint32_t {
-    CACHE_FLUSH_TS = 0x04,    // flush UCHE, then write the packet's value to ADDR
-    CACHE_INVALIDATE = 0x31,  // invalidate UCHE
+    CACHE_FLUSH_TS = 0x04,     // flush UCHE, then write the packet's value to ADDR (all generations)
+    CACHE_INVALIDATE = 0x31,   // A6XX: invalidate UCHE (A7XX reuses 0x31 as CACHE_CLEAN)
+    CACHE_INVALIDATE7 = 0x33,  // A7XX
 };
+
+// CP_EVENT_WRITE7 (A7XX, the same opcode 0x46 as A6XX's CP_EVENT_WRITE) dword 0: EVENT bits 0-7,
+// WRITE_SRC bits 20-22 (EV_WRITE_USER_32B = 0), WRITE_DST bit 24 (EV_DST_RAM = 0), WRITE_ENABLED
+// bit 27; with EV_DST_RAM the address (2 dwords) and PAYLOAD_0 follow.
+inline constexpr uint32_t kEvWriteUser32b = 0;
+constexpr uint32_t event_write7_0(uint32_t event, bool write) { return (event & 0xff) | kEvWriteUser32b << 20 | uint32_t(write) << 27; }
 
 // CP_WAIT_REG_MEM dword 0: FUNCTION (cp_cond_function) bits 0-2, POLL (poll_memory_type) bits 4-5.
 inline constexpr uint32_t kWriteGe = 5;     // WRITE_GE

@@ -95,8 +95,8 @@ QcomDevice::QcomDevice(Token, std::shared_ptr<KgslSyscalls> sys, QcomOptions opt
     kgsl_ = std::make_unique<KgslDevice>(std::move(sys), options_.path, name());
     info_ = kgsl_->device_info();
     uint32_t core = info_.chip_id >> 24;
-    if (core != 6) {
-        throw UnsupportedError(name(), fmt::format("{} (chip_id 0x{:08x}): only Adreno 6xx is supported (the A7xx compute registers differ)",
+    if (core != 6 && core != 7) {
+        throw UnsupportedError(name(), fmt::format("{} (chip_id 0x{:08x}): only Adreno 6xx and 7xx (chip_id core 6 or 7) are supported",
                                                    adreno_name(info_.chip_id), info_.chip_id));
     }
     // The SVM window: every GPU object is mapped at an address inside it that HCQ chose.
@@ -133,7 +133,7 @@ QcomDevice::QcomDevice(Token, std::shared_ptr<KgslSyscalls> sys, QcomOptions opt
         std::memset(constants_.cpu(), 0, 4096);
         uint32_t one = 1;
         std::memcpy(constants_.cpu() + 64, &one, 4);
-        QcomEngine::Shared shared{constants_.address(), constants_.address() + 64, nullptr};
+        QcomEngine::Shared shared{constants_.address(), constants_.address() + 64, nullptr, Generation::of(core)};
         if (options_.isa == KernelIsa::host) {
             copy_program_ = load_host_program(kernels::find_object("copy.o"), "qcom_copy");
             shared.copy_program = static_cast<const QcomProgram*>(copy_program_.get());

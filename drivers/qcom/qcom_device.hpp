@@ -41,6 +41,8 @@ struct QcomOptions {
     uint32_t priority = 8;             // KGSL_CONTEXT_PRIORITY
 };
 
+std::string adreno_name(uint32_t chip_id);
+
 class QcomDevice final : public hcq::Device, private hcq::MemoryBackend {
     struct Token {};
 
@@ -51,6 +53,8 @@ public:
     ~QcomDevice() override;
 
     const kgsl::kgsl_devinfo& device_info() const { return info_; }
+    // "a630", "a730": from KGSL's chip_id.
+    std::string chip() const { return adreno_name(info_.chip_id); }
     KgslDevice& kgsl() { return *kgsl_; }
     uint32_t compute_context() const { return compute_->context_id(); }
 

@@ -106,7 +106,7 @@ void QcomEngine::encode_wait(hcq::CommandBuffer& out, GpuVirtualAddress signal, 
 void QcomEngine::encode_signal(hcq::CommandBuffer& out, GpuVirtualAddress signal, uint64_t value) {
     Emit e(out, 12);
     e(type7(CP_WAIT_FOR_IDLE, 0));
-    e(type7(CP_EVENT_WRITE, 4))(CACHE_FLUSH_TS).addr(shared_.scratch.value())(0);
+    e(type7(CP_EVENT_WRITE, 4))(flush_event()).addr(shared_.scratch.value())(0);
     e(type7(CP_WAIT_MEM_WRITES, 0));
     e(type7(CP_MEM_WRITE, 4)).addr(signal.value())(uint32_t(value))(uint32_t(value >> 32));
 }
@@ -119,8 +119,8 @@ void QcomEngine::encode_timestamp(hcq::CommandBuffer& out, GpuVirtualAddress dst
 
 void QcomEngine::encode_memory_barrier(hcq::CommandBuffer& out) {
     Emit e(out, 9);
-    e(type7(CP_EVENT_WRITE, 4))(CACHE_FLUSH_TS).addr(shared_.scratch.value())(0);
-    e(type7(CP_EVENT_WRITE, 1))(CACHE_INVALIDATE);
+    e(type7(CP_EVENT_WRITE, 4))(flush_event()).addr(shared_.scratch.value())(0);
+    e(type7(CP_EVENT_WRITE, 1))(a7xx() ? event_write7_0(CACHE_INVALIDATE7, false) : uint32_t(CACHE_INVALIDATE));
     e(type7(CP_WAIT_MEM_WRITES, 0));
     e(type7(CP_WAIT_FOR_IDLE, 0));
 }
@@ -130,9 +130,9 @@ void QcomEngine::encode_dispatch(hcq::CommandBuffer& out, uint64_t program_addre
     uint32_t units = uint32_t((kernargs.size() + 15) / 16);  // vec4 constants
     Emit e(out, kExecArgs + 4 * units + kExecCsDwords);
     e(type7(CP_SET_MARKER, 1))(kRm6Compute);
-    e(type4(a6xx::SP_CS_NDRANGE_0, 7))(a6xx::ndrange0(block.x, block.y, block.z));
+    e(type4(shared_.generation.ndrange0, 7))(a6xx::ndrange0(block.x, block.y, block.z));
     e(grid.x * block.x)(0)(grid.y * block.y)(0)(grid.z * block.z)(0);
-    e(type4(a6xx::SP_CS_KERNEL_GROUP_X, 3))(grid.x)(grid.y)(grid.z);
+    e(type4(shared_.generation.kernel_group_x, 3))(grid.x)(grid.y)(grid.z);
     e(type4(a6xx::SP_CS_BASE, 2)).addr(program_address);
     e(type7(CP_LOAD_STATE6_FRAG, 3 + 4 * units))(load_state6_0(0, kSt6Constants, kSs6Direct, kSb6CsShader, units))(0)(0);
     auto* args = reinterpret_cast<std::byte*>(e.at(kExecArgs));

@@ -8,18 +8,23 @@
 // Encodings (all multiples of 8 bytes; a 1-dword CP_NOP pads odd lengths):
 //   wait(s, v)      64-bit >= from 32-bit compares: CP_WAIT_REG_MEM(hi >= H); CP_COND_EXEC(while
 //                   hi == H, wrap-around window 2^31) { CP_WAIT_REG_MEM(lo >= L) }
-//   signal(s, v)    CP_WAIT_FOR_IDLE; CP_EVENT_WRITE(CACHE_FLUSH_TS) to the scratch page;
+//   signal(s, v)    CP_WAIT_FOR_IDLE; CP_EVENT_WRITE(CACHE_FLUSH_TS) to the scratch page (A7xx:
+//                   CP_EVENT_WRITE7 with WRITE_ENABLED, EV_WRITE_USER_32B);
 //                   CP_WAIT_MEM_WRITES; CP_MEM_WRITE(lo, hi): two 32-bit writes, low word first,
 //                   so a reader never sees more than the final value
 //   timestamp(dst)  CP_WAIT_FOR_IDLE; CP_REG_TO_MEM(CP_ALWAYS_ON_COUNTER, 2 dwords, 64B)
-//   memory_barrier  CACHE_FLUSH_TS; CP_EVENT_WRITE(CACHE_INVALIDATE); CP_WAIT_MEM_WRITES; CP_WAIT_FOR_IDLE
-//   exec            CP_SET_MARKER(RM6_COMPUTE); SP_CS_NDRANGE_0..6; SP_CS_KERNEL_GROUP_X..Z;
+//   memory_barrier  CACHE_FLUSH_TS; CP_EVENT_WRITE(CACHE_INVALIDATE) (A7xx: CACHE_INVALIDATE7);
+//                   CP_WAIT_MEM_WRITES; CP_WAIT_FOR_IDLE
+//   exec            CP_SET_MARKER(RM6_COMPUTE); SP_CS_NDRANGE_0..6; SP_CS_KERNEL_GROUP_X..Z (at the
+//                   A6xx or A7xx offsets);
 //                   SP_CS_BASE (the program); CP_LOAD_STATE6_FRAG(SS6_DIRECT constants = the
 //                   kernel arguments, inline); CP_EXEC_CS(groups)
 //   copy            an exec of the device's copy program: {dst u64, src u64, size u64}, 1 group
 #pragma once
 
+#include "drivers/qcom/a6xx_registers.hpp"
 #include "drivers/qcom/kgsl_device.hpp"
+#include "drivers/qcom/pm4.hpp"
 #include "hcq/engine.hpp"
 #include "hcq/memory.hpp"
 
@@ -41,6 +46,7 @@ public:
         GpuVirtualAddress scratch;  // a dword CACHE_FLUSH_TS may write (the flush target)
         GpuVirtualAddress one;      // a dword that holds 1 (CP_COND_EXEC's BOOL_ADDR)
         const QcomProgram* copy_program = nullptr;  // for encode_copy; null: copies unsupported
+        Generation generation;                       // A6xx or A7xx packets and registers
     };
 
     QcomEngine(hcq::Device& device, KgslDevice& kgsl, hcq::QueueKind kind, std::string name, uint32_t context_id);
@@ -77,6 +83,9 @@ public:
     std::string describe() const override;
 
 private:
+    bool a7xx() const { return shared_.generation.family == Generation::a7xx; }
+    // CACHE_FLUSH_TS with its write: A6xx CP_EVENT_WRITE dword 0, or A7xx CP_EVENT_WRITE7's.
+    uint32_t flush_event() const { return a7xx() ? pm4::event_write7_0(pm4::CACHE_FLUSH_TS, true) : uint32_t(pm4::CACHE_FLUSH_TS); }
     uint64_t extend(uint32_t timestamp, uint64_t near) const noexcept;
     uint64_t submit_ib(uint64_t gpuaddr, uint64_t bytes);
     // The device error for a wait on `ticket` that failed with `err` (0: ran out of time).

@@ -84,7 +84,7 @@ TEST_CASE("sim-qcom: a GPU fault in the context fails waiters at once with the k
 
 TEST_CASE("sim-qcom: options are checked, unknown ones refused") {
     CHECK_THROWS_WITH(test::open_device("sim-qcom:a630?bogus=1"), Catch::Contains("bogus"));
-    CHECK_THROWS_WITH(test::open_device("sim-qcom:a640"), Catch::Contains("sim-qcom:a630"));
+    CHECK_THROWS_WITH(test::open_device("sim-qcom:a640"), Catch::Contains("sim-qcom:a630") && Catch::Contains("sim-qcom:a730"));
     CHECK_THROWS_WITH(test::open_device("sim-qcom:a630?ring=1000"), Catch::Contains("ring=1000"));
     auto dev = test::open_device("sim-qcom:a630?ring=8192");
     CHECK(dev->arch() == "x86_64");
@@ -102,7 +102,7 @@ TEST_CASE("qcom: the real scheme enumerates /dev/kgsl-3d0 only where it exists, 
             CHECK(b.real_hardware);
             CHECK(b.enumerate().size() == (present ? 1u : 0u));
         }
-        if (b.scheme == "sim-qcom") CHECK(b.enumerate() == std::vector<std::string>{"sim-qcom:a630"});
+        if (b.scheme == "sim-qcom") CHECK(b.enumerate() == std::vector<std::string>{"sim-qcom:a630", "sim-qcom:a730"});
     }
     if (!present) CHECK_THROWS_WITH(hcq::open_device("qcom:0"), Catch::Contains("/dev/kgsl-3d0") && Catch::Contains("ENOENT"));
     CHECK_THROWS_WITH(hcq::open_device("qcom:0?bogus=1"), Catch::Contains("bogus") || Catch::Contains("/dev/kgsl-3d0"));

@@ -37,6 +37,8 @@ public:
 
 // A KGSL device on the model with one context and one 64 KiB GPU object (SVM) for IBs and data.
 struct Rig {
+    Rig() = default;
+    explicit Rig(std::shared_ptr<sim::kgsl::SimKgsl> model) : sim(std::move(model)) {}
     std::shared_ptr<sim::kgsl::SimKgsl> sim = std::make_shared<sim::kgsl::SimKgsl>(sim::kgsl::SimKgsl::Options{});
     KgslDevice kgsl{std::make_shared<Adapter>(sim), "/dev/kgsl-3d0", "sim-kgsl-test"};
     uint32_t ctx = kgsl.drawctxt_create(0);
@@ -165,10 +167,35 @@ TEST_CASE("qcom with the Adreno ISA: programs need the vendor OpenCL format (Uns
     CHECK(t.timestamp() != 0);
 }
 
-TEST_CASE("sim kgsl: a chip other than Adreno 6xx is refused at open") {
-    auto sim = std::make_shared<sim::kgsl::SimKgsl>(sim::kgsl::SimKgsl::Options{0x07030001});
+TEST_CASE("sim kgsl: a chip other than Adreno 6xx / 7xx is refused at open") {
+    auto sim = std::make_shared<sim::kgsl::SimKgsl>(sim::kgsl::SimKgsl::Options{0x05040000});
     QcomOptions o;
-    o.name = "a730-model";
+    o.name = "a540-model";
     o.isa = KernelIsa::host;
-    CHECK_THROWS_WITH(QcomDevice::create(std::make_shared<Adapter>(sim), o), Catch::Contains("a730") && Catch::Contains("Adreno 6xx"));
+    CHECK_THROWS_WITH(QcomDevice::create(std::make_shared<Adapter>(sim), o), Catch::Contains("a540") && Catch::Contains("6xx and 7xx"));
+}
+
+TEST_CASE("sim kgsl a730: A6xx-style packets fault on the A7xx model; the A7xx forms run") {
+    Rig r{std::make_shared<sim::kgsl::SimKgsl>(sim::kgsl::SimKgsl::Options{0x07030001})};
+    uint64_t dst = r.va(1024);
+    SECTION("A6XX CP_EVENT_WRITE(CACHE_FLUSH_TS) with a write: WRITE_ENABLED is clear on A7XX") {
+        uint32_t ts = r.submit({pm4::type7(pm4::CP_EVENT_WRITE, 4), pm4::CACHE_FLUSH_TS, uint32_t(dst), uint32_t(dst >> 32), 7});
+        CHECK(r.wait(ts) == EDEADLK);
+        CHECK_THAT(r.sim->kernel_log(r.ctx), Catch::Contains("WRITE_ENABLED"));
+        CHECK(r.words[1024] == 0);
+    }
+    SECTION("CP_EVENT_WRITE7(CACHE_FLUSH_TS, WRITE_ENABLED, EV_WRITE_USER_32B) writes its payload") {
+        uint32_t ts = r.submit({pm4::type7(pm4::CP_EVENT_WRITE, 4), pm4::event_write7_0(pm4::CACHE_FLUSH_TS, true), uint32_t(dst),
+                                uint32_t(dst >> 32), 7});
+        CHECK(r.wait(ts) == 0);
+        CHECK(r.words[1024] == 7);
+    }
+    SECTION("and the A7xx form is refused by the A630 model") {
+        Rig a6;
+        uint64_t d6 = a6.va(1024);
+        uint32_t ts = a6.submit({pm4::type7(pm4::CP_EVENT_WRITE, 4), pm4::event_write7_0(pm4::CACHE_FLUSH_TS, true), uint32_t(d6),
+                                 uint32_t(d6 >> 32), 7});
+        CHECK(a6.wait(ts) == EDEADLK);
+        CHECK_THAT(a6.sim->kernel_log(a6.ctx), Catch::Contains("A6XX does not define"));
+    }
 }

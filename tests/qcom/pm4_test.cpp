@@ -95,3 +95,10 @@ TEST_CASE("pm4: the simulated CP decodes good headers and rejects a flipped pari
     CHECK(spm4::decode(0xc0001000u).type == spm4::Header::invalid);
     CHECK(spm4::decode(0x00000000u).type == spm4::Header::invalid);
 }
+
+TEST_CASE("pm4: CP_EVENT_WRITE7 dword 0 (A7XX) from adreno_pm4.xml's bit positions") {
+    // EVENT bits 0-7; WRITE_SRC bits 20-22 = EV_WRITE_USER_32B (0); WRITE_DST bit 24 = EV_DST_RAM (0);
+    // WRITE_ENABLED bit 27.
+    CHECK(qpm4::event_write7_0(qpm4::CACHE_FLUSH_TS, true) == 0x08000004u);
+    CHECK(qpm4::event_write7_0(qpm4::CACHE_INVALIDATE7, false) == 0x00000033u);
+}

@@ -177,9 +177,30 @@ bool SimKgsl::Context::execute_ib(uint64_t va, uint64_t bytes) {
                 break;
             case CP_EVENT_WRITE: {
                 if (!expect(h.count == 1 || h.count == 4)) return false;
-                uint32_t event = arg(0) & 0xff;
-                if (event != CACHE_FLUSH_TS && event != CACHE_INVALIDATE) return bad(fmt::format("CP_EVENT_WRITE of event 0x{:x} is not modelled", event));
-                if (h.count == 4) {
+                uint32_t d0 = arg(0), event = d0 & 0xff;
+                bool write = h.count == 4;
+                if (!device.a7xx()) {
+                    // A6XX: EVENT bits 0-7, TIMESTAMP bit 30, IRQ bit 31; nothing else defined.
+                    if (d0 & ~0xc00000ffu) return bad(fmt::format("CP_EVENT_WRITE dword 0 0x{:08x} sets bits A6XX does not define", d0));
+                    if (event != CACHE_FLUSH_TS && event != CACHE_INVALIDATE) {
+                        return bad(fmt::format("CP_EVENT_WRITE of event 0x{:x} is not modelled (A6XX: CACHE_FLUSH_TS, CACHE_INVALIDATE)", event));
+                    }
+                } else {
+                    // A7XX CP_EVENT_WRITE7: WRITE_SRC 20-22, WRITE_DST 24, WRITE_ENABLED 27.
+                    bool enabled = (d0 >> 27) & 1;
+                    uint32_t src = (d0 >> 20) & 7, dst = (d0 >> 24) & 1;
+                    if (event != CACHE_FLUSH_TS && event != CACHE_INVALIDATE7 && event != CACHE_INVALIDATE) {
+                        return bad(fmt::format("CP_EVENT_WRITE7 of event 0x{:x} is not modelled (CACHE_FLUSH_TS, CACHE_CLEAN, CACHE_INVALIDATE7)", event));
+                    }
+                    if (enabled != write) {
+                        return bad(fmt::format("CP_EVENT_WRITE7 dword 0 0x{:08x}: WRITE_ENABLED is {} but the packet has {} payload dwords", d0,
+                                               int(enabled), h.count));
+                    }
+                    if (enabled && (src != 0 || dst != 0)) {
+                        return bad(fmt::format("CP_EVENT_WRITE7 WRITE_SRC={} WRITE_DST={} is not modelled (EV_WRITE_USER_32B to RAM only)", src, dst));
+                    }
+                }
+                if (write) {
                     if (!readable(addr(1), 4, "CP_EVENT_WRITE address")) return false;
                     store32(addr(1), arg(3));
                 }
@@ -255,13 +276,14 @@ bool SimKgsl::Context::execute_ib(uint64_t va, uint64_t bytes) {
             case CP_EXEC_CS: {
                 if (!expect(h.count == 4)) return false;
                 uint32_t grid[3] = {arg(1), arg(2), arg(3)};
-                uint32_t nd = regs[SP_CS_NDRANGE_0];
+                const ComputeRegisters cs = device.a7xx() ? kA7xxCompute : kA6xxCompute;
+                uint32_t nd = regs[cs.ndrange0];
                 uint32_t block[3] = {((nd >> 2) & 0x3ff) + 1, ((nd >> 12) & 0x3ff) + 1, ((nd >> 22) & 0x3ff) + 1};
-                if ((nd & 3) != 3) return bad(fmt::format("SP_CS_NDRANGE_0 KERNELDIM={} (3 expected)", nd & 3));
+                if ((nd & 3) != 3) return bad(fmt::format("SP_CS_NDRANGE_0 (0x{:x}) KERNELDIM={} (3 expected)", cs.ndrange0, nd & 3));
                 for (int k = 0; k < 3; ++k) {
-                    if (regs[SP_CS_KERNEL_GROUP_X + k] != grid[k]) {
-                        return bad(fmt::format("CP_EXEC_CS NGROUPS {} = {} disagrees with SP_CS_KERNEL_GROUP_{} = {}", "XYZ"[k], grid[k], "XYZ"[k],
-                                               regs[SP_CS_KERNEL_GROUP_X + k]));
+                    if (regs[cs.kernel_group_x + k] != grid[k]) {
+                        return bad(fmt::format("CP_EXEC_CS NGROUPS {} = {} disagrees with SP_CS_KERNEL_GROUP_{} (0x{:x}) = {}", "XYZ"[k], grid[k], "XYZ"[k],
+                                               cs.kernel_group_x + k, regs[cs.kernel_group_x + k]));
                     }
                 }
                 uint64_t program = uint64_t(regs[SP_CS_BASE]) | uint64_t(regs[SP_CS_BASE + 1]) << 32;

@@ -2,8 +2,8 @@
 // the opcodes it executes, the registers it reads, and the protected register ranges.
 // Sources: mesa src/freedreno/common/freedreno_pm4.h (header layout, odd parity) and
 // src/freedreno/registers/adreno/adreno_pm4.xml (bminor/mesa-mesa 32be52a4) for opcodes and packet
-// fields; CP_ALWAYS_ON_COUNTER from a6xx.xml; SP_CS_* offsets as research/nv_qcom_usb.md B.4 quotes
-// mesa 25.2.7 a6xx.xml; the protected ranges after Linux drivers/gpu/drm/msm/adreno/a6xx_gpu.c's
+// fields, including CP_EVENT_WRITE7 (A7XX); register offsets from a6xx.xml (bminor/mesa-mesa 011ba184,
+// mesa a6xx.xml (both generations); the protected ranges after Linux drivers/gpu/drm/msm/adreno/a6xx_gpu.c's
 // CP_PROTECT list for A630 (the RBBM block, the CP's own registers including CP_PROTECT_REG[]).
 #pragma once
 
@@ -35,10 +35,16 @@ enum Opcode : uint32_t {
 };
 inline constexpr uint32_t CACHE_FLUSH_TS = 0x04, CACHE_INVALIDATE = 0x31;
 
+inline constexpr uint32_t CACHE_INVALIDATE7 = 0x33;  // A7XX (0x31 is CACHE_CLEAN there)
+
+// Registers (a6xx.xml at bminor/mesa-mesa 011ba184, which describes A6XX and A7XX).
 inline constexpr uint32_t CP_ALWAYS_ON_COUNTER = 0x0980;
 inline constexpr uint32_t SP_CS_BASE = 0xa9b4;
-inline constexpr uint32_t SP_CS_NDRANGE_0 = 0xb990;
-inline constexpr uint32_t SP_CS_KERNEL_GROUP_X = 0xb999;
+struct ComputeRegisters {
+    uint32_t ndrange0, kernel_group_x;
+};
+inline constexpr ComputeRegisters kA6xxCompute{0xb990, 0xb999};  // SP_CS_NDRANGE_0, SP_CS_KERNEL_GROUP_X (A6XX)
+inline constexpr ComputeRegisters kA7xxCompute{0xa9d4, 0xa9dc};  // the same, variants="A7XX-"
 
 struct Header {
     enum Type { type4, type7, invalid } type = invalid;

@@ -36,7 +36,7 @@ class HostKernels;
 class SimKgsl {
 public:
     struct Options {
-        uint32_t chip_id = 0x06030000;  // Adreno 630: core 6, major 3, minor 0
+        uint32_t chip_id = 0x06030000;  // Adreno 630: core 6, major 3, minor 0 (A730: 0x07030001)
     };
     explicit SimKgsl(Options options);
     ~SimKgsl();
@@ -61,6 +61,9 @@ public:
     // GPU faults seen so far (all contexts).
     uint64_t faults() const { return faults_.load(std::memory_order_acquire); }
 
+    uint32_t chip_id() const { return options_.chip_id; }
+    // A7xx (chip_id core 7): CP_EVENT_WRITE7 and the moved SP_CS_* registers.
+    bool a7xx() const { return (options_.chip_id >> 24) >= 7; }
     // For the command processors: is [va, va + bytes) inside one mapped GPU object?
     bool mapped(uint64_t va, uint64_t bytes);
     // Reads a dword of GPU memory, false when it is not mapped (checked and read under the memory
