@@ -5,6 +5,7 @@
 #include "drivers/hostcode/elf_loader.hpp"
 #include "drivers/hostcode/host_program.h"
 #include "drivers/qcom/a6xx_registers.hpp"
+#include "drivers/qcom/cache.hpp"
 #include "drivers/qcom/qcom_program.hpp"
 #include "hcq/clock.hpp"
 
@@ -172,6 +173,8 @@ QcomDevice::~QcomDevice() {
     copy_->release();
     copy_program_.reset();
     constants_ = {};
+    for (const auto& [address, gpuaddr] : imports_) kgsl_->sharedmem_free(gpuaddr);
+    imports_.clear();
     detach();
     kgsl_.reset();
     ::munmap(window_, window_bytes_);
@@ -222,6 +225,36 @@ void QcomDevice::unmap_memory(GpuVirtualAddress va, uint64_t size, std::byte* cp
     kgsl_->gpuobj_free(id, cpu, size);
     // Keep the window reserved: nothing else may land inside it.
     ::mmap(cpu, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+}
+
+// ---- user memory ----
+
+GpuVirtualAddress QcomDevice::import_user_memory(void* host, uint64_t bytes) {
+    check_usable();
+    if (host == nullptr || bytes == 0) throw Error(name(), "import_user_memory: an empty range");
+    constexpr uint64_t kPage = 4096;
+    const uint64_t address = reinterpret_cast<uint64_t>(host);
+    const uint64_t first = address & ~(kPage - 1);
+    const uint64_t end = (address + bytes + kPage - 1) & ~(kPage - 1);
+    // The GPU reads memory, not the CPU's caches: make what the CPU wrote reach it first.
+    clean_dcache(host, bytes);
+    uint64_t gpuaddr = kgsl_->map_user_mem(first, end - first);
+    GpuVirtualAddress result(gpuaddr + (address - first));
+    std::lock_guard lock(objects_mutex_);
+    imports_[result.value()] = gpuaddr;
+    return result;
+}
+
+void QcomDevice::release_user_memory(GpuVirtualAddress address) {
+    uint64_t gpuaddr;
+    {
+        std::lock_guard lock(objects_mutex_);
+        auto it = imports_.find(address.value());
+        if (it == imports_.end()) throw Error(name(), fmt::format("release_user_memory: {} is not an import", address.hex()));
+        gpuaddr = it->second;
+        imports_.erase(it);
+    }
+    kgsl_->sharedmem_free(gpuaddr);
 }
 
 // ---- programs ----

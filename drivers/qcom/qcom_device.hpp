@@ -58,6 +58,16 @@ public:
     KgslDevice& kgsl() { return *kgsl_; }
     uint32_t compute_context() const { return compute_->context_id(); }
 
+    // Host memory for the GPU (tinygrad's from_blob): cleans the CPU data cache for the range, then
+    // IOCTL_KGSL_MAP_USER_MEM of the pages that hold it. Returns the GPU address of `host` (kernels
+    // may be given it with KernelArgs::address). The memory must stay allocated until
+    // release_user_memory, after every submission using it completed. Throws baregpu::Error when
+    // KGSL refuses (EFAULT: not user memory KGSL can pin).
+    GpuVirtualAddress import_user_memory(void* host, uint64_t bytes);
+    // IOCTL_KGSL_SHAREDMEM_FREE of an import. Throws baregpu::Error for an address import_user_memory
+    // did not return.
+    void release_user_memory(GpuVirtualAddress address);
+
     void sleep_for_signal(const hcq::SignalSlot& slot, uint64_t target, uint64_t deadline_ns) override;
     void host_signal_written() noexcept override {}
 
@@ -74,6 +84,7 @@ private:
     uint64_t window_bytes_ = 0;
     std::mutex objects_mutex_;
     std::map<uint64_t, uint32_t> objects_;  // va -> GPU object id
+    std::map<uint64_t, uint64_t> imports_;  // GPU address returned -> the KGSL gpuaddr of its pages (under objects_mutex_)
     uint32_t compute_ctx_ = 0, copy_ctx_ = 0;
     hcq::Buffer constants_;  // scratch dword at 0, the constant 1 at 64
     std::shared_ptr<hcq::Program> copy_program_;

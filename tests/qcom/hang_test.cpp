@@ -3,6 +3,7 @@
 // KGSL context, the awaited and the last retired timestamp; later calls report the error state.
 // A wait the kernel fails with an errno is a device error naming it.
 #include "base/error.hpp"
+#include "drivers/qcom/qcom_device.hpp"
 #include "drivers/registry.hpp"
 #include "hcq/clock.hpp"
 #include "hcq/device.hpp"
@@ -15,6 +16,7 @@
 
 using namespace baregpu;
 using namespace std::chrono_literals;
+using baregpu::hcq::Signal;
 
 TEST_CASE("sim-qcom: a hung context surfaces as TimeoutError within the caller's timeout, then DeviceLostError") {
     auto dev = test::open_device("sim-qcom:a630");
@@ -106,4 +108,30 @@ TEST_CASE("qcom: the real scheme enumerates /dev/kgsl-3d0 only where it exists, 
     }
     if (!present) CHECK_THROWS_WITH(hcq::open_device("qcom:0"), Catch::Contains("/dev/kgsl-3d0") && Catch::Contains("ENOENT"));
     CHECK_THROWS_WITH(hcq::open_device("qcom:0?bogus=1"), Catch::Contains("bogus") || Catch::Contains("/dev/kgsl-3d0"));
+}
+
+TEST_CASE("sim-qcom: host memory imported with MAP_USER_MEM is written by a kernel and read by the host without a copy") {
+    auto dev = test::open_device("sim-qcom:a630");
+    auto* qcom = dynamic_cast<qcom::QcomDevice*>(dev.get());
+    REQUIRE(qcom != nullptr);
+    auto fill = test::load_kernel(*dev, "fill", "fill");
+    // Not page aligned on purpose: the import maps the pages around it and returns its address.
+    std::vector<uint32_t> host(1000 + 3, 0);
+    uint32_t* words = host.data() + 3;
+    GpuVirtualAddress gpu = qcom->import_user_memory(words, 1000 * 4);
+    CHECK(gpu.value() == reinterpret_cast<uint64_t>(words));  // SVM on the model: the same address
+    hcq::KernelArgs args(*fill);
+    args.address(0, gpu).value(0, 1000).value(1, 0xfeed);
+    uint64_t v = dev->next_timeline();
+    dev->compute_queue().wait(dev->timeline(), v - 1).exec(*fill, args, {16}, {64}).signal(dev->timeline(), v).submit();
+    dev->synchronize();
+    for (uint32_t i = 0; i < 1000; ++i) REQUIRE(words[i] == 0xfeed);
+    CHECK(host[0] == 0);  // outside the range the kernel was given
+    qcom->release_user_memory(gpu);
+    CHECK_THROWS_WITH(qcom->release_user_memory(gpu), Catch::Contains("not an import"));
+    // After the release the model no longer maps the pages: a kernel writing there faults.
+    Signal done = dev->new_signal(0, "done");
+    dev->compute_queue().exec(*fill, args, {1}, {64}).signal(done, 1).submit();
+    CHECK_THROWS_AS(done.wait(1, 5s), DeviceLostError);
+    CHECK_THAT(dev->failure(), Catch::Contains("not mapped"));
 }
