@@ -167,8 +167,8 @@ QcomDevice::~QcomDevice() {
     }
     // Destroying the contexts ends their work in the kernel (a hung context included) before any
     // memory it may still read goes.
-    kgsl_->drawctxt_destroy(copy_ctx_);
-    kgsl_->drawctxt_destroy(compute_ctx_);
+    kgsl_->drawctxt_destroy(copy_->context_id());
+    kgsl_->drawctxt_destroy(compute_->context_id());
     compute_->release();
     copy_->release();
     copy_program_.reset();
@@ -195,6 +195,20 @@ void QcomDevice::sleep_for_signal(const hcq::SignalSlot& slot, uint64_t target, 
         }
     }
     std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<uint64_t>(deadline_ns - now, 100'000)));
+}
+
+void QcomDevice::recover() {
+    std::lock_guard lock(submission_mutex());
+    // KGSL_CONTEXT_NO_FAULT_TOLERANCE: a faulted context stays invalid; the way back is a new one.
+    for (QcomEngine* e : {compute_.get(), copy_.get()}) {
+        uint32_t fresh = kgsl_->drawctxt_create(context_flags(options_.priority));
+        uint32_t old = e->context_id();
+        kgsl_->drawctxt_destroy(old);  // ends what the old context still had queued
+        e->restart(fresh);
+    }
+    compute_ctx_ = compute_->context_id();
+    copy_ctx_ = copy_->context_id();
+    clear_failure();
 }
 
 // ---- memory ----

@@ -70,6 +70,9 @@ public:
 
     void sleep_for_signal(const hcq::SignalSlot& slot, uint64_t target, uint64_t deadline_ns) override;
     void host_signal_written() noexcept override {}
+    // Leave the error state: both KGSL contexts (invalidated by a fault, or hung) are replaced by
+    // fresh ones; work in flight is lost. Throws baregpu::Error when KGSL refuses a new context.
+    void recover() override;
 
 private:
     std::shared_ptr<hcq::Program> load_program_impl(std::span<const std::byte> code_object, std::string_view kernel) override;

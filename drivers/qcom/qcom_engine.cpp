@@ -65,6 +65,15 @@ uint32_t ms_ceil(uint64_t ns) { return uint32_t(std::min<uint64_t>((ns + 999'999
 QcomEngine::QcomEngine(hcq::Device& device, KgslDevice& kgsl, hcq::QueueKind kind, std::string name, uint32_t context_id)
     : Engine(kind, std::move(name)), device_(device), kgsl_(kgsl), context_(context_id) {}
 
+void QcomEngine::restart(uint32_t context_id) {
+    std::lock_guard lock(submit_mutex_);
+    in_flight_head_ = in_flight_tail_;
+    uint64_t submitted = submitted_.load(std::memory_order_acquire);
+    base_.store(submitted, std::memory_order_release);
+    completed_.store(submitted, std::memory_order_release);
+    context_.store(context_id, std::memory_order_release);
+}
+
 void QcomEngine::start(hcq::Buffer ring, const Shared& shared) {
     std::lock_guard lock(submit_mutex_);
     ring_ = std::move(ring);
@@ -206,15 +215,16 @@ uint64_t QcomEngine::submit_ib(uint64_t gpuaddr, uint64_t bytes) {
     device_.check_usable();
     uint32_t ts;
     try {
-        ts = kgsl_.gpu_command(context_, gpuaddr, bytes);
+        ts = kgsl_.gpu_command(context_id(), gpuaddr, bytes);
     } catch (const Error& e) {
         std::string what = e.what();
         if (what.starts_with(device_.name() + ": ")) what.erase(0, device_.name().size() + 2);
-        std::string message = fmt::format("{} queue: {}; last retired timestamp {}", name(), what, uint32_t(completed_ticket()));
+        std::string message = fmt::format("{} queue: {}; last retired timestamp {}", name(), what, kgsl_timestamp(completed_ticket()));
         device_.fail(message);
         throw DeviceLostError(device_.name(), message);
     }
-    uint64_t ticket = extend(ts, submitted_.load(std::memory_order_relaxed) + 1);
+    uint64_t base = base_.load(std::memory_order_relaxed);
+    uint64_t ticket = base + extend(ts, submitted_.load(std::memory_order_relaxed) - base + 1);
     submitted_.store(ticket, std::memory_order_release);
     return ticket;
 }
@@ -260,21 +270,22 @@ uint64_t QcomEngine::submit_bound(GpuVirtualAddress commands, uint64_t size) {
 
 uint64_t QcomEngine::completed_ticket() const noexcept {
     uint32_t ts = 0;
-    uint64_t submitted = submitted_.load(std::memory_order_acquire);
-    if (kgsl_.read_retired(context_, ts) != 0) return completed_.load(std::memory_order_relaxed);
-    uint64_t done = std::min(extend(ts, submitted), submitted);
+    uint64_t base = base_.load(std::memory_order_acquire);
+    uint64_t submitted = submitted_.load(std::memory_order_acquire) - base;
+    if (kgsl_.read_retired(context_id(), ts) != 0) return completed_.load(std::memory_order_relaxed);
+    uint64_t done = base + std::min(extend(ts, submitted), submitted);
     completed_.store(done, std::memory_order_relaxed);
     return done;
 }
 
 std::string QcomEngine::wait_failure(uint64_t ticket, int err, double waited_ms) const {
     uint64_t retired = completed_ticket();
-    std::string log = kgsl_.syscalls().kernel_log(context_);
-    std::string what = err == 0 ? fmt::format("did not retire timestamp {} within {:.0f} ms", uint32_t(ticket), waited_ms)
-                                : fmt::format("IOCTL_KGSL_DEVICE_WAITTIMESTAMP_CTXTID for timestamp {} failed with {}{}", uint32_t(ticket),
+    std::string log = kgsl_.syscalls().kernel_log(context_id());
+    std::string what = err == 0 ? fmt::format("did not retire timestamp {} within {:.0f} ms", kgsl_timestamp(ticket), waited_ms)
+                                : fmt::format("IOCTL_KGSL_DEVICE_WAITTIMESTAMP_CTXTID for timestamp {} failed with {}{}", kgsl_timestamp(ticket),
                                               errno_name(err), err == EDEADLK ? " (the context was invalidated by a GPU fault)" : "");
-    return fmt::format("{} queue: KGSL context {} {}; last retired timestamp {}, last submitted {}{}", name(), context_, what,
-                       uint32_t(retired), uint32_t(submitted()), log.empty() ? "" : "; kernel log: " + log);
+    return fmt::format("{} queue: KGSL context {} {}; last retired timestamp {}, last submitted {}{}", name(), context_id(), what,
+                       kgsl_timestamp(retired), kgsl_timestamp(submitted()), log.empty() ? "" : "; kernel log: " + log);
 }
 
 void QcomEngine::wait_ticket(uint64_t ticket, hcq::Duration timeout) {
@@ -291,7 +302,7 @@ void QcomEngine::wait_ticket(uint64_t ticket, hcq::Duration timeout) {
         }
         // A finite slice, never longer than what is left of the caller's timeout.
         uint32_t ms = std::clamp<uint32_t>(ms_ceil(deadline - now), 1, 100);
-        int err = kgsl_.wait_timestamp(context_, uint32_t(ticket), ms);
+        int err = kgsl_.wait_timestamp(context_id(), kgsl_timestamp(ticket), ms);
         if (err == 0 || err == ETIMEDOUT || err == EINTR || err == EAGAIN) continue;
         std::string message = wait_failure(ticket, err, double(hcq::host_now_ns() - start) / 1e6);
         device_.fail(message);
@@ -303,7 +314,7 @@ void QcomEngine::sleep_once(uint32_t timeout_ms) noexcept {
     uint64_t pending = submitted();
     uint64_t done = completed_ticket();
     if (done >= pending) return;
-    int err = kgsl_.wait_timestamp(context_, uint32_t(done + 1), timeout_ms);
+    int err = kgsl_.wait_timestamp(context_id(), kgsl_timestamp(done + 1), timeout_ms);
     if (err == 0 || err == ETIMEDOUT || err == EINTR || err == EAGAIN) return;
     try {
         device_.fail(wait_failure(done + 1, err, 0));
@@ -356,8 +367,8 @@ std::string QcomEngine::describe() const {
     } else {
         ring = "rptr= wptr= (the ring is being written); ";
     }
-    return fmt::format("{} (KGSL context {}): {}submitted timestamp {}, last retired timestamp {}{}", name(), context_, ring, uint32_t(s),
-                       uint32_t(c), s > c ? fmt::format(", awaiting timestamp {}", uint32_t(c + 1)) : "");
+    return fmt::format("{} (KGSL context {}): {}submitted timestamp {}, last retired timestamp {}{}", name(), context_id(), ring,
+                       kgsl_timestamp(s), kgsl_timestamp(c), s > c ? fmt::format(", awaiting timestamp {}", kgsl_timestamp(c + 1)) : "");
 }
 
 }  // namespace baregpu::qcom

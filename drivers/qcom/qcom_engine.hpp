@@ -55,7 +55,10 @@ public:
     // bytes. Before the first submission.
     void start(hcq::Buffer ring, const Shared& shared);
 
-    uint32_t context_id() const { return context_; }
+    uint32_t context_id() const { return context_.load(std::memory_order_acquire); }
+    // Device::recover: continue on a fresh KGSL context (the old one, invalidated by a fault, was
+    // destroyed). Tickets stay monotonic: everything submitted before counts as completed.
+    void restart(uint32_t context_id);
     // Drop the ring (device teardown, after draining).
     void release() noexcept;
     // The last submitted ticket.
@@ -87,6 +90,8 @@ private:
     // CACHE_FLUSH_TS with its write: A6xx CP_EVENT_WRITE dword 0, or A7xx CP_EVENT_WRITE7's.
     uint32_t flush_event() const { return a7xx() ? pm4::event_write7_0(pm4::CACHE_FLUSH_TS, true) : uint32_t(pm4::CACHE_FLUSH_TS); }
     uint64_t extend(uint32_t timestamp, uint64_t near) const noexcept;
+    // The KGSL timestamp (of the current context) of a ticket.
+    uint32_t kgsl_timestamp(uint64_t ticket) const noexcept { return uint32_t(ticket - base_.load(std::memory_order_acquire)); }
     uint64_t submit_ib(uint64_t gpuaddr, uint64_t bytes);
     // The device error for a wait on `ticket` that failed with `err` (0: ran out of time).
     std::string wait_failure(uint64_t ticket, int err, double waited_ms) const;
@@ -95,7 +100,8 @@ private:
 
     hcq::Device& device_;
     KgslDevice& kgsl_;
-    uint32_t context_;
+    std::atomic<uint32_t> context_;
+    std::atomic<uint64_t> base_{0};  // tickets of earlier contexts: this context's timestamp t is ticket base_ + t
     hcq::Buffer ring_;
     Shared shared_;
 

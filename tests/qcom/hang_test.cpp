@@ -46,7 +46,17 @@ TEST_CASE("sim-qcom: a hung context surfaces as TimeoutError within the caller's
     CHECK_THROWS_AS(dev->synchronize(), DeviceLostError);
     CHECK_THROWS_AS(dev->compute_queue(), DeviceLostError);
     CHECK_THROWS_AS(dev->allocate(64), DeviceLostError);
+    // recover(): fresh KGSL contexts; the device takes work again and the old tickets count as done.
     registry::inject_kgsl_hang(*dev, false);
+    uint32_t old_context = dynamic_cast<qcom::QcomDevice&>(*dev).compute_context();
+    dev->recover();
+    CHECK_FALSE(dev->failed());
+    CHECK(dynamic_cast<qcom::QcomDevice&>(*dev).compute_context() != old_context);
+    hcq::Signal after = dev->new_signal(0, "after");
+    uint64_t w = dev->next_timeline();
+    dev->compute_queue().wait(dev->timeline(), w - 1).signal(after, 1).signal(dev->timeline(), w).submit();
+    after.wait(1, 5s);
+    dev->synchronize(5s);
 }
 
 TEST_CASE("sim-qcom: a wait the kernel fails with an errno is a device error naming the errno and the context") {
