@@ -7,7 +7,6 @@
 #pragma once
 
 #include <cstdint>
-#include <span>
 
 namespace baregpu::qcom::pm4 {
 

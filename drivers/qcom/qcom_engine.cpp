@@ -29,7 +29,7 @@ constexpr size_t kExecCsDwords = 5;  // the trailing CP_EXEC_CS
 // Collects one command's dwords, then appends them padded to 8 bytes with a CP_NOP.
 class Emit {
 public:
-    explicit Emit(hcq::CommandBuffer& out, size_t dwords) : out_(out) {
+    explicit Emit(hcq::CommandBuffer& out, size_t dwords) {
         size_t padded = (dwords + 1) & ~size_t{1};
         words_ = reinterpret_cast<uint32_t*>(out.append(padded * 4));
         if (padded != dwords) words_[padded - 1] = type7(CP_NOP, 0);
@@ -47,7 +47,6 @@ public:
     uint32_t* at(size_t i) { return words_ + i; }
 
 private:
-    hcq::CommandBuffer& out_;
     uint32_t* words_ = nullptr;
     size_t n_ = 0;
 };
