@@ -23,7 +23,7 @@ ALLOWED = {
     "drivers/cpu": {"base", "hcq", "drivers/hostcode"},
     "drivers/am": {"base", "hcq", "drivers/pci", "drivers/hostcode", "firmware-loader"},
     "drivers/nv": {"base", "hcq", "drivers/pci", "firmware-loader"},
-    "drivers/qcom": {"base", "hcq"},
+    "drivers/qcom": {"base", "hcq", "drivers/hostcode"},
     # The one place that composes models with drivers.
     "drivers/registry.cpp": {"base", "hcq", "drivers", "firmware-loader"},
     "drivers/registry.hpp": {"base", "hcq"},
