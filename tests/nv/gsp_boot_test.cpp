@@ -73,6 +73,7 @@ struct Rig {
 
     explicit Rig(nvsim::Ad102Options o = {}) {
         o.server = server;
+        o.firmware_dir = firmware_dir();
         auto m = nvsim::make_ad102(std::move(o));
         model = m.get();
         address = bus.attach(std::move(m));

@@ -5,6 +5,9 @@
 #include "booter.hpp"
 #include "registers.hpp"
 
+#include "firmware-loader/nvidia/hs_header.hpp"
+#include "firmware-loader/search_path.hpp"
+
 #include <fmt/format.h>
 
 #include <cstring>
@@ -214,6 +217,11 @@ void Ad102Model::run_booter() {
     };
     if (sec2_.imem().empty() || sec2_.dmem().empty()) return fail("SEC2 started without the booter loaded (IMEM/DMEM empty)", kSrcBoot);
     if (frts_offset_ == 0) return fail("booter started before FWSEC-FRTS set up FRTS and WPR2", kSrcBoot);
+    if (!booter_matches_known_image()) {
+        sec2_.set_mailbox0(0xbadf0003);
+        sec2_.halt();
+        return;
+    }
     if (!gsp_.riscv_selected() || (gsp_.mailbox0() == 0 && gsp_.mailbox1() == 0))
         return fail("booter ran before the GSP falcon was switched to RISC-V with the LibOS arguments in its mailboxes",
                     kSrcBoot);
@@ -230,6 +238,63 @@ void Ad102Model::run_booter() {
     sec2_.halt();
     gsp_.set_riscv_active(true);
     rm_->start(uint64_t{gsp_.mailbox1()} << 32 | gsp_.mailbox0());
+}
+
+// The BROM only runs what its signature covers: SEC2's IMEM must be the booter's code, its DMEM the
+// booter's data with one of the production signatures at patch_loc, and the BROM parameters the
+// header's (nvfw_hs_header_v2 / _load_header_v2, meta data {fuse_ver, engine_id, ucode_id}).
+bool Ad102Model::booter_matches_known_image() {
+    const std::string name = "nvidia/ad102/gsp/booter_load-570.144.bin";
+    const std::string where = "SEC2 (booter_load)";
+    const char* src = "nouveau include/nvfw/hs.h; ga102_gsp_booter_ctor";
+    fw::FirmwareFile file;
+    try {
+        const auto path = options_.firmware_dir.empty() ? fw::FirmwareSearchPath::from_environment()
+                                                        : fw::FirmwareSearchPath({options_.firmware_dir});
+        file = path.load(name);
+    } catch (const std::exception& e) {
+        violation(std::string("the model cannot check the booter without its known-good image: ") + e.what(), where, src);
+        return false;
+    }
+    const fw::ByteReader reader(file.bytes, name);
+    const fw::nv::HsHeaderV2 h = fw::nv::parse_hs_header_v2(reader);
+    const auto data = h.bin.data.bytes;
+    const auto imem = sec2_.imem(), dmem = sec2_.dmem();
+    const uint64_t code = h.os_data_offset - h.os_code_offset;
+    if (imem.size() < code || std::memcmp(imem.data(), data.data() + h.os_code_offset, code) != 0) {
+        violation(fmt::format("SEC2 IMEM ({:#x} bytes) is not the booter's code ({:#x} bytes from {:#x})", imem.size(), code,
+                              h.os_code_offset),
+                  where, src);
+        return false;
+    }
+    const uint32_t pkc = h.patch_loc - h.os_data_offset;
+    if (dmem.size() < h.os_data_size) {
+        violation(fmt::format("SEC2 DMEM {:#x} bytes, the booter's data is {:#x}", dmem.size(), h.os_data_size), where, src);
+        return false;
+    }
+    bool signed_ok = false;
+    for (uint32_t i = 0; i < h.num_sig && !signed_ok; ++i) {
+        const auto sig = h.signature(i).bytes;
+        signed_ok = std::memcmp(dmem.data() + pkc, sig.data(), sig.size()) == 0;
+    }
+    const bool rest_ok = std::memcmp(dmem.data(), data.data() + h.os_data_offset, pkc) == 0;
+    if (!signed_ok || !rest_ok) {
+        violation(fmt::format("SEC2 DMEM is not the booter's data with a production signature at {:#x} (signature {}, "
+                              "data before it {})",
+                              pkc, signed_ok ? "ok" : "missing", rest_ok ? "ok" : "different"),
+                  where, src);
+        return false;
+    }
+    if (!h.meta || sec2_.brom_paraaddr0() != pkc || sec2_.brom_engidmask() != h.meta->engine_id ||
+        sec2_.brom_ucode_id() != h.meta->ucode_id) {
+        violation(fmt::format("booter BROM parameters PARAADDR0 {:#x}, ENGIDMASK {:#x}, UCODE_ID {}; the header says "
+                              "{:#x}, {:#x}, {}",
+                              sec2_.brom_paraaddr0(), sec2_.brom_engidmask(), sec2_.brom_ucode_id(), pkc,
+                              h.meta ? h.meta->engine_id : 0, h.meta ? h.meta->ucode_id : 0),
+                  where, src);
+        return false;
+    }
+    return true;
 }
 
 void Ad102Model::set_server(std::shared_ptr<GspRpcServer> server) {

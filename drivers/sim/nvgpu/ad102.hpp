@@ -17,6 +17,7 @@
 #include <memory>
 #include <mutex>
 #include <span>
+#include <string>
 #include <vector>
 
 namespace baregpu::sim::nvgpu {
@@ -28,6 +29,9 @@ struct Ad102Options {
     bool fwsec_in_vbios = true;   // false: the VBIOS has no FWSEC entry
     bool stale_wpr2 = false;      // a previous GSP left WPR2 up: only a function reset clears it
     std::shared_ptr<GspRpcServer> server;  // answers RPCs after GSP_INIT_DONE; none: NV_ERR_NOT_SUPPORTED
+    // Where the booter finds its known-good image (nvidia/ad102/gsp/booter_load-570.144.bin) to
+    // compare what SEC2 was loaded with; empty: firmware-loader's search path.
+    std::string firmware_dir;
 };
 
 class Ad102Model final : public pci::sim::SimDeviceModel {
@@ -64,6 +68,7 @@ private:
     void violation(const std::string& what, const std::string& where, const std::string& source);
     void run_fwsec();
     void run_booter();
+    bool booter_matches_known_image();
 
     Ad102Options options_;
     VbiosImage vbios_;
