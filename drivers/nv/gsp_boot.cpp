@@ -193,7 +193,9 @@ std::unique_ptr<GspDevice> GspDevice::open(pci::PciDevice& pci, const GspFirmwar
             flow = std::make_unique<UnsupportedBootFlow>("Hopper (GH100)", "its FSP/FMC boot without FWSEC-FRTS");
         else if (arch == reg::kArchBlackwellGb20x)
             flow = std::make_unique<UnsupportedBootFlow>(
-                "Blackwell (GB20x)", "the FSP chain-of-trust (NVDM COT) message and the FMC boot parameters");
+                "Blackwell (GB20x)",
+                "the FSP chain-of-trust flow (FMC image in boot memory, GSP_FMC_BOOT_PARAMS, the EMEM transfer of the COT "
+                "message fsp_cot.hpp encodes, the FSP reply)");
         else
             throw UnsupportedError(pci.name(), fmt::format("NV_PMC_BOOT_42 {:#x}: architecture {:#x} has no NVPCI boot flow",
                                                            d->report_.boot42, arch));

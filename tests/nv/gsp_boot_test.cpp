@@ -240,3 +240,23 @@ TEST_CASE("starting SEC2 without the booter loaded is a model violation", "[nv][
     REQUIRE(v.size() == 1);
     CHECK(v[0].what.find("SEC2 started without the booter loaded") != std::string::npos);
 }
+
+TEST_CASE("FWSEC started without the FRTS command patched is a model violation and raises no WPR2",
+          "[nv][falcon][negative]") {
+    Rig rig;
+    rig.pci->set_bus_master(true);
+    const auto& rom = rig.model->vbios();
+    // The unpatched FWSEC straight from the ROM, loaded and started the way execute_hs does.
+    std::vector<std::byte> imem(rom.imem().begin(), rom.imem().end()), dmem(rom.dmem().begin(), rom.dmem().end());
+    rig.pci->bar(1).write_block(BarOffset{0}, imem);
+    rig.pci->bar(1).write_block(BarOffset{0x80000}, dmem);
+    nv::Falcon gsp(*rig.pci, "GSP", 0x110000);
+    gsp.reset(0);
+    nv::HsUcodeLoad u{"FWSEC (unpatched)", 0, static_cast<uint32_t>(imem.size()), 0, 0x80000,
+                      static_cast<uint32_t>(dmem.size()), rom.pkc_data_offset, rom.engine_id_mask, rom.ucode_id, 0};
+    gsp.execute_hs(u);
+    const auto v = rig.bus.violations();
+    REQUIRE(v.size() == 1);
+    CHECK(v[0].what.find("FWSEC started without the FRTS command patched") != std::string::npos);
+    CHECK_FALSE(rig.model->wpr2_up());
+}
