@@ -20,7 +20,7 @@ constexpr uint32_t kFbifTranscfg0 = 0x600, kFbifCtl = 0x624, kFbifCtlAllowPhysNo
 constexpr uint32_t kFbifMemTypePhysical = 1u << 2;  // TRANSCFG.MEM_TYPE 2:2; TARGET 1:0 = 0 (local FB)
 constexpr uint32_t kBromModSel = 0x1180, kBromCurrUcodeId = 0x1198, kBromEngidmask = 0x119c, kBromParaaddr0 = 0x1210;
 constexpr uint32_t kBromModSelRsa3k = 1;  // NV_PFALCON2_FALCON_MOD_SEL_ALGO_RSA3K
-constexpr uint32_t kRiscvCpuctl = 0x1388, kRiscvStart = 1u << 0, kRiscvActive = 1u << 7;
+constexpr uint32_t kRiscvCpuctl = 0x1388, kRiscvActive = 1u << 7;  // RISCV_CPUCTL.ACTIVE_STAT 7:7
 constexpr uint32_t kBcrCtrl = 0x1668, kBcrValid = 1u << 0, kBcrCoreRiscv = 1u << 4, kBcrBrfetch = 1u << 8;
 constexpr uint32_t kDmaBlock = 256;
 }  // namespace
@@ -98,7 +98,6 @@ void Falcon::select_riscv() {
                                                        last));
 }
 
-void Falcon::start_riscv() { write(kRiscvCpuctl, kRiscvStart); }
 bool Falcon::riscv_active() const { return (read(kRiscvCpuctl) & kRiscvActive) != 0; }
 
 }  // namespace baregpu::nv

@@ -52,8 +52,6 @@ public:
     uint32_t execute_hs(const HsUcodeLoad& ucode, uint32_t mailbox0 = 0, uint32_t mailbox1 = 0);
     // BCR_CTRL.CORE_SELECT = RISC-V with BRFETCH (GSP before the booter runs).
     void select_riscv();
-    // RISCV_CPUCTL.STARTCPU.
-    void start_riscv();
     bool riscv_active() const;
 
 private:

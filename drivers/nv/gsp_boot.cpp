@@ -118,12 +118,15 @@ public:
         if (!poll_until(d_, kBootTimeout, [&] { return (s_.gsp.read(kCpuctl) & kCpuctlHalted) != 0; }))
             throw TimeoutError(d_.name(), "GSP CPU sequencer CORE_WAIT_FOR_HALT: GSP falcon CPUCTL.HALTED not set in 10 s");
     }
-    // GSP back on RISC-V with the LibOS arguments, then wait for the boot-stage-3 hand-off and
-    // check SEC2 reported success (kgspExecuteSequencerCommand_TU102, CORE_RESUME).
+    // CORE_RESUME (kgspExecuteSequencerCommand_TU102): GSP falcon reset onto RISC-V with the LibOS
+    // arguments in its mailboxes, SEC2 restarted; SEC2 hands GSP over (BOOT_STAGE_3_HANDOFF) and
+    // must report 0 in its MAILBOX0.
     void core_resume() override {
+        s_.gsp.reset(s_.boot0);
+        s_.gsp.select_riscv();
         s_.gsp.write(kFalconMailbox0, static_cast<uint32_t>(s_.libos_args));
         s_.gsp.write(kFalconMailbox1, static_cast<uint32_t>(s_.libos_args >> 32));
-        s_.gsp.start_riscv();
+        s_.sec2.write(kCpuctl, kCpuctlStartCpu);
         uint32_t last = 0;
         if (!poll_until(d_, kBootTimeout, [&] {
                 return ((last = read32(reg::kPgc6BsiSecureScratch14)) & reg::kBootStage3Handoff) != 0;

@@ -27,6 +27,8 @@ constexpr const char* kSrcFrts = "open-gpu-kernel-modules 570.144 kernel_gsp_frt
                                  "FWSECLIC_FRTS_CMD)";
 constexpr const char* kSrcBoot = "open-gpu-kernel-modules 570.144 kernel_gsp_booter_tu102.c / kernel_gsp_ga102.c";
 
+std::string where_of(uint32_t r) { return fmt::format("BAR0 {:#x}", r); }
+
 uint32_t u32(std::span<const std::byte> b, size_t at) {
     uint32_t v = 0;
     if (at + 4 <= b.size()) std::memcpy(&v, b.data() + at, 4);
@@ -137,10 +139,11 @@ void Ad102Model::mmio_write(unsigned bar, uint64_t offset, unsigned /*width*/, u
         const FalconModel::Event e = f->write(r - f->base(), v, vram(), sink);
         if (e == FalconModel::Event::StartHs) {
             if (f == &gsp_) run_fwsec();
+            else if (rm_->awaiting_resume()) resume_gsp();
             else run_booter();
-        } else if (e == FalconModel::Event::StartRiscv && f == &gsp_ && rm_->running()) {
-            rm_->resume(regs_);
-            if (rm_->initialized()) regs_[reg::kPgc6BsiSecureScratch14] |= reg::kBootStage3Handoff;
+        } else if (e == FalconModel::Event::StartRiscv) {
+            violation("the CPU started the GSP RISC-V core itself; the booter (SEC2) starts it", where_of(r),
+                      kSrcBoot);
         }
         return;
     }
@@ -295,6 +298,26 @@ bool Ad102Model::booter_matches_known_image() {
         return false;
     }
     return true;
+}
+
+// CORE_RESUME (kgspExecuteSequencerCommand_TU102): the CPU reset the GSP falcon onto RISC-V with the
+// LibOS arguments in its mailboxes and restarted SEC2, which hands GSP over (boot stage 3).
+void Ad102Model::resume_gsp() {
+    const uint64_t libos = uint64_t{gsp_.mailbox1()} << 32 | gsp_.mailbox0();
+    if (!gsp_.riscv_selected() || libos != rm_->libos_args()) {
+        violation(fmt::format("sequencer CORE_RESUME: SEC2 restarted while the GSP falcon is {} with mailboxes {:#x} "
+                              "(want RISC-V and the LibOS arguments {:#x})",
+                              gsp_.riscv_selected() ? "on RISC-V" : "on the falcon core", libos, rm_->libos_args()),
+                  "SEC2 (CORE_RESUME)", kSrcBoot);
+        sec2_.set_mailbox0(0xbadf0004);
+        sec2_.halt();
+        return;
+    }
+    sec2_.set_mailbox0(0);
+    sec2_.halt();
+    gsp_.set_riscv_active(true);
+    regs_[reg::kPgc6BsiSecureScratch14] |= reg::kBootStage3Handoff;
+    rm_->resume(regs_);
 }
 
 void Ad102Model::set_server(std::shared_ptr<GspRpcServer> server) {

@@ -69,6 +69,7 @@ private:
     void run_fwsec();
     void run_booter();
     bool booter_matches_known_image();
+    void resume_gsp();
 
     Ad102Options options_;
     VbiosImage vbios_;

@@ -58,6 +58,7 @@ void GspRmModel::reset() {
 
 bool GspRmModel::start(uint64_t libos_args) {
     unloaded_ = false;
+    libos_args_ = libos_args;
     seen_.clear();
     // LibOS region list: one page of LibosMemoryRegionInitArgument, ended by an id8 of 0.
     std::vector<std::byte> args(kPage);

@@ -50,12 +50,15 @@ public:
     bool running() const { return state_ != State::Off; }
     bool initialized() const { return state_ == State::Serving; }
     bool unloaded() const { return unloaded_; }
+    bool awaiting_resume() const { return state_ == State::AwaitingResume; }
+    uint64_t libos_args() const { return libos_args_; }
 
     // The booter handed over: LibOS arguments at this bus address. Returns false (and records
     // why) when the arguments or queues cannot be used.
     bool start(uint64_t libos_args);
-    // The CPU ran the sequencer's CORE_RESUME: check what the script should have left in the
-    // registers (regs: the model's register file) and report GSP_INIT_DONE.
+    // The CPU ran the sequencer's CORE_RESUME (SEC2 restarted, GSP handed over): check what the
+    // script should have left in the registers (regs: the model's register file) and report
+    // GSP_INIT_DONE.
     void resume(std::map<uint32_t, uint32_t>& regs);
     // The CPU rang NV_PGSP_QUEUE_HEAD(0): serve every RPC in the command queue.
     void doorbell();
@@ -81,6 +84,7 @@ private:
     std::shared_ptr<GspRpcServer> server_;
     State state_ = State::Off;
     bool unloaded_ = false;
+    uint64_t libos_args_ = 0;
     bool corrupt_next_ = false, silent_ = false;
     std::span<std::byte> cmd_store_, stat_store_;
     std::optional<nv::gsp::MsgqReader> cmd_;
