@@ -132,7 +132,9 @@ TEST_CASE("sim-nv:ad102 boots GSP-RM through the driver with the real booter and
     std::vector<std::byte> log(12 + 0x100);
     std::memcpy(log.data() + 12, "Xid 31: simulated", 17);
     rig.model->post_event(nv::gsp::kEvOsErrorLog, log);
+    rig.model->post_event(nv::gsp::kEvMmuFaultQueued, {});
     CHECK(gpu->rpc().call(nv::gsp::kFnGspRmControl, words({1})).payload == words({2}));
+    CHECK(gpu->rpc().events().mmu_faults == 1);
     REQUIRE(gpu->rpc().events().os_errors.size() == 1);
     CHECK(gpu->rpc().events().os_errors[0] == "Xid 31: simulated");
 
