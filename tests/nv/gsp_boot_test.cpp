@@ -51,8 +51,17 @@ nv::GspFirmware firmware(std::vector<std::string> families = {"ga10x", "ad10x"})
 // The tiny RM stand-in: echoes the parameters back with the first word incremented.
 struct EchoServer : nvsim::GspRpcServer {
     std::vector<uint32_t> functions;
+    std::vector<std::byte> last_params;
+    bool reply_size_only = false;  // answer with the parameter byte count instead of an echo
     uint32_t handle(uint32_t function, std::span<const std::byte> params, std::vector<std::byte>& reply) override {
         functions.push_back(function);
+        last_params.assign(params.begin(), params.end());
+        if (reply_size_only) {
+            const auto n = static_cast<uint32_t>(params.size());
+            reply.resize(4);
+            std::memcpy(reply.data(), &n, 4);
+            return nvsim::kNvOk;
+        }
         reply.assign(params.begin(), params.end());
         if (reply.size() >= 4) {
             uint32_t v;
@@ -137,6 +146,14 @@ TEST_CASE("sim-nv:ad102 boots GSP-RM through the driver with the real booter and
     CHECK(gpu->rpc().events().mmu_faults == 1);
     REQUIRE(gpu->rpc().events().os_errors.size() == 1);
     CHECK(gpu->rpc().events().os_errors[0] == "Xid 31: simulated");
+
+    // An RPC larger than one record goes as CONTINUATION_RECORDs; the server gets it whole.
+    std::vector<std::byte> big(150000);
+    for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<std::byte>(i * 7);
+    rig.server->reply_size_only = true;
+    const nv::RpcReply c = gpu->rpc().call(nv::gsp::kFnGspRmControl, big);
+    CHECK(c.payload == words({150000}));
+    CHECK(rig.server->last_params == big);
 
     gpu->close();
     CHECK(rig.model->gsp_unloaded());

@@ -13,6 +13,7 @@ namespace {
 
 // rpc_global_enums.h (570.144)
 constexpr uint32_t kFnUnloadingGuestDriver = 47;
+constexpr uint32_t kFnContinuationRecord = 71;  // NV_VGPU_MSG_FUNCTION_CONTINUATION_RECORD
 constexpr uint32_t kFnSetSystemInfo = 72;   // NV_VGPU_MSG_FUNCTION_GSP_SET_SYSTEM_INFO
 constexpr uint32_t kFnSetRegistry = 73;     // NV_VGPU_MSG_FUNCTION_SET_REGISTRY
 constexpr uint32_t kEvInitDone = 0x1001;    // NV_VGPU_MSG_EVENT_GSP_INIT_DONE
@@ -252,6 +253,10 @@ void GspRmModel::doorbell() {
             bad("GSP command doorbell rung while GSP-RM is not running", "NV_PGSP_QUEUE_HEAD(0)", kSrcQueue);
         return;
     }
+    // A large RPC arrives as its first record followed by CONTINUATION_RECORDs (rpc.c _issueRpcLarge);
+    // the request is complete when a record of another function follows or the queue is empty.
+    std::optional<gsp::RpcMessage> pending;  // its sequence is the first record's: the reply answers that
+    uint32_t last_sequence = 0;
     for (;;) {
         std::optional<gsp::RpcMessage> m;
         try {
@@ -260,18 +265,35 @@ void GspRmModel::doorbell() {
             bad(std::string("command queue: ") + e.what(), "command queue", kSrcQueue);
             return;
         }
-        if (!m) return;
-        seen_.push_back(m->function);
-        if (m->function == kFnUnloadingGuestDriver) {
-            reply(*m, kNvOk, m->payload);
-            state_ = State::Off;
-            unloaded_ = true;
-            return;
+        if (m && m->function == kFnContinuationRecord) {
+            if (!pending || m->sequence != last_sequence + 1) {
+                bad(fmt::format("CONTINUATION_RECORD (rpc sequence {}) without the record it continues", m->sequence),
+                    "command queue", "open-gpu-kernel-modules 570.144 rpc.c _issueRpcLarge");
+                continue;
+            }
+            pending->payload.insert(pending->payload.end(), m->payload.begin(), m->payload.end());
+            last_sequence = m->sequence;
+            continue;
         }
-        std::vector<std::byte> out;
-        const uint32_t result = server_ ? server_->handle(m->function, m->payload, out) : kNvErrNotSupported;
-        reply(*m, result, out);
+        if (pending && !serve(*pending)) return;
+        if (!m) return;
+        last_sequence = m->sequence;
+        pending = std::move(m);
     }
+}
+
+bool GspRmModel::serve(const gsp::RpcMessage& request) {
+    seen_.push_back(request.function);
+    if (request.function == kFnUnloadingGuestDriver) {
+        reply(request, kNvOk, request.payload);
+        state_ = State::Off;
+        unloaded_ = true;
+        return false;
+    }
+    std::vector<std::byte> out;
+    const uint32_t result = server_ ? server_->handle(request.function, request.payload, out) : kNvErrNotSupported;
+    reply(request, result, out);
+    return true;
 }
 
 }  // namespace baregpu::sim::nvgpu

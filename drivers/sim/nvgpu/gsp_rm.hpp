@@ -76,6 +76,7 @@ public:
 private:
     enum class State { Off, AwaitingResume, Serving };
     void consume_boot_rpcs();
+    bool serve(const nv::gsp::RpcMessage& request);  // false once GSP-RM has unloaded
     void reply(const nv::gsp::RpcMessage& request, uint32_t rpc_result, std::span<const std::byte> payload);
     void bad(const std::string& what, const std::string& where, const std::string& source) { violation_(what, where, source); }
 
