@@ -29,11 +29,14 @@ constexpr uint64_t kVramFwsecImem = 0x0, kVramFwsecDmem = 0x80000;    // the 2 M
 constexpr uint64_t kVramBooterImem = 0x100000, kVramBooterDmem = 0x180000;
 constexpr uint32_t kFalconMailbox0 = 0x040, kFalconMailbox1 = 0x044, kFalconOs = 0x080;
 constexpr uint32_t kCpuctl = 0x100, kCpuctlStartCpu = 1u << 1, kCpuctlHalted = 1u << 4;
-// GspSystemInfo (gsp_static_config.h, 570.144): ten NvU64 (gpuPhysAddr, gpuPhysFbAddr, gpuPhysInstAddr,
-// gpuPhysIoAddr, nvDomainBusDeviceFunc, simAccessBufPhysAddr, notifyOpSharedSurfacePhysAddr,
-// pcieAtomicsOpMask, consoleMemSize, maxUserVa), then pciConfigMirrorBase/Size, PCIDeviceID,
-// PCISubDeviceID, PCIRevisionID at +0x50.. +0x60.
-constexpr size_t kSystemInfoPrefix = 0x68;
+// GspSystemInfo (570.144 gsp_static_config.h; offsets as Linux nova-core's bindgen of it,
+// gsp/fw/r570_144/bindings.rs, lays them out): ten NvU64 (gpuPhysAddr +0, gpuPhysFbAddr +8,
+// gpuPhysInstAddr +0x10, gpuPhysIoAddr, nvDomainBusDeviceFunc +0x20, ..., maxUserVa +0x48),
+// pciConfigMirrorBase +0x50, pciConfigMirrorSize +0x54, PCIDeviceID +0x58, PCISubDeviceID +0x5c,
+// PCIRevisionID +0x60, ..., acpiMethodData +0xa0 (0x2a4 bytes), hypervisorType +0x344, bIsPassthru
+// +0x348, ..., hostPageSize +0x398; 0x3a0 bytes in all.
+constexpr size_t kGspSystemInfoSize = 0x3a0;
+constexpr size_t kSystemInfoIsPassthru = 0x348;
 constexpr uint32_t kPciConfigMirrorBase = 0x88000, kPciConfigMirrorSize = 0x1000;  // research A.3 7 (not in headers)
 constexpr uint64_t kMaxUserVa = 0x7ffffffff000;
 // UNLOADING_GUEST_DRIVER newLevel: research A.3 11 (tinygrad: 1 << 6, fast unload).
@@ -363,7 +366,7 @@ void AdaBootFlow::boot(GspDevice& d) {
         s.libos_args = m.bus_address(off_libos).value();
 
         // Pre-queued before GSP runs: GSP_SET_SYSTEM_INFO, then SET_REGISTRY.
-        std::vector<std::byte> info(kSystemInfoPrefix);
+        std::vector<std::byte> info(kGspSystemInfoSize);
         put<uint64_t>(info, 0x00, pci.bar_info(0).bus_base);
         put<uint64_t>(info, 0x08, pci.bar_info(1).bus_base);
         put<uint64_t>(info, 0x10, pci.bar_info(3).bus_base);
@@ -375,6 +378,7 @@ void AdaBootFlow::boot(GspDevice& d) {
         put<uint32_t>(info, 0x58, pci.config_read32(0x00));
         put<uint32_t>(info, 0x5c, pci.config_read32(0x2c));
         put<uint32_t>(info, 0x60, pci.config_read8(0x08));
+        put<uint8_t>(info, kSystemInfoIsPassthru, 1);  // research A.3 7 (tinygrad): the CPU side is a passthrough owner
         d.rpc_->queue(gsp::kFnGspSetSystemInfo, info);
         d.rpc_->queue(gsp::kFnSetRegistry, registry_table({{"RMForcePcieConfigSave", 1}, {"RMSecBusResetEnable", 1}}));
         return fmt::format("radix3 {:#x}, WPR meta {:#x} (WPR {:#x}..{:#x}), LibOS args {:#x}, queues {:#x}", total,

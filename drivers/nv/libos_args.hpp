@@ -7,7 +7,8 @@
 //   src/nvidia/arch/nvalloc/common/inc/gsp/gsp_init_args.h  MESSAGE_QUEUE_INIT_ARGUMENTS
 //     {sharedMemPhysAddr u64 +0, pageTableEntryCount u32 +8, cmdQueueOffset u64 +16, statQueueOffset u64 +24},
 //     GSP_ARGUMENTS_CACHED {messageQueueInitArguments +0, srInitArguments +32 (oldLevel, flags,
-//     bInPMTransition), gpuInstance +44, bDmemStack +48, profilerArgs {pa, size} +56} (88 bytes in 570).
+//     bInPMTransition), gpuInstance +44, bDmemStack +48, profilerArgs {pa, size} +56} (72 bytes in 570.144,
+//     as nova-core's bindgen of it, gsp/fw/r570_144/bindings.rs, lays it out; later trees add sysmemHeapArgs).
 //   The queue region: its first pages list the bus address of every 4 KiB page of the region,
 //   themselves included; the command queue follows, then the status queue (message_queue_cpu.c).
 #pragma once
@@ -21,7 +22,7 @@
 namespace baregpu::nv {
 
 inline constexpr uint64_t kLibosArgSize = 32;
-inline constexpr uint64_t kGspArgumentsCachedSize = 88;
+inline constexpr uint64_t kGspArgumentsCachedSize = 72;
 
 struct LibosRegion {
     std::string_view name;  // up to 8 ASCII characters

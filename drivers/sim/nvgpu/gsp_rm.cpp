@@ -81,7 +81,7 @@ bool GspRmModel::start(uint64_t libos_args) {
         bad("no RMARGS region in the LibOS arguments", "LibosMemoryRegionInitArgument", kSrcArgs);
         return false;
     }
-    std::vector<std::byte> rm(88);
+    std::vector<std::byte> rm(72);  // GSP_ARGUMENTS_CACHED (570.144)
     if (!port_->dma_read(BusAddress{*rmargs}, rm)) {
         bad(fmt::format("GSP-RM cannot read RMARGS at {:#x}", *rmargs), "GSP_ARGUMENTS_CACHED", kSrcArgs);
         return false;
@@ -176,7 +176,12 @@ void GspRmModel::consume_boot_rpcs() {
             continue;
         }
         if (want == kFnSetSystemInfo) {
-            // GspSystemInfo: PCIDeviceID (vendor | device << 16) at +0x58 (after ten NvU64 and two NvU32).
+            // GspSystemInfo (570.144: 0x3a0 bytes): PCIDeviceID (vendor | device << 16) at +0x58, after
+            // ten NvU64 and two NvU32.
+            if (m->payload.size() != 0x3a0)
+                bad(fmt::format("GSP_SET_SYSTEM_INFO carries {:#x} bytes; 570.144's GspSystemInfo is 0x3a0",
+                                m->payload.size()),
+                    "GSP_SET_SYSTEM_INFO", "open-gpu-kernel-modules 570.144 gsp_static_config.h GspSystemInfo");
             const uint32_t id = get<uint32_t>(m->payload, 0x58);
             if (id != (0x10deu | uint32_t{device_id_} << 16))
                 bad(fmt::format("GspSystemInfo.PCIDeviceID {:#x}, this device is {:#x}", id,

@@ -10,7 +10,8 @@
 //                       LIBOS_MEMORY_REGION_CONTIGUOUS = 1, _LOC_SYSMEM = 1
 //   gsp_init_args.h     MESSAGE_QUEUE_INIT_ARGUMENTS {sharedMemPhysAddr u64 +0, pageTableEntryCount u32 +8,
 //                       cmdQueueOffset +16, statQueueOffset +24}; GSP_ARGUMENTS_CACHED {mq +0, srInit +32,
-//                       gpuInstance +44, bDmemStack +48, profilerArgs +56}
+//                       gpuInstance +44, bDmemStack +48, profilerArgs +56} (72 bytes)
+//   gsp_static_config.h GspSystemInfo (0x3a0 bytes; PCIDeviceID +0x58)
 //   rpc_global_enums.h  function / event numbers (gsp_rm.cpp)
 //   g_rpc-structures.h  rpc_run_cpu_sequencer_v17_00 {bufferSizeDWord, cmdIndex, regSaveArea[8]} (40 bytes),
 //                       rpc_unloading_guest_driver_v1F_07 {bInPMTransition, bGc6Entering, newLevel +4}
