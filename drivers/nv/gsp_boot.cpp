@@ -209,6 +209,7 @@ std::unique_ptr<GspDevice> GspDevice::open(pci::PciDevice& pci, const GspFirmwar
                            d->report_.boot42, flow->name());
     });
     flow->boot(*d);
+    d->impl_->fwimage = d->impl_->signature = {};  // views into `firmware`, which may go now
     d->open_ = true;
     d->report_.total = pci.now() - start;
     return d;

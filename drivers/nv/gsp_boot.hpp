@@ -75,7 +75,8 @@ public:
 
 class GspDevice {
 public:
-    // Boots GSP-RM on `pci` (which must outlive the GspDevice). Throws FirmwareError (bad or
+    // Boots GSP-RM on `pci` (which must outlive the GspDevice; `firmware` need only live through
+    // open: what GSP keeps is copied into DMA memory and VRAM). Throws FirmwareError (bad or
     // wrong-chip firmware, before the device is written), UnsupportedError (an architecture not
     // done yet, a BAR1 smaller than VRAM), TimeoutError / ProtocolError naming the stage.
     static std::unique_ptr<GspDevice> open(pci::PciDevice& pci, const GspFirmware& firmware, GspOptions options = {});

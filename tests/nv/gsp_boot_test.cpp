@@ -163,17 +163,24 @@ TEST_CASE("sim-nv:ad102 boots GSP-RM through the driver with the real booter and
 }
 
 TEST_CASE("stale WPR2 at open takes the function-reset path, then boots", "[nv][gsp-boot][negative]") {
-    const nv::GspFirmware fw = firmware();
     nvsim::Ad102Options o;
     o.stale_wpr2 = true;
     Rig rig(o);
     REQUIRE(rig.model->wpr2_up());
-    auto gpu = nv::GspDevice::open(*rig.pci, fw);
+    std::unique_ptr<nv::GspDevice> gpu;
+    {
+        const nv::GspFirmware fw = firmware();  // needed only while booting
+        gpu = nv::GspDevice::open(*rig.pci, fw);
+    }
     INFO(rig.violations());
     CHECK(rig.bus.violations().empty());
     CHECK(gpu->report().function_reset);
     CHECK(rig.model->function_resets() == 1);
     CHECK(rig.model->gsp_initialized());
+    CHECK(gpu->rpc().call(nv::gsp::kFnGspRmControl, words({5})).payload == words({6}));
+    gpu.reset();  // the destructor unloads GSP-RM too
+    CHECK(rig.model->gsp_unloaded());
+    CHECK_FALSE(rig.model->wpr2_up());
 }
 
 TEST_CASE("a reply with a bad checksum from GSP is a ProtocolError", "[nv][gsp-rpc][negative]") {
