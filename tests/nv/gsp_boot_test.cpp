@@ -286,3 +286,19 @@ TEST_CASE("FWSEC started without the FRTS command patched is a model violation a
     CHECK(v[0].what.find("FWSEC started without the FRTS command patched") != std::string::npos);
     CHECK_FALSE(rig.model->wpr2_up());
 }
+
+TEST_CASE("Hopper and Blackwell reach their BootFlow seam and say what is missing", "[nv][gsp-boot][negative]") {
+    const nv::GspFirmware fw = firmware();
+    const std::pair<uint32_t, std::string> chips[] = {{0x1b200000, "FSP chain-of-trust"}, {0x18000000, "Hopper (GH100)"}};
+    for (const auto& [boot42, words_expected] : chips) {
+        nvsim::Ad102Options o;
+        o.pmc_boot42 = boot42;
+        Rig rig(o);
+        rig.bus.reset_counters(rig.address);
+        REQUIRE_THROWS_MATCHES(nv::GspDevice::open(*rig.pci, fw), UnsupportedError,
+                               Catch::Matchers::Predicate<UnsupportedError>([&](const UnsupportedError& e) {
+                                   return std::string(e.what()).find(words_expected) != std::string::npos;
+                               }, "names " + words_expected));
+        CHECK(rig.bus.counters(rig.address).mmio_writes == 0);
+    }
+}

@@ -106,7 +106,7 @@ uint64_t Ad102Model::mmio_read(unsigned bar, uint64_t offset, unsigned width) {
         if (r >= f->base() && r < f->base() + reg::kFalconSpan) return f->read(r - f->base());
     switch (r) {
     case reg::kPmcBoot0: return kBoot0;
-    case reg::kPmcBoot42: return kBoot42;
+    case reg::kPmcBoot42: return options_.pmc_boot42 ? options_.pmc_boot42 : kBoot42;
     case reg::kPgc6AonSecureScratchGroup05PrivLevelMask: return 0x1;  // READ_PROTECTION_LEVEL0 enabled
     case reg::kPgc6AonSecureScratchGroup05_0:
         // GFW (the VBIOS's boot code) finishes a little after reset: two reads show it running.

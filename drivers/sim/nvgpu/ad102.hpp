@@ -32,6 +32,9 @@ struct Ad102Options {
     // Where the booter finds its known-good image (nvidia/ad102/gsp/booter_load-570.144.bin) to
     // compare what SEC2 was loaded with; empty: firmware-loader's search path.
     std::string firmware_dir;
+    // Test knob: NV_PMC_BOOT_42 as another chip would read it (0: AD102's), to drive a driver's
+    // per-architecture seams; nothing else about the model changes.
+    uint32_t pmc_boot42 = 0;
 };
 
 class Ad102Model final : public pci::sim::SimDeviceModel {
