@@ -26,11 +26,24 @@ BooterImage prepare_booter(std::span<const std::byte> file, const std::string& n
                   "engine and ucode ids (12 bytes)", "none");
     std::memcpy(image.data() + h.patch_loc, sig.bytes.data(), sig.size());
 
+    reader.expect(h.num_apps >= 1 && !h.apps.empty(), "nvfw_hs_load_header_v2 num_apps", h.header_offset + 16,
+                  "at least one secure application", std::to_string(h.num_apps));
+    const fw::nv::HsApp& app = h.apps[0];
+    reader.expect(uint64_t{app.offset} + app.size <= image.size() && h.os_code_size <= image.size(),
+                  "nvfw_hs_load_header_v2 app 0", h.header_offset + 20, "inside the data image",
+                  fw::hex(app.offset) + " + " + fw::hex(app.size));
+    auto padded = [](auto first, auto last) {
+        std::vector<std::byte> v(first, last);
+        v.resize((v.size() + 255) & ~size_t{255});
+        return v;
+    };
     BooterImage b;
-    b.imem.assign(image.begin() + h.os_code_offset, image.begin() + h.os_data_offset);
-    b.dmem.assign(image.begin() + h.os_data_offset, image.begin() + h.os_data_offset + h.os_data_size);
-    b.imem.resize((b.imem.size() + 255) & ~size_t{255});
-    b.dmem.resize((b.dmem.size() + 255) & ~size_t{255});
+    b.nmem = padded(image.begin(), image.begin() + h.os_code_size);
+    b.nmem_dst = h.os_code_offset;
+    b.imem = padded(image.begin() + app.offset, image.begin() + app.offset + app.size);
+    b.imem_dst = (app.offset + 255) & ~uint32_t{255};
+    b.dmem = padded(image.begin() + h.os_data_offset, image.begin() + h.os_data_offset + h.os_data_size);
+    b.boot_vector = h.os_code_offset;
     b.pkc_data_offset = h.patch_loc - h.os_data_offset;
     b.engine_id = h.meta->engine_id;
     b.ucode_id = h.meta->ucode_id;

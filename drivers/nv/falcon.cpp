@@ -72,6 +72,7 @@ uint32_t Falcon::execute_hs(const HsUcodeLoad& u, uint32_t mailbox0, uint32_t ma
     write(kFbifCtl, read(kFbifCtl) | kFbifCtlAllowPhysNoCtx);
     write(kDmactl, 0);
     write(kFbifTranscfg0, kFbifMemTypePhysical);  // TARGET 0 = local FB (not in the published headers)
+    if (u.nmem_size != 0) dma_load(true, u.nmem_vram, u.nmem_dst, u.nmem_size, false);
     dma_load(true, u.imem_vram, u.imem_dst, u.imem_size, true);
     dma_load(false, u.dmem_vram, 0, u.dmem_size, false);
     write(kBromParaaddr0, u.pkc_data_offset);

@@ -18,7 +18,7 @@
 
 namespace baregpu::nv {
 
-// An HS ucode placed in VRAM, ready for the BROM: IMEM and DMEM images at VRAM offsets.
+// An HS ucode placed in VRAM, ready for the BROM: IMEM (secure) and DMEM images at VRAM offsets.
 struct HsUcodeLoad {
     std::string name;         // "FWSEC-FRTS", "booter_load": errors name it
     uint64_t imem_vram = 0;   // VRAM byte offset of the IMEM image (256-byte aligned)
@@ -30,6 +30,10 @@ struct HsUcodeLoad {
     uint32_t engine_id_mask = 0;   // BROM ENGIDMASK
     uint32_t ucode_id = 0;         // BROM CURR_UCODE_ID
     uint32_t boot_vector = 0;      // BOOTVEC
+    // An optional non-secure IMEM part loaded before the secure one (the booter's OS code).
+    uint64_t nmem_vram = 0;
+    uint32_t nmem_size = 0;        // 0: none
+    uint32_t nmem_dst = 0;
 };
 
 class Falcon {

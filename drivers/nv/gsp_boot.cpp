@@ -26,7 +26,8 @@ namespace {
 
 constexpr uint64_t kPage = 0x1000, kLogSize = 0x10000;
 constexpr uint64_t kVramFwsecImem = 0x0, kVramFwsecDmem = 0x80000;    // the 2 MiB boot arena at VRAM 0
-constexpr uint64_t kVramBooterImem = 0x100000, kVramBooterDmem = 0x180000;
+constexpr uint64_t kVramBooterNmem = 0x100000, kVramBooterImem = 0x140000, kVramBooterDmem = 0x180000;
+constexpr uint64_t kVramBooterSlot = 0x40000;  // room for each part
 constexpr uint32_t kFalconMailbox0 = 0x040, kFalconMailbox1 = 0x044, kFalconOs = 0x080;
 constexpr uint32_t kCpuctl = 0x100, kCpuctlStartCpu = 1u << 1, kCpuctlHalted = 1u << 4;
 // GspSystemInfo (570.144 gsp_static_config.h; offsets as Linux nova-core's bindgen of it,
@@ -226,6 +227,11 @@ void AdaBootFlow::boot(GspDevice& d) {
     fw::nv::GspImage gsp_image;
     d.stage("firmware", [&] {
         s.booter = prepare_booter(fwf.booter_load, fwf.booter_name);
+        if (s.booter.nmem.size() > kVramBooterSlot || s.booter.imem.size() > kVramBooterSlot ||
+            s.booter.dmem.size() > kVramBooterSlot)
+            throw FirmwareError(fwf.booter_name, "nvfw_hs_load_header_v2 sizes", 0, "each part at most 256 KiB",
+                                fmt::format("{:#x} / {:#x} / {:#x}", s.booter.nmem.size(), s.booter.imem.size(),
+                                            s.booter.dmem.size()));
         s.bootloader = fw::nv::parse_riscv_ucode_desc(fw::ByteReader(fwf.bootloader, fwf.bootloader_name));
         const fw::ByteReader gsp_reader(fwf.gsp_elf, fwf.gsp_name);
         gsp_image = fw::nv::parse_gsp_image(gsp_reader);
@@ -240,9 +246,10 @@ void AdaBootFlow::boot(GspDevice& d) {
         }
         s.fwimage = gsp_image.fwimage.bytes;
         s.signature = sig->region.bytes;
-        return fmt::format("booter {} (IMEM {:#x}, DMEM {:#x}), bootloader {:#x} bytes, GSP-RM .fwimage {:#x} bytes",
-                           fwf.booter_name, s.booter.imem.size(), s.booter.dmem.size(), s.bootloader.bin.data.size(),
-                           s.fwimage.size());
+        return fmt::format("booter {} (IMEM {:#x} + {:#x} secure, DMEM {:#x}), bootloader {:#x} bytes, GSP-RM "
+                           ".fwimage {:#x} bytes",
+                           fwf.booter_name, s.booter.nmem.size(), s.booter.imem.size(), s.booter.dmem.size(),
+                           s.bootloader.bin.data.size(), s.fwimage.size());
     });
 
     d.stage("stale state", [&] {
@@ -392,12 +399,14 @@ void AdaBootFlow::boot(GspDevice& d) {
         s.gsp.write(kFalconMailbox0, static_cast<uint32_t>(s.libos_args));
         s.gsp.write(kFalconMailbox1, static_cast<uint32_t>(s.libos_args >> 32));
         auto& bar1 = pci.bar(1);
+        bar1.write_block(BarOffset{kVramBooterNmem}, s.booter.nmem);
         bar1.write_block(BarOffset{kVramBooterImem}, s.booter.imem);
         bar1.write_block(BarOffset{kVramBooterDmem}, s.booter.dmem);
         s.sec2.reset(s.boot0);
-        HsUcodeLoad u{"booter_load", kVramBooterImem, static_cast<uint32_t>(s.booter.imem.size()), 0, kVramBooterDmem,
-                      static_cast<uint32_t>(s.booter.dmem.size()), s.booter.pkc_data_offset, s.booter.engine_id,
-                      s.booter.ucode_id, 0};
+        HsUcodeLoad u{"booter_load", kVramBooterImem, static_cast<uint32_t>(s.booter.imem.size()), s.booter.imem_dst,
+                      kVramBooterDmem, static_cast<uint32_t>(s.booter.dmem.size()), s.booter.pkc_data_offset,
+                      s.booter.engine_id, s.booter.ucode_id, s.booter.boot_vector, kVramBooterNmem,
+                      static_cast<uint32_t>(s.booter.nmem.size()), s.booter.nmem_dst};
         const uint32_t mb0 = s.sec2.execute_hs(u, static_cast<uint32_t>(s.wpr_meta), static_cast<uint32_t>(s.wpr_meta >> 32));
         if (mb0 != 0)
             throw ProtocolError(pci.name(), fmt::format("booter_load on SEC2 failed: MAILBOX0 {:#x} (want 0)", mb0));

@@ -249,7 +249,7 @@ void Ad102Model::run_booter() {
 bool Ad102Model::booter_matches_known_image() {
     const std::string name = "nvidia/ad102/gsp/booter_load-570.144.bin";
     const std::string where = "SEC2 (booter_load)";
-    const char* src = "nouveau include/nvfw/hs.h; ga102_gsp_booter_ctor";
+    const char* src = "nouveau include/nvfw/hs.h; nvkm/falcon/fw.c nvkm_falcon_fw_ctor_hs_v2";
     fw::FirmwareFile file;
     try {
         const auto path = options_.firmware_dir.empty() ? fw::FirmwareSearchPath::from_environment()
@@ -263,10 +263,19 @@ bool Ad102Model::booter_matches_known_image() {
     const fw::nv::HsHeaderV2 h = fw::nv::parse_hs_header_v2(reader);
     const auto data = h.bin.data.bytes;
     const auto imem = sec2_.imem(), dmem = sec2_.dmem();
-    const uint64_t code = h.os_data_offset - h.os_code_offset;
-    if (imem.size() < code || std::memcmp(imem.data(), data.data() + h.os_code_offset, code) != 0) {
-        violation(fmt::format("SEC2 IMEM ({:#x} bytes) is not the booter's code ({:#x} bytes from {:#x})", imem.size(), code,
-                              h.os_code_offset),
+    // nvkm_falcon_fw_ctor_hs_v2: non-secure code image[0, os_code_size) at IMEM os_code_offset, app 0
+    // at IMEM align(app offset, 256), boot vector os_code_offset.
+    auto imem_holds = [&](uint64_t at, uint64_t from, uint64_t size) {
+        return imem.size() >= at + size && from + size <= data.size() &&
+               std::memcmp(imem.data() + at, data.data() + from, size) == 0;
+    };
+    const bool nmem_ok = imem_holds(h.os_code_offset, 0, h.os_code_size);
+    const bool app_ok = !h.apps.empty() && imem_holds((h.apps[0].offset + 255) & ~uint64_t{255}, h.apps[0].offset,
+                                                      h.apps[0].size);
+    if (!nmem_ok || !app_ok || sec2_.bootvec() != h.os_code_offset) {
+        violation(fmt::format("SEC2 IMEM is not the booter as its load header places it (non-secure code {}, secure "
+                              "app 0 {}, BOOTVEC {:#x} want {:#x})",
+                              nmem_ok ? "ok" : "wrong", app_ok ? "ok" : "wrong", sec2_.bootvec(), h.os_code_offset),
                   where, src);
         return false;
     }

@@ -40,6 +40,7 @@ public:
     uint32_t brom_paraaddr0() const { return paraaddr0_; }
     uint32_t brom_engidmask() const { return engidmask_; }
     uint32_t brom_ucode_id() const { return ucode_id_; }
+    uint32_t bootvec() const { return bootvec_; }
     bool riscv_selected() const { return (bcr_ & (1u << 4)) != 0; }
     void halt() { halted_ = true; }
     void set_riscv_active(bool a) { riscv_active_ = a; }
