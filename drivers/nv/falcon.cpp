@@ -82,8 +82,7 @@ uint32_t Falcon::execute_hs(const HsUcodeLoad& u, uint32_t mailbox0, uint32_t ma
     write(kMailbox0, mailbox0);
     write(kMailbox1, mailbox1);
     write(kBootvec, u.boot_vector);
-    if (read(kCpuctl) & kCpuctlAliasEn) write(kCpuctlAlias, kCpuctlStartCpu);
-    else write(kCpuctl, kCpuctlStartCpu);
+    start_cpu();
     uint32_t last = 0;
     if (!poll_until(device_, kBootTimeout, [&] { return ((last = read(kCpuctl)) & kCpuctlHalted) != 0; }))
         throw TimeoutError(device_.name(), fmt::format("{} falcon: {} did not halt in 10 s (CPUCTL {:#x}, MAILBOX0 {:#x})",
@@ -98,6 +97,18 @@ void Falcon::select_riscv() {
         throw TimeoutError(device_.name(), fmt::format("{} falcon: BCR_CTRL.VALID after selecting RISC-V (last {:#x})", name_,
                                                        last));
 }
+
+void Falcon::set_mailboxes(uint64_t value) const {
+    write(kMailbox0, static_cast<uint32_t>(value));
+    write(kMailbox1, static_cast<uint32_t>(value >> 32));
+}
+uint32_t Falcon::mailbox0() const { return read(kMailbox0); }
+
+void Falcon::start_cpu() const {
+    if (read(kCpuctl) & kCpuctlAliasEn) write(kCpuctlAlias, kCpuctlStartCpu);
+    else write(kCpuctl, kCpuctlStartCpu);
+}
+bool Falcon::halted() const { return (read(kCpuctl) & kCpuctlHalted) != 0; }
 
 bool Falcon::riscv_active() const { return (read(kRiscvCpuctl) & kRiscvActive) != 0; }
 

@@ -54,6 +54,12 @@ public:
     // Loads the ucode, programs the BROM, starts the CPU and waits for it to halt. mailbox0/1 are
     // written first (the booter reads its argument there). Returns MAILBOX0 after the halt.
     uint32_t execute_hs(const HsUcodeLoad& ucode, uint32_t mailbox0 = 0, uint32_t mailbox1 = 0);
+    // MAILBOX0 = low half, MAILBOX1 = high half of a 64-bit argument (an address).
+    void set_mailboxes(uint64_t value) const;
+    uint32_t mailbox0() const;
+    // CPUCTL.STARTCPU (through CPUCTL_ALIAS when CPUCTL.ALIAS_EN says so), and CPUCTL.HALTED.
+    void start_cpu() const;
+    bool halted() const;
     // BCR_CTRL.CORE_SELECT = RISC-V with BRFETCH (GSP before the booter runs).
     void select_riscv();
     bool riscv_active() const;

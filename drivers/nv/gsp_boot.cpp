@@ -28,8 +28,7 @@ constexpr uint64_t kPage = 0x1000, kLogSize = 0x10000;
 constexpr uint64_t kVramFwsecImem = 0x0, kVramFwsecDmem = 0x80000;    // the 2 MiB boot arena at VRAM 0
 constexpr uint64_t kVramBooterNmem = 0x100000, kVramBooterImem = 0x140000, kVramBooterDmem = 0x180000;
 constexpr uint64_t kVramBooterSlot = 0x40000;  // room for each part
-constexpr uint32_t kFalconMailbox0 = 0x040, kFalconMailbox1 = 0x044, kFalconOs = 0x080;
-constexpr uint32_t kCpuctl = 0x100, kCpuctlStartCpu = 1u << 1, kCpuctlHalted = 1u << 4;
+constexpr uint32_t kFalconOs = 0x080;  // NV_PFALCON_FALCON_OS (dev_falcon_v4.h)
 // GspSystemInfo (570.144 gsp_static_config.h; offsets as Linux nova-core's bindgen of it,
 // gsp/fw/r570_144/bindings.rs, lays them out): ten NvU64 (gpuPhysAddr +0, gpuPhysFbAddr +8,
 // gpuPhysInstAddr +0x10, gpuPhysIoAddr, nvDomainBusDeviceFunc +0x20, ..., maxUserVa +0x48),
@@ -117,9 +116,9 @@ public:
     void delay(std::chrono::nanoseconds t) override { d_.delay(t); }
     std::chrono::nanoseconds now() override { return d_.now(); }
     void core_reset() override { s_.gsp.reset(s_.boot0); }
-    void core_start() override { s_.gsp.write(kCpuctl, kCpuctlStartCpu); }
+    void core_start() override { s_.gsp.start_cpu(); }
     void core_wait_for_halt() override {
-        if (!poll_until(d_, kBootTimeout, [&] { return (s_.gsp.read(kCpuctl) & kCpuctlHalted) != 0; }))
+        if (!poll_until(d_, kBootTimeout, [&] { return s_.gsp.halted(); }))
             throw TimeoutError(d_.name(), "GSP CPU sequencer CORE_WAIT_FOR_HALT: GSP falcon CPUCTL.HALTED not set in 10 s");
     }
     // CORE_RESUME (kgspExecuteSequencerCommand_TU102): GSP falcon reset onto RISC-V with the LibOS
@@ -128,9 +127,8 @@ public:
     void core_resume() override {
         s_.gsp.reset(s_.boot0);
         s_.gsp.select_riscv();
-        s_.gsp.write(kFalconMailbox0, static_cast<uint32_t>(s_.libos_args));
-        s_.gsp.write(kFalconMailbox1, static_cast<uint32_t>(s_.libos_args >> 32));
-        s_.sec2.write(kCpuctl, kCpuctlStartCpu);
+        s_.gsp.set_mailboxes(s_.libos_args);
+        s_.sec2.start_cpu();
         uint32_t last = 0;
         if (!poll_until(d_, kBootTimeout, [&] {
                 return ((last = read32(reg::kPgc6BsiSecureScratch14)) & reg::kBootStage3Handoff) != 0;
@@ -138,7 +136,7 @@ public:
             throw TimeoutError(d_.name(), fmt::format("GSP CPU sequencer CORE_RESUME: NV_PGC6_BSI_SECURE_SCRATCH_14."
                                                       "BOOT_STAGE_3_HANDOFF not set in 10 s (last {:#x})",
                                                       last));
-        if (const uint32_t mb = s_.sec2.read(kFalconMailbox0); mb != 0)
+        if (const uint32_t mb = s_.sec2.mailbox0(); mb != 0)
             throw ProtocolError(d_.name(), fmt::format("GSP CPU sequencer CORE_RESUME: SEC2 MAILBOX0 {:#x}, want 0", mb));
     }
     const std::string& device_name() const override { return d_.name(); }
@@ -396,8 +394,7 @@ void AdaBootFlow::boot(GspDevice& d) {
     d.stage("booter", [&] {
         s.gsp.reset(s.boot0);
         s.gsp.select_riscv();
-        s.gsp.write(kFalconMailbox0, static_cast<uint32_t>(s.libos_args));
-        s.gsp.write(kFalconMailbox1, static_cast<uint32_t>(s.libos_args >> 32));
+        s.gsp.set_mailboxes(s.libos_args);
         auto& bar1 = pci.bar(1);
         bar1.write_block(BarOffset{kVramBooterNmem}, s.booter.nmem);
         bar1.write_block(BarOffset{kVramBooterImem}, s.booter.imem);
