@@ -299,6 +299,10 @@ void AdaBootFlow::boot(GspDevice& d) {
         const std::string rom_name = pci.name() + " VBIOS (BAR0 PROM)";
         const fw::nv::Vbios vbios = fw::nv::parse_vbios(fw::ByteReader(rom, rom_name));
         const FwsecFrts f = prepare_fwsec_frts(vbios, d.report_.vram_bytes, rom_name);
+        if (f.imem.size() > kVramFwsecDmem - kVramFwsecImem || f.dmem.size() > kVramBooterNmem - kVramFwsecDmem)
+            throw FirmwareError(rom_name, "FALCON_UCODE_DESC_V3 IMEM/DMEM sizes", vbios.fwsec.descriptor.offset,
+                                "at most 512 KiB each (the boot arena)",
+                                fmt::format("{:#x} / {:#x}", f.imem.size(), f.dmem.size()));
         auto& bar1 = pci.bar(1);
         bar1.write_block(BarOffset{kVramFwsecImem}, f.imem);
         bar1.write_block(BarOffset{kVramFwsecDmem}, f.dmem);
