@@ -241,6 +241,7 @@ TEST_CASE("falcon DMA before the engine reset is a model violation", "[nv][falco
     nv::Falcon gsp(*rig.pci, "GSP", 0x110000);
     gsp.write(0x624, 1u << 7);  // FBIF_CTL.ALLOW_PHYS_NO_CTX
     gsp.write(0x10c, 0);        // DMACTL
+    gsp.write(0x600, 1u << 2);  // FBIF_TRANSCFG(0): local FB, physical
     gsp.dma_load(true, 0, 0, 256, false);
     const auto v = rig.bus.violations();
     REQUIRE(v.size() == 1);
@@ -250,6 +251,11 @@ TEST_CASE("falcon DMA before the engine reset is a model violation", "[nv][falco
     gsp.reset(0);
     gsp.write(0x624, 1u << 7);
     gsp.write(0x10c, 0);
+    gsp.dma_load(true, 0, 0, 256, false);  // FBIF_TRANSCFG(0) as power-on left it: refused
+    REQUIRE(rig.bus.violations().size() == 1);
+    CHECK(rig.bus.violations()[0].what.find("FBIF_TRANSCFG") != std::string::npos);
+    rig.bus.clear_violations();
+    gsp.write(0x600, 1u << 2);
     gsp.dma_load(true, 0, 0, 256, false);
     CHECK(rig.bus.violations().empty());
 }

@@ -18,7 +18,7 @@ void FalconModel::power_on() {
     in_reset_ = false;
     scrub_reads_left_ = 0;
     bcr_ = reg::kBcrValid;
-    fbif_ctl_ = fbif_transcfg_ = dmactl_ = 1;  // left as the VBIOS left them: DMACTL must be cleared
+    fbif_ctl_ = 0, fbif_transcfg_ = 0, dmactl_ = 1;  // see the ENGINE reset below
     trfbase_ = trfbase1_ = trfmoffs_ = trffboffs_ = 0;
     paraaddr0_ = engidmask_ = ucode_id_ = mod_sel_ = bootvec_ = 0;
     mailbox_[0] = mailbox_[1] = 0;
@@ -27,7 +27,6 @@ void FalconModel::power_on() {
     imem_.assign(kImemBytes, std::byte{0});
     dmem_.assign(kDmemBytes, std::byte{0});
     imem_loaded_ = dmem_loaded_ = 0;
-    fbif_ctl_ = 0;
 }
 
 uint32_t FalconModel::read(uint32_t rel) {
@@ -72,6 +71,9 @@ FalconModel::Event FalconModel::write(uint32_t rel, uint32_t value, std::span<co
             imem_loaded_ = dmem_loaded_ = 0;
             paraaddr0_ = engidmask_ = ucode_id_ = mod_sel_ = 0;
             bcr_ = reg::kBcrValid;
+            // FBIF and DMACTL come back in states a driver must overwrite before DMA (the model's
+            // choice of reset values: DMACTL set, no physical access allowed, virtual mem type).
+            fbif_ctl_ = 0, fbif_transcfg_ = 0, dmactl_ = 1;
         } else if (in_reset_) {
             in_reset_ = false;
             driver_reset_ = true;
@@ -140,6 +142,12 @@ void FalconModel::dma(uint32_t cmd, std::span<const std::byte> vram, const Viola
         violation(fmt::format("falcon DMA without DMACTL = 0 and FBIF_CTL.ALLOW_PHYS_NO_CTX (DMACTL {:#x}, FBIF_CTL {:#x})",
                               dmactl_, fbif_ctl_),
                   where, kFalconSrc);
+        return;
+    }
+    if ((fbif_transcfg_ & 3) != 0 || !(fbif_transcfg_ & (1u << 2))) {
+        violation(fmt::format("falcon DMA with FBIF_TRANSCFG(0) {:#x}: want TARGET local FB (0) and MEM_TYPE physical",
+                              fbif_transcfg_),
+                  where, "dev_fbif_v4.h NV_PFALCON_FBIF_TRANSCFG; kernel_falcon_ga102.c");
         return;
     }
     if (((cmd >> reg::kDmaSizeShift) & 7) != reg::kDmaSize256 || (cmd & reg::kDmaWrite)) {
