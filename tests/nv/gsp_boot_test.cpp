@@ -308,3 +308,16 @@ TEST_CASE("Hopper and Blackwell reach their BootFlow seam and say what is missin
         CHECK(rig.bus.counters(rig.address).mmio_writes == 0);
     }
 }
+
+TEST_CASE("GFW boot that never finishes is a bounded TimeoutError naming the scratch register", "[nv][gsp-boot][negative]") {
+    const nv::GspFirmware fw = firmware();
+    nvsim::Ad102Options o;
+    o.gfw_boot_hangs = true;
+    Rig rig(o);
+    REQUIRE_THROWS_MATCHES(nv::GspDevice::open(*rig.pci, fw), TimeoutError,
+                           Catch::Matchers::Predicate<TimeoutError>([](const TimeoutError& e) {
+                               const std::string w = e.what();
+                               return w.find("GFW boot") != std::string::npos &&
+                                      w.find("GROUP_05(0) 0xf") != std::string::npos;
+                           }, "names GFW boot, the register and the last value"));
+}

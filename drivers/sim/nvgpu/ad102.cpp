@@ -110,7 +110,7 @@ uint64_t Ad102Model::mmio_read(unsigned bar, uint64_t offset, unsigned width) {
     case reg::kPgc6AonSecureScratchGroup05PrivLevelMask: return 0x1;  // READ_PROTECTION_LEVEL0 enabled
     case reg::kPgc6AonSecureScratchGroup05_0:
         // GFW (the VBIOS's boot code) finishes a little after reset: two reads show it running.
-        return gfw_reads_++ < 2 ? 0x0f : 0xff;
+        return (options_.gfw_boot_hangs || gfw_reads_++ < 2) ? 0x0f : 0xff;
     case reg::kPgc6AonSecureScratchGroup42: return static_cast<uint32_t>(options_.vram_bytes / kMiB);
     case reg::kPfbPriMmuWpr2AddrLo: return wpr2_lo_;
     case reg::kPfbPriMmuWpr2AddrHi: return wpr2_hi_;

@@ -28,6 +28,7 @@ struct Ad102Options {
     uint64_t vram_bytes = uint64_t{512} << 20;  // power of two, >= 256 MiB (the WPR heap alone is 129 MiB)
     bool fwsec_in_vbios = true;   // false: the VBIOS has no FWSEC entry
     bool stale_wpr2 = false;      // a previous GSP left WPR2 up: only a function reset clears it
+    bool gfw_boot_hangs = false;  // the VBIOS's boot code never reports done (GROUP_05(0) stays 0x0f)
     std::shared_ptr<GspRpcServer> server;  // answers RPCs after GSP_INIT_DONE; none: NV_ERR_NOT_SUPPORTED
     // Where the booter finds its known-good image (nvidia/ad102/gsp/booter_load-570.144.bin) to
     // compare what SEC2 was loaded with; empty: firmware-loader's search path.
