@@ -9,10 +9,13 @@
 #include "drivers/pci/enumerate.hpp"
 #include "drivers/pci/open.hpp"
 #include "drivers/pci/sim_bus.hpp"
+#include "drivers/qcom/qcom_device.hpp"
 #include "drivers/registry_am.hpp"
 #include "drivers/sim/amdgpu/navi.hpp"
 #include "drivers/sim/amdgpu/state_file.hpp"
 #include "drivers/sim/edu.hpp"
+#include "drivers/sim/kgsl/kgsl_abi.hpp"
+#include "drivers/sim/kgsl/sim_kgsl.hpp"
 
 #include <fmt/format.h>
 #include <fstream>
@@ -131,6 +134,95 @@ std::shared_ptr<hcq::Device> open_sim_am(const hcq::DeviceUri& uri) {
 
 }  // namespace
 
+namespace {
+
+// The simulated KGSL device behind drivers/qcom's syscall seam: the driver cannot tell it from
+// /dev/kgsl-3d0 except by what it answers.
+class SimKgslSyscalls final : public qcom::KgslSyscalls {
+public:
+    explicit SimKgslSyscalls(std::shared_ptr<sim::kgsl::SimKgsl> sim) : sim_(std::move(sim)) {}
+    int open(const char* path, int flags, int& err) override { return sim_->open(path, flags, err); }
+    int close(int fd) override { return sim_->close(fd); }
+    int ioctl(int fd, unsigned long request, void* arg, int& err) override { return sim_->ioctl(fd, request, arg, err); }
+    void* mmap(void* addr, uint64_t length, int prot, int flags, int fd, uint64_t offset, int& err) override {
+        return sim_->mmap(addr, length, prot, flags, fd, offset, err);
+    }
+    int munmap(void* addr, uint64_t length) override { return sim_->munmap(addr, length); }
+    std::string kernel_log(uint32_t context_id) override { return sim_->kernel_log(context_id); }
+
+private:
+    std::shared_ptr<sim::kgsl::SimKgsl> sim_;
+};
+
+// The models behind open sim-qcom devices, for the fault-injection hooks.
+std::mutex sim_kgsl_mutex;
+std::vector<std::pair<std::weak_ptr<hcq::Device>, std::shared_ptr<sim::kgsl::SimKgsl>>> sim_kgsl_models;
+
+std::shared_ptr<sim::kgsl::SimKgsl> kgsl_model_of(hcq::Device& device) {
+    std::lock_guard lock(sim_kgsl_mutex);
+    for (const auto& [weak, model] : sim_kgsl_models) {
+        if (auto alive = weak.lock(); alive.get() == &device) return model;
+    }
+    return nullptr;
+}
+
+// "sim-qcom:a630?ring=...&va=...": the simulated KGSL device driven by drivers/qcom; kernels run as
+// host code by the model's A630 command processor.
+// The simulated Adreno chips: KGSL chip_id (core, major, minor, patch bytes).
+struct SimulatedAdreno {
+    std::string_view name;
+    uint32_t chip_id;
+    std::string_view what;
+};
+const SimulatedAdreno kSimulatedAdrenos[] = {
+    {"a630", 0x06030000, "Qualcomm Adreno 630 (A6xx; Snapdragon 845)"},
+    {"a730", 0x07030001, "Qualcomm Adreno 730 (A7xx: CP_EVENT_WRITE7, the moved SP_CS_* registers; Snapdragon 8 Gen 1)"},
+};
+
+std::shared_ptr<hcq::Device> open_sim_qcom(const hcq::DeviceUri& uri) {
+    const SimulatedAdreno* chip = nullptr;
+    for (const SimulatedAdreno& a : kSimulatedAdrenos) {
+        if (uri.path() == a.name) chip = &a;
+    }
+    if (!chip) throw Error(uri.name(), "unknown simulated Adreno: the models are sim-qcom:a630 and sim-qcom:a730");
+    qcom::QcomOptions options;
+    options.name = uri.name();
+    options.isa = qcom::KernelIsa::host;
+    options.ring_bytes = uri.option_u64("ring", options.ring_bytes);
+    options.va_bytes = uri.option_u64("va", options.va_bytes);
+    options.memory_bytes = uri.option_u64("memory", 0);
+    options.staging_bytes = uri.option_u64("staging", options.staging_bytes);
+    options.staging_slots = static_cast<uint32_t>(uri.option_u64("staging_slots", options.staging_slots));
+    uri.reject_unused("ring (bytes of each KGSL context's command ring, a multiple of 4 KiB), va (bytes of the SVM window), "
+                      "memory (bytes buffers may map), staging, staging_slots (copy_in/copy_out slots)");
+    auto model = std::make_shared<sim::kgsl::SimKgsl>(sim::kgsl::SimKgsl::Options{chip->chip_id});
+    std::shared_ptr<hcq::Device> device = qcom::QcomDevice::create(std::make_shared<SimKgslSyscalls>(model), std::move(options));
+    std::lock_guard lock(sim_kgsl_mutex);
+    std::erase_if(sim_kgsl_models, [](const auto& entry) { return entry.first.expired(); });
+    sim_kgsl_models.emplace_back(device, model);
+    return device;
+}
+
+}  // namespace
+
+bool inject_kgsl_hang(hcq::Device& device, bool hang) {
+    auto model = kgsl_model_of(device);
+    if (model) model->hang_context(0, hang);
+    return model != nullptr;
+}
+
+bool inject_kgsl_wait_error(hcq::Device& device, int err) {
+    auto model = kgsl_model_of(device);
+    if (model) model->fail_waits(err);
+    return model != nullptr;
+}
+
+bool inject_kgsl_fault(hcq::Device& device, const std::string& why) {
+    auto model = kgsl_model_of(device);
+    if (model) model->fault_context(0, why);
+    return model != nullptr;
+}
+
 bool inject_dispatch_hang(hcq::Device& device, bool hang) {
     std::lock_guard lock(sim_models_mutex);
     for (const auto& [weak, model] : sim_models) {
@@ -150,6 +242,13 @@ void register_backends(hcq::Registry& registry) {
     sim_am.enumerate = [] { return std::vector<std::string>{"sim-am:navi31", "sim-am:navi48"}; };
     sim_am.open = open_sim_am;
     registry.add(std::move(sim_am));
+    qcom::register_qcom_backend(registry);
+    hcq::Backend sim_qcom;
+    sim_qcom.scheme = "sim-qcom";
+    sim_qcom.description = "simulated Adreno 630 / 730 behind a simulated KGSL device (drivers/sim/kgsl) driven by drivers/qcom; kernels run as host code";
+    sim_qcom.enumerate = [] { return std::vector<std::string>{"sim-qcom:a630", "sim-qcom:a730"}; };
+    sim_qcom.open = open_sim_qcom;
+    registry.add(std::move(sim_qcom));
 }
 
 std::string describe_cpu(std::string_view cpuinfo, unsigned online_cpus) {
@@ -181,6 +280,20 @@ std::vector<BuiltinDevice> builtin_devices() {
         devices.push_back({std::string(entry.name), "simulated", entry.hcq_device,
                            fmt::format("model of {} on the simulated PCI bus ({}): {}", entry.models,
                                        presented(entry), role)});
+    }
+    // KGSL is not on the PCI bus: each model is described by what its device-info property says.
+    for (const SimulatedAdreno& chip : kSimulatedAdrenos) {
+        sim::kgsl::SimKgsl model(sim::kgsl::SimKgsl::Options{chip.chip_id});
+        int err = 0;
+        int fd = model.open("/dev/kgsl-3d0", 0, err);
+        sim::kgsl::devinfo info{};
+        sim::kgsl::getproperty p{sim::kgsl::KGSL_PROP_DEVICE_INFO, &info, sizeof info};
+        model.ioctl(fd, sim::kgsl::DEVICE_GETPROPERTY, &p, err);
+        model.close(fd);
+        devices.push_back({fmt::format("sim-qcom:{}", chip.name), "simulated", true,
+                           fmt::format("model of a {} behind a simulated KGSL device (/dev/kgsl-3d0, chip_id 0x{:08x}, "
+                                       "gpu_id {}), driven by drivers/qcom: a simulated GPU (HCQ device)",
+                                       chip.what, info.chip_id, info.gpu_id)});
     }
     return devices;
 }

@@ -37,6 +37,14 @@ void register_backends(hcq::Registry& registry);
 // completes (the simulated MEC stays on it) until cleared, or until the queue is dequeued
 // (Device::recover does that).
 bool inject_dispatch_hang(hcq::Device& device, bool hang);
+// The same for sim-qcom devices (the simulated KGSL device): inject_kgsl_hang: while set, every
+// context's command processor stops before its next submission (its timestamps stop retiring);
+// inject_kgsl_wait_error: every IOCTL_KGSL_DEVICE_WAITTIMESTAMP_CTXTID fails with errno `err`
+// until set back to 0; inject_kgsl_fault: every context takes a GPU fault (invalidated, as KGSL
+// does with KGSL_CONTEXT_NO_FAULT_TOLERANCE), its kernel log saying `why`.
+bool inject_kgsl_hang(hcq::Device& device, bool hang);
+bool inject_kgsl_wait_error(hcq::Device& device, int err);
+bool inject_kgsl_fault(hcq::Device& device, const std::string& why);
 
 // "Intel(R) Xeon(R) Gold 6148 CPU @ 2.40GHz, 2 cores" from /proc/cpuinfo's text and the number
 // of online CPUs. Reads "model name" (x86), else "Model"/"Hardware"/"CPU part" (Arm); "unknown

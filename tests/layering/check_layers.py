@@ -18,12 +18,14 @@ ALLOWED = {
     # Host-native code objects (ELF loader, kernel ABI, the host-program descriptor): shared by the
     # CPU device, the simulated GPUs that run kernels as host code, and the drivers that load them.
     "drivers/hostcode": {"base"},
+    # NVIDIA formats both ends of the link speak (the GSP message queue): the driver and the model.
+    "drivers/nvshared": {"base"},
     # Models implement the simulated bus's and the fake seams' interfaces; never a driver.
-    "drivers/sim": {"base", "drivers/pci", "drivers/usb", "drivers/hostcode", "firmware-loader"},
+    "drivers/sim": {"base", "drivers/pci", "drivers/usb", "drivers/hostcode", "drivers/nvshared", "firmware-loader"},
     "drivers/cpu": {"base", "hcq", "drivers/hostcode"},
     "drivers/am": {"base", "hcq", "drivers/pci", "drivers/hostcode", "firmware-loader"},
-    "drivers/nv": {"base", "hcq", "drivers/pci", "firmware-loader"},
-    "drivers/qcom": {"base", "hcq"},
+    "drivers/nv": {"base", "hcq", "drivers/pci", "drivers/hostcode", "drivers/nvshared", "firmware-loader"},
+    "drivers/qcom": {"base", "hcq", "drivers/hostcode"},
     # The one place that composes models with drivers.
     "drivers/registry.cpp": {"base", "hcq", "drivers", "firmware-loader"},
     "drivers/registry.hpp": {"base", "hcq"},

@@ -3,7 +3,7 @@
 // g_rpc-message-header.h rpc_message_header_v03_00, rpc.c _issueRpcLarge) and checked on the raw bytes
 // with the test's own reader, not the library's.
 #include "base/error.hpp"
-#include "drivers/nv/gsp_msgq.hpp"
+#include "drivers/nvshared/gsp_msgq.hpp"
 
 #include <catch2/catch.hpp>
 

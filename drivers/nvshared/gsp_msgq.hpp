@@ -109,6 +109,10 @@ public:
     // writing nothing, when the queue cannot take every record now; throws when it never could.
     bool send_large(uint32_t function, std::span<const std::byte> payload);
 
+    // GSP's side: the reply to a request keeps the request's rpc sequence and carries its
+    // rpc_result (rpc_result_private 0). false, writing nothing, when there is no room.
+    bool send_reply(uint32_t function, uint32_t rpc_result, uint32_t sequence, std::span<const std::byte> payload);
+
     uint32_t next_seq_num() const { return seq_num_; }
     uint32_t next_rpc_sequence() const { return rpc_sequence_; }
 
@@ -120,7 +124,12 @@ private:
     MsgqTxHeader tx_;
     uint32_t seq_num_ = 0;       // MESSAGE_QUEUE_INFO.txSeqNum
     uint32_t rpc_sequence_ = 0;  // OBJRPC.sequence
-    void write_record(uint32_t function, std::span<const std::byte> payload, uint32_t elements);
+    struct ReplyFields {
+        uint32_t rpc_result = 0;
+        uint32_t sequence = 0;
+    };
+    void write_record(uint32_t function, std::span<const std::byte> payload, uint32_t elements,
+                      const std::optional<ReplyFields>& reply);
 };
 
 // A large RPC sent record by record as room appears, for RPCs bigger than the queue (rpc.c

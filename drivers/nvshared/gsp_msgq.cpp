@@ -1,5 +1,5 @@
 // GSP-RM message queues (see gsp_msgq.hpp for the sources of every layout and rule).
-#include "drivers/nv/gsp_msgq.hpp"
+#include "drivers/nvshared/gsp_msgq.hpp"
 
 #include "base/checked.hpp"
 #include "base/error.hpp"
@@ -182,7 +182,8 @@ uint32_t MsgqWriter::free_elements() const {
     return free;
 }
 
-void MsgqWriter::write_record(uint32_t function, std::span<const std::byte> payload, uint32_t elements) {
+void MsgqWriter::write_record(uint32_t function, std::span<const std::byte> payload, uint32_t elements,
+                              const std::optional<ReplyFields>& reply) {
     const RecordMap m{tx_.entry_off, tx_.msg_size, tx_.msg_count, tx_.write_ptr};
     const size_t record_bytes = static_cast<size_t>(elements) * tx_.msg_size;
     // Zero the whole record first: the checksum reads the padding to 8 bytes, and no stale bytes
@@ -191,8 +192,10 @@ void MsgqWriter::write_record(uint32_t function, std::span<const std::byte> payl
         std::memset(store_.data() + m.at(off), 0, tx_.msg_size);
     const uint32_t rpc_length = static_cast<uint32_t>(kRpcHeaderSize + payload.size());
     const uint32_t element[3] = {0 /* checkSum */, seq_num_, elements};
-    const uint32_t rpc[8] = {kRpcHeaderVersion, kRpcSignature, rpc_length, function, kRpcResultPending,
-                             kRpcResultPending, rpc_sequence_, 0};
+    const uint32_t result = reply ? reply->rpc_result : kRpcResultPending;
+    const uint32_t sequence = reply ? reply->sequence : rpc_sequence_;
+    const uint32_t rpc[8] = {kRpcHeaderVersion, kRpcSignature, rpc_length, function, result,
+                             reply ? 0 : kRpcResultPending, sequence, 0};
     copy_in(store_, m, kElementChecksumOffset, std::as_bytes(std::span(element)));
     copy_in(store_, m, kElementHeaderSize, std::as_bytes(std::span(rpc)));
     copy_in(store_, m, kElementHeaderSize + kRpcHeaderSize, payload);
@@ -205,7 +208,7 @@ void MsgqWriter::write_record(uint32_t function, std::span<const std::byte> payl
     tx_.write_ptr = (tx_.write_ptr + elements) % tx_.msg_count;
     store_shared(store_.subspan(kWritePtrOffset, 4), tx_.write_ptr);  // msgqTxSubmitBuffers, after a fence
     ++seq_num_;
-    ++rpc_sequence_;
+    if (!reply) ++rpc_sequence_;
 }
 
 bool MsgqWriter::send(uint32_t function, std::span<const std::byte> payload) {
@@ -217,7 +220,17 @@ bool MsgqWriter::send(uint32_t function, std::span<const std::byte> payload) {
         throw Error(device_, fmt::format("GSP RPC {}: a record of {} elements never fits a {}-entry queue", function,
                                          elements, tx_.msg_count));
     if (free_elements() < elements) return false;
-    write_record(function, payload, elements);
+    write_record(function, payload, elements, std::nullopt);
+    return true;
+}
+
+bool MsgqWriter::send_reply(uint32_t function, uint32_t rpc_result, uint32_t sequence, std::span<const std::byte> payload) {
+    if (payload.size() > kMaxPayloadPerRecord)
+        throw Error(device_, fmt::format("GSP reply to RPC {}: {} bytes of payload is over one record's {}", function,
+                                         payload.size(), kMaxPayloadPerRecord));
+    const uint32_t elements = elements_for_payload(payload.size(), tx_.msg_size);
+    if (elements > tx_.msg_count - 1 || free_elements() < elements) return false;
+    write_record(function, payload, elements, ReplyFields{rpc_result, sequence});
     return true;
 }
 
@@ -235,7 +248,7 @@ bool MsgqWriter::send_large(uint32_t function, std::span<const std::byte> payloa
     do {
         const size_t n = std::min(kMaxPayloadPerRecord, payload.size() - off);
         write_record(off == 0 ? function : kFunctionContinuationRecord, payload.subspan(off, n),
-                     elements_for_payload(n, tx_.msg_size));
+                     elements_for_payload(n, tx_.msg_size), std::nullopt);
         off += n;
     } while (off < payload.size());
     return true;
@@ -253,7 +266,7 @@ bool LargeRpcSender::pump() {
                                                      function_, elements, writer_.tx_.msg_count));
         if (writer_.free_elements() < elements) return false;
         writer_.write_record(started_ ? kFunctionContinuationRecord : function_, payload_.subspan(offset_, n),
-                             elements);
+                             elements, std::nullopt);
         started_ = true;
         offset_ += n;
         ++records_;
