@@ -197,8 +197,8 @@ struct NvMemoryAllocationParams {
     int32_t numaNode;
     uint32_t pad1;
 };
-static_assert(offsetof(NvMemoryAllocationParams, size) == 64 && offsetof(NvMemoryAllocationParams, numaNode) == 128);
-static_assert(sizeof(NvMemoryAllocationParams) == 136);
+static_assert(offsetof(NvMemoryAllocationParams, size) == 64 && offsetof(NvMemoryAllocationParams, numaNode) == 120);
+static_assert(sizeof(NvMemoryAllocationParams) == 128);
 
 // ctrl0000system.h NV0000_CTRL_SYSTEM_GET_BUILD_VERSION_V2_PARAMS (MAX_STRING_SIZE 256).
 struct Nv0000CtrlSystemGetBuildVersionV2Params {
