@@ -56,6 +56,14 @@ BackendVerdict judge_backend(const VerdictInput& in) {
                                              family->chip, family->backend)
                                : "";
 
+    if (in.vendor_id == kVendorNvidia) v.transport = in.driver == "nvidia" ? "nvk" : "nvpci";
+    if (in.driver == "nvidia" && in.vendor_id == kVendorNvidia) {
+        // nvidia.ko stays: the nvk transport speaks RM through its ioctls (drivers/nv/nvk_transport.hpp).
+        v.reason = "bound to nvidia: nvk can drive it through nvidia.ko's RM ioctls (/dev/nvidiactl); for nvpci, "
+                   "where baregpu boots GSP itself, bind it to vfio-pci (udev/README.md)" +
+                   untested;
+        return v;
+    }
     if (in.driver.empty()) {
         v.reason = "not bound: bind to vfio-pci (udev/README.md) or use the sysfs backend as root" + untested;
         return v;

@@ -8,7 +8,7 @@
 #include "drivers/pci/sim_bus.hpp"
 #include "drivers/sim/nvgpu/ad102.hpp"
 #include "firmware-loader/search_path.hpp"
-#include "tests/firmware/nvidia/synthetic_elf.hpp"
+#include "tests/nv/gsp_firmware.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -18,35 +18,11 @@
 
 using namespace baregpu;
 namespace nvsim = baregpu::sim::nvgpu;
+using baregpu::test::nv::firmware;
+using baregpu::test::nv::firmware_dir;
+using baregpu::test::nv::synthetic_gsp_elf;
 
 namespace {
-
-std::string firmware_dir() {
-    const char* d = std::getenv("BAREGPU_TEST_FIRMWARE_DIR");
-    return d != nullptr ? d : "../shared/firmware";
-}
-
-// A GSP-RM-shaped ELF: .fwimage (3 pages, starting with an ELF header as the real image's does)
-// and one signature section per family given.
-std::vector<std::byte> synthetic_gsp_elf(std::vector<std::string> families) {
-    std::vector<test::nv::Section> sections = {{".fwimage", 1, 0x2c00, 0xaa}};
-    for (const auto& f : families) sections.push_back({".fwsignature_" + f, 1, 0x1000, 0x5a});
-    test::nv::Elf64 e = test::nv::build_elf64(sections);
-    e.bytes.str(e.data_offset[0], "\x7f" "ELF");
-    return e.bytes.b;
-}
-
-nv::GspFirmware firmware(std::vector<std::string> families = {"ga10x", "ad10x"}) {
-    const fw::FirmwareSearchPath path({firmware_dir()});
-    nv::GspFirmware f;
-    f.booter_name = "nvidia/ad102/gsp/booter_load-570.144.bin";
-    f.bootloader_name = "nvidia/ad102/gsp/bootloader-570.144.bin";
-    f.gsp_name = "synthetic gsp-570.144.bin";
-    f.booter_load = path.load(f.booter_name).bytes;
-    f.bootloader = path.load(f.bootloader_name).bytes;
-    f.gsp_elf = synthetic_gsp_elf(std::move(families));
-    return f;
-}
 
 // The tiny RM stand-in: echoes the parameters back with the first word incremented.
 struct EchoServer : nvsim::GspRpcServer {

@@ -141,3 +141,25 @@ TEST_CASE("unknown AMD and NVIDIA IDs are not a supported generation; other vend
     CHECK(intel.backend.empty());
     CHECK(intel.reason == "no baregpu backend for vendor 8086 (8086:56a0): baregpu drives AMD (am) and NVIDIA (nv) GPUs");
 }
+
+TEST_CASE("NVIDIA: nvk when nvidia.ko is bound, nvpci when unbound or on vfio-pci") {
+    VerdictInput bound = input("0000:01:00.0", kVendorNvidia, 0x2684, "nvidia", 3);  // AD102, RTX 4090
+    BackendVerdict nvk = judge_backend(bound);
+    CHECK(nvk.backend == "nv");
+    CHECK(nvk.transport == "nvk");
+    CHECK(nvk.family == "AD102 (Ada)");
+    CHECK_THAT(nvk.reason, Catch::StartsWith("bound to nvidia: nvk can drive it") && Catch::Contains("vfio-pci"));
+
+    BackendVerdict unbound = judge_backend(input("0000:01:00.0", kVendorNvidia, 0x2684, "", 3));
+    CHECK(unbound.transport == "nvpci");
+    CHECK_FALSE(unbound.ready);
+    BackendVerdict vfio = judge_backend(input("0000:01:00.0", kVendorNvidia, 0x2684, "vfio-pci", 3));
+    CHECK(vfio.transport == "nvpci");
+    CHECK(vfio.ready);
+    // nouveau is not nvidia.ko: no nvk.
+    BackendVerdict nouveau = judge_backend(input("0000:01:00.0", kVendorNvidia, 0x2684, "nouveau", 3));
+    CHECK(nouveau.transport == "nvpci");
+    CHECK_THAT(nouveau.reason, Catch::StartsWith("bound to nouveau: unbind or use vfio-pci"));
+    // AMD: no transport.
+    CHECK(judge_backend(navi31("vfio-pci")).transport.empty());
+}

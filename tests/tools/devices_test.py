@@ -40,7 +40,7 @@ GPU = {
     "subsystem": (str, type(None)), "class_name": str, "driver": (str, type(None)),
     "render_node": (str, type(None)), "iommu_group": (int, type(None)), "iommu_group_peers": list,
     "owner_pid": (int, type(None)), "backend": (str, type(None)), "family": (str, type(None)),
-    "uri": (str, type(None)), "ready": bool, "reason": str,
+    "uri": (str, type(None)), "transport": (str, type(None)), "ready": bool, "reason": str,
 }
 PEER = {"address": str, "driver": (str, type(None))}
 BUILTIN = {"name": str, "kind": str, "hcq_device": bool, "summary": str}
@@ -188,7 +188,8 @@ with tempfile.TemporaryDirectory() as tmp:
     for key, value in want_amd.items():
         check(amd.get(key) == value, f"Navi31 {key}: want {value!r}, got {amd.get(key)!r}")
     nv = gpus.get("0000:04:00.0", {})
-    for key, value in {"driver": "vfio-pci", "backend": "nv", "ready": True, "uri": "nv:0000:04:00.0",
+    check(amd.get("transport") is None, f"Navi31 transport: want None, got {amd.get('transport')!r}")
+    for key, value in {"driver": "vfio-pci", "backend": "nv", "transport": "nvpci", "ready": True, "uri": "nv:0000:04:00.0",
                        "render_node": None, "iommu_group_peers": []}.items():
         check(nv.get(key) == value, f"AD102 {key}: want {value!r}, got {nv.get(key)!r}")
 
@@ -196,6 +197,7 @@ with tempfile.TemporaryDirectory() as tmp:
     check("0000:03:00.0  Advanced Micro Devices, Inc. [AMD/ATI] Navi 31" in out, f"human: the AMD block:\n{out}")
     check("verdict      bound to amdgpu: unbind or use vfio-pci" in out, f"human: the AMD verdict:\n{out}")
     check("verdict      ready via vfio (IOMMU group 15): open as nv:0000:04:00.0" in out, f"human: NV verdict:\n{out}")
+    check("backend      nv (nvpci), AD102 (Ada)" in out, f"human: the NV transport:\n{out}")
     check("no GPU found" not in out, "human: GPUs found, so no 'no GPU found'")
 
 # --- the simulated chips' state is not touched ----------------------------------------------------

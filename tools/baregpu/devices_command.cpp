@@ -89,7 +89,8 @@ void print_human(const Listing& listing) {
         line("render node", gpu.render_node.empty() ? "none" : gpu.render_node);
         line("iommu group", group_text(gpu));
         line("owner", owner_text(gpu.owner));
-        line("backend", v.backend.empty() ? "none" : v.family.empty() ? v.backend : v.backend + ", " + v.family);
+        std::string backend = v.transport.empty() ? v.backend : fmt::format("{} ({})", v.backend, v.transport);
+        line("backend", v.backend.empty() ? "none" : v.family.empty() ? backend : backend + ", " + v.family);
         line("verdict", v.reason);
     }
     std::printf("\nBuilt-in devices\n");
@@ -161,6 +162,8 @@ void print_json(const Listing& listing) {
         v.family.empty() ? w.null() : w.value(v.family);
         w.key("uri");
         v.uri.empty() ? w.null() : w.value(v.uri);
+        w.key("transport");
+        v.transport.empty() ? w.null() : w.value(v.transport);
         w.key("ready");
         w.value(v.ready);
         w.key("reason");

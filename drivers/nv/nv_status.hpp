@@ -1,0 +1,47 @@
+// NV_STATUS: the status every RM call returns (open-gpu-kernel-modules
+// src/common/sdk/nvidia/inc/nvstatuscodes.h, 570.144). Only the codes the driver and the
+// simulated RM use are named; others print as their number.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace baregpu::nv {
+
+enum NvStatus : uint32_t {
+    NV_OK = 0x00000000,
+    NV_ERR_GPU_IS_LOST = 0x0000000F,
+    NV_ERR_INSERT_DUPLICATE_NAME = 0x00000019,
+    NV_ERR_INSUFFICIENT_RESOURCES = 0x0000001A,
+    NV_ERR_INVALID_ADDRESS = 0x0000001E,
+    NV_ERR_INVALID_ARGUMENT = 0x0000001F,
+    NV_ERR_INVALID_CHANNEL = 0x00000021,
+    NV_ERR_INVALID_CLASS = 0x00000022,
+    NV_ERR_INVALID_CLIENT = 0x00000023,
+    NV_ERR_INVALID_COMMAND = 0x00000024,
+    NV_ERR_INVALID_DEVICE = 0x00000026,
+    NV_ERR_INVALID_FLAGS = 0x00000029,
+    NV_ERR_INVALID_LIMIT = 0x0000002E,
+    NV_ERR_INVALID_OBJECT = 0x00000031,
+    NV_ERR_INVALID_OBJECT_HANDLE = 0x00000033,
+    NV_ERR_INVALID_OBJECT_NEW = 0x00000034,
+    NV_ERR_INVALID_OBJECT_PARENT = 0x00000036,
+    NV_ERR_INVALID_OFFSET = 0x00000037,
+    NV_ERR_INVALID_PARAM_STRUCT = 0x0000003A,
+    NV_ERR_INVALID_PARAMETER = 0x0000003B,
+    NV_ERR_INVALID_REQUEST = 0x0000003F,
+    NV_ERR_INVALID_STATE = 0x00000040,
+    NV_ERR_NO_MEMORY = 0x00000051,
+    NV_ERR_NOT_SUPPORTED = 0x00000056,
+    NV_ERR_OBJECT_NOT_FOUND = 0x00000057,
+    NV_ERR_RESET_REQUIRED = 0x00000062,
+    NV_ERR_STATE_IN_USE = 0x00000063,
+    NV_ERR_TIMEOUT = 0x00000065,
+    NV_ERR_MEMORY_ERROR = 0x00000072,
+    NV_ERR_GENERIC = 0x0000FFFF,
+};
+
+// "NV_ERR_INVALID_CLASS (0x22, Given class-id not valid)"; unknown codes by number.
+std::string describe_status(uint32_t status);
+
+}  // namespace baregpu::nv

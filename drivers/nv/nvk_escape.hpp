@@ -1,0 +1,90 @@
+// nvidia.ko's escape ioctls on /dev/nvidiactl and /dev/nvidiaN: numbers and argument layouts.
+// Sources (open-gpu-kernel-modules 570.144): kernel-open/common/inc/nv-ioctl-numbers.h
+// (NV_IOCTL_MAGIC 'F', NV_IOCTL_BASE 200), src/nvidia/arch/nvalloc/unix/include/nv_escape.h
+// (NV_ESC_RM_*), src/common/sdk/nvidia/inc/nvos.h (NVOS00/21/54_PARAMETERS),
+// kernel-open/common/inc/nv-ioctl.h (nv_ioctl_card_info_t, nv_pci_info_t).
+#pragma once
+
+#include "drivers/nv/rm_abi.hpp"
+
+#include <cstddef>
+#include <cstdint>
+
+namespace baregpu::nv::nvk {
+
+inline constexpr uint32_t NV_IOCTL_MAGIC = 'F';
+inline constexpr uint32_t NV_ESC_RM_FREE = 0x29;
+inline constexpr uint32_t NV_ESC_RM_CONTROL = 0x2A;
+inline constexpr uint32_t NV_ESC_RM_ALLOC = 0x2B;
+inline constexpr uint32_t NV_ESC_CARD_INFO = 200;
+inline constexpr uint32_t NV_ESC_REGISTER_FD = 201;
+
+// The request number of an escape: _IOWR('F', nr, size) (nv-ioctl-numbers.h builds them so).
+constexpr unsigned long escape_request(uint32_t nr, uint32_t size) {
+    return (3ul << 30) | (static_cast<unsigned long>(size & 0x3fff) << 16) | (NV_IOCTL_MAGIC << 8) | nr;
+}
+
+struct Nvos00Parameters {  // NV01_FREE
+    NvHandle hRoot;
+    NvHandle hObjectParent;
+    NvHandle hObjectOld;
+    uint32_t status;
+};
+static_assert(sizeof(Nvos00Parameters) == 16);
+
+struct Nvos21Parameters {  // NV04_ALLOC
+    NvHandle hRoot;
+    NvHandle hObjectParent;
+    NvHandle hObjectNew;
+    uint32_t hClass;
+    uint64_t pAllocParms;  // NvP64
+    uint32_t paramsSize;
+    uint32_t status;
+};
+static_assert(sizeof(Nvos21Parameters) == 32);
+
+struct Nvos54Parameters {  // NV04_CONTROL
+    NvHandle hClient;
+    NvHandle hObject;
+    uint32_t cmd;
+    uint32_t flags;
+    uint64_t params;  // NvP64
+    uint32_t paramsSize;
+    uint32_t status;
+};
+static_assert(sizeof(Nvos54Parameters) == 32);
+
+struct NvPciInfo {
+    uint32_t domain;
+    uint8_t bus, slot, function, pad;
+    uint16_t vendor_id, device_id;
+};
+struct NvIoctlCardInfo {
+    uint8_t valid;  // NvBool
+    uint8_t pad0[3];
+    NvPciInfo pci_info;
+    uint32_t gpu_id;
+    uint16_t interrupt_line;
+    uint16_t pad1;
+    uint64_t reg_address, reg_size, fb_address, fb_size;
+    uint32_t minor_number;
+    uint8_t dev_name[10];
+    uint8_t pad2[2];
+};
+static_assert(sizeof(NvIoctlCardInfo) == 72 && offsetof(NvIoctlCardInfo, minor_number) == 56);
+inline constexpr uint32_t kCardInfoEntries = 64;  // the array NV_ESC_CARD_INFO fills (nv-ioctl-numbers.h usage)
+
+struct NvIoctlRegisterFd {
+    int32_t ctl_fd;
+};
+
+inline constexpr unsigned long kIoctlAlloc = escape_request(NV_ESC_RM_ALLOC, sizeof(Nvos21Parameters));
+inline constexpr unsigned long kIoctlControl = escape_request(NV_ESC_RM_CONTROL, sizeof(Nvos54Parameters));
+inline constexpr unsigned long kIoctlFree = escape_request(NV_ESC_RM_FREE, sizeof(Nvos00Parameters));
+inline constexpr unsigned long kIoctlCardInfo = escape_request(NV_ESC_CARD_INFO, sizeof(NvIoctlCardInfo) * kCardInfoEntries);
+inline constexpr unsigned long kIoctlRegisterFd = escape_request(NV_ESC_REGISTER_FD, sizeof(NvIoctlRegisterFd));
+// The numbers the research notes quote from a running driver (nv_qcom_usb.md A.9).
+static_assert(kIoctlAlloc == 0xc020462b && kIoctlControl == 0xc020462a && kIoctlFree == 0xc0104629);
+static_assert(kIoctlCardInfo == 0xd20046c8 && kIoctlRegisterFd == 0xc00446c9);
+
+}  // namespace baregpu::nv::nvk

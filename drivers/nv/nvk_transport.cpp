@@ -1,0 +1,134 @@
+#include "drivers/nv/nvk_transport.hpp"
+
+#include "drivers/nv/nvk_escape.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <fmt/format.h>
+
+namespace baregpu::nv {
+
+using namespace nvk;
+
+namespace {
+uint64_t user_pointer(std::span<std::byte> params) {
+    return params.empty() ? 0 : static_cast<uint64_t>(reinterpret_cast<uintptr_t>(params.data()));
+}
+}  // namespace
+
+NvkTransport::NvkTransport(pci::DeviceFiles& files, int ctl_fd) : files_(files), ctl_fd_(ctl_fd) {}
+
+NvkTransport::~NvkTransport() {
+    if (client_ != 0) {
+        Nvos00Parameters p{client_, 0, client_, 0};
+        files_.ioctl(ctl_fd_, kIoctlFree, &p);  // frees every object of the client
+    }
+    if (gpu_fd_ >= 0) files_.close(gpu_fd_);
+    if (ctl_fd_ >= 0) files_.close(ctl_fd_);
+}
+
+int NvkTransport::escape(int fd, unsigned long request, void* argument, const char* what) {
+    int result = files_.ioctl(fd, request, argument);
+    if (result < 0) {
+        // nvidia.ko refuses an escape whose size it does not expect with EINVAL: a layout mismatch.
+        throw Error(name_, fmt::format("{} ioctl 0x{:x} failed: {}{}", what, request, std::strerror(-result),
+                                       result == -EINVAL ? " (nvidia.ko did not accept the argument's size or layout)" : ""));
+    }
+    return result;
+}
+
+RmBranch NvkTransport::branch_of(const std::string& version) {
+    unsigned major = 0;
+    size_t i = 0;
+    while (i < version.size() && version[i] >= '0' && version[i] <= '9') major = major * 10 + (version[i++] - '0');
+    if (i == 0) throw ProtocolError("nvk:/dev/nvidiactl", fmt::format("driver version '{}' does not start with a number", version));
+    if (major >= 570 && major < 580) return RmBranch::r570;
+    if (major >= 580 && major < 600) return RmBranch::r580;
+    throw UnsupportedError("nvk:/dev/nvidiactl",
+                           fmt::format("NVIDIA driver {} (branch {}): baregpu knows the RM struct layouts of branches "
+                                       "570-599 only (they change between branches, e.g. NV_VASPACE_ALLOCATION_PARAMETERS "
+                                       "gained pasid in 580)",
+                                       version, major));
+}
+
+std::unique_ptr<NvkTransport> NvkTransport::open(pci::DeviceFiles& files) {
+    int fd = files.open("/dev/nvidiactl", O_RDWR);
+    if (fd < 0) {
+        throw Error("nvk:/dev/nvidiactl",
+                    fmt::format("cannot open /dev/nvidiactl: {} (is nvidia.ko loaded? nvpci drives the GPU without it)",
+                                std::strerror(-fd)));
+    }
+    std::unique_ptr<NvkTransport> t(new NvkTransport(files, fd));
+    Rm rm(*t);
+    t->client_ = rm.alloc_client();
+
+    auto version = std::make_unique<Nv0000CtrlSystemGetBuildVersionV2Params>();
+    std::memset(version.get(), 0, sizeof(*version));
+    rm.control(t->client_, t->client_, NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION_V2, *version);
+    version->driverVersionBuffer[sizeof(version->driverVersionBuffer) - 1] = 0;
+    t->version_ = version->driverVersionBuffer;
+    t->branch_ = branch_of(t->version_);
+
+    std::vector<NvIoctlCardInfo> cards(kCardInfoEntries);
+    t->escape(fd, kIoctlCardInfo, cards.data(), "NV_ESC_CARD_INFO");
+    for (const NvIoctlCardInfo& card : cards) {
+        if (!card.valid) continue;
+        t->gpus_.push_back({card.gpu_id, card.minor_number, card.pci_info.vendor_id, card.pci_info.device_id,
+                            fmt::format("{:04x}:{:02x}:{:02x}.{:x}", card.pci_info.domain, card.pci_info.bus,
+                                        card.pci_info.slot, card.pci_info.function)});
+    }
+    return t;
+}
+
+void NvkTransport::attach_gpu(size_t index) {
+    if (index >= gpus_.size()) {
+        throw Error(name_, fmt::format("GPU {} requested but nvidia.ko lists {}", index, gpus_.size()));
+    }
+    std::string path = fmt::format("/dev/nvidia{}", gpus_[index].minor);
+    int fd = files_.open(path.c_str(), O_RDWR);
+    if (fd < 0) throw Error(name_, fmt::format("cannot open {}: {}", path, std::strerror(-fd)));
+    NvIoctlRegisterFd reg{ctl_fd_};
+    try {
+        escape(fd, kIoctlRegisterFd, &reg, "NV_ESC_REGISTER_FD");
+    } catch (...) {
+        files_.close(fd);
+        throw;
+    }
+    if (gpu_fd_ >= 0) files_.close(gpu_fd_);
+    gpu_fd_ = fd;
+    name_ = "nvk:" + path;
+}
+
+uint32_t NvkTransport::alloc(NvHandle client, NvHandle parent, NvHandle* object, uint32_t cls, std::span<std::byte> params) {
+    Nvos21Parameters p{};
+    p.hRoot = client;
+    p.hObjectParent = parent;
+    p.hObjectNew = *object;
+    p.hClass = cls;
+    p.pAllocParms = user_pointer(params);
+    p.paramsSize = static_cast<uint32_t>(params.size());
+    escape(ctl_fd_, kIoctlAlloc, &p, "NV_ESC_RM_ALLOC");
+    if (p.status == NV_OK) *object = p.hObjectNew;
+    return p.status;
+}
+
+uint32_t NvkTransport::control(NvHandle client, NvHandle object, uint32_t cmd, std::span<std::byte> params) {
+    Nvos54Parameters p{};
+    p.hClient = client;
+    p.hObject = object;
+    p.cmd = cmd;
+    p.params = user_pointer(params);
+    p.paramsSize = static_cast<uint32_t>(params.size());
+    escape(ctl_fd_, kIoctlControl, &p, "NV_ESC_RM_CONTROL");
+    return p.status;
+}
+
+uint32_t NvkTransport::free(NvHandle client, NvHandle parent, NvHandle object) {
+    Nvos00Parameters p{client, parent, object, 0};
+    escape(ctl_fd_, kIoctlFree, &p, "NV_ESC_RM_FREE");
+    if (p.status == NV_OK && object == client_) client_ = 0;
+    return p.status;
+}
+
+}  // namespace baregpu::nv

@@ -1,0 +1,67 @@
+// The `nvk` RM transport: RM calls as escape ioctls to nvidia.ko (NV_ESC_RM_ALLOC / CONTROL /
+// FREE on /dev/nvidiactl), through the DeviceFiles seam so the same code runs against the
+// kernel and against the simulated driver (drivers/sim/nvgpu/fake_nvidia.hpp).
+//
+// open(): opens /dev/nvidiactl, allocates a client, reads the driver version first
+// (NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION_V2) and picks the struct layouts of its branch
+// (rm_abi.hpp RmBranch), lists the GPUs (NV_ESC_CARD_INFO), and opens /dev/nvidia<minor> with
+// NV_ESC_REGISTER_FD for the chosen one.
+#pragma once
+
+#include "drivers/nv/rm_api.hpp"
+#include "drivers/pci/device_files.hpp"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace baregpu::nv {
+
+struct NvkGpu {
+    uint32_t gpu_id = 0;
+    uint32_t minor = 0;
+    uint16_t vendor_id = 0, device_id = 0;
+    std::string pci_address;  // "0000:01:00.0"
+};
+
+class NvkTransport final : public RmTransport {
+public:
+    // Opens /dev/nvidiactl. Throws UnsupportedError when the driver's branch is not one whose
+    // layouts we know (the message names the version), baregpu::Error when no NVIDIA driver
+    // node is there.
+    static std::unique_ptr<NvkTransport> open(pci::DeviceFiles& files);
+    ~NvkTransport() override;
+
+    std::string_view kind() const override { return "nvk"; }
+    const std::string& device() const override { return name_; }
+    uint32_t alloc(NvHandle client, NvHandle parent, NvHandle* object, uint32_t cls, std::span<std::byte> params) override;
+    uint32_t control(NvHandle client, NvHandle object, uint32_t cmd, std::span<std::byte> params) override;
+    uint32_t free(NvHandle client, NvHandle parent, NvHandle object) override;
+
+    const std::string& driver_version() const { return version_; }
+    RmBranch branch() const { return branch_; }
+    NvHandle client() const { return client_; }
+    const std::vector<NvkGpu>& gpus() const { return gpus_; }
+    // Opens /dev/nvidia<minor> of gpus()[index] and registers it with the control fd; later
+    // device-scoped calls name it.
+    void attach_gpu(size_t index);
+
+    // The branch a version string ("570.144", "580.65.06") selects; throws UnsupportedError for
+    // branches whose layouts we do not know.
+    static RmBranch branch_of(const std::string& version);
+
+private:
+    explicit NvkTransport(pci::DeviceFiles& files, int ctl_fd);
+    int escape(int fd, unsigned long request, void* argument, const char* what);
+
+    pci::DeviceFiles& files_;
+    int ctl_fd_ = -1;
+    int gpu_fd_ = -1;
+    std::string name_ = "nvk:/dev/nvidiactl";
+    std::string version_;
+    RmBranch branch_ = RmBranch::r570;
+    NvHandle client_ = 0;
+    std::vector<NvkGpu> gpus_;
+};
+
+}  // namespace baregpu::nv

@@ -1,0 +1,85 @@
+// An NVIDIA GPU as RM objects: the open sequence shared by the nvk and nvpci transports
+// (research nv_qcom_usb.md A.2 step 6) — device, subdevice, virtual memory (the hDma of DMA
+// maps), the class list and the classes picked from it, the usermode (doorbell) object, a VA
+// space, a channel group on the graphics engine and its context share; then GPFIFO channels
+// with their compute or copy engine object and work-submit token, and scheduling.
+//
+// Ownership: an RmDevice owns its RM objects (freed, children first, with the device object in
+// the destructor); the client belongs to the caller.
+#pragma once
+
+#include "drivers/nv/rm_api.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace baregpu::nv {
+
+// The classes picked from GET_CLASSLIST_V2, newest first (Blackwell, Hopper, Ada, Ampere).
+struct RmClasses {
+    uint32_t usermode = 0;
+    uint32_t gpfifo = 0;
+    uint32_t compute = 0;
+    uint32_t copy = 0;
+};
+
+// Picks from `available`; throws UnsupportedError naming the kind of class missing and what the
+// GPU offered.
+RmClasses pick_classes(const std::vector<uint32_t>& available, const std::string& device);
+
+struct RmChannel {
+    NvHandle channel = 0;
+    NvHandle engine = 0;  // the compute or copy object on it
+    uint32_t engine_class = 0;
+    uint32_t work_submit_token = 0;  // what the doorbell is written with
+};
+
+struct RmChannelSpec {
+    uint32_t engine_class = 0;  // classes().compute or classes().copy
+    NvHandle memory = 0;        // holds the GPFIFO ring and USERD
+    uint64_t gpfifo_va = 0;     // GPU VA of the ring (entries * 8 bytes)
+    uint32_t entries = 0;       // power of two
+    uint64_t userd_offset = 0;  // in `memory`, 512-byte aligned
+};
+
+class RmDevice {
+public:
+    static std::unique_ptr<RmDevice> open(RmTransport& transport, NvHandle client, RmBranch branch,
+                                          uint32_t device_instance = 0);
+    ~RmDevice();
+    RmDevice(const RmDevice&) = delete;
+    RmDevice& operator=(const RmDevice&) = delete;
+
+    Rm& rm() { return rm_; }
+    NvHandle client() const { return client_; }
+    NvHandle device() const { return device_; }
+    NvHandle subdevice() const { return subdevice_; }
+    NvHandle virtual_memory() const { return virtmem_; }
+    NvHandle usermode() const { return usermode_; }
+    NvHandle vaspace() const { return vaspace_; }
+    NvHandle channel_group() const { return channel_group_; }
+    NvHandle context_share() const { return ctxshare_; }
+    const RmClasses& classes() const { return classes_; }
+    const std::vector<uint32_t>& class_list() const { return class_list_; }
+
+    // VRAM (NV1_MEMORY_USER) of `size` bytes, physically contiguous.
+    NvHandle alloc_vram(uint64_t size, uint64_t alignment);
+    RmChannel create_channel(const RmChannelSpec& spec);
+    // NVA06C_CTRL_CMD_GPFIFO_SCHEDULE on the channel group, once its channels exist.
+    void schedule();
+    void free_object(NvHandle parent, NvHandle object) { rm_.free(client_, parent, object); }
+
+private:
+    RmDevice(RmTransport& transport, NvHandle client, RmBranch branch);
+
+    Rm rm_;
+    NvHandle client_;
+    RmBranch branch_;
+    NvHandle device_ = 0, subdevice_ = 0, virtmem_ = 0, usermode_ = 0, vaspace_ = 0, channel_group_ = 0, ctxshare_ = 0;
+    RmClasses classes_;
+    std::vector<uint32_t> class_list_;
+    uint32_t next_cid_ = 1;
+};
+
+}  // namespace baregpu::nv

@@ -1,0 +1,51 @@
+// nvidia.ko as the nvk transport meets it, without the kernel: /dev/nvidiactl and /dev/nvidia0
+// behind drivers/pci's DeviceFiles seam, answering the escape ioctls (NV_ESC_RM_ALLOC /
+// CONTROL / FREE, NV_ESC_CARD_INFO, NV_ESC_REGISTER_FD) from an RmModel. Like the kernel it
+// copies the parameter block in and out and refuses an ioctl whose encoded size is not the
+// escape's (EINVAL), an unknown escape (EINVAL) and an fd it did not open (EBADF).
+//
+// Facts (open-gpu-kernel-modules 570.144): kernel-open/common/inc/nv-ioctl-numbers.h,
+// nv-ioctl.h, src/nvidia/arch/nvalloc/unix/include/nv_escape.h, nvos.h.
+#pragma once
+
+#include "drivers/pci/device_files.hpp"
+#include "rm_model.hpp"
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+namespace baregpu::sim::nvgpu {
+
+class FakeNvidia final : public pci::DeviceFiles {
+public:
+    explicit FakeNvidia(std::shared_ptr<RmModel> rm, uint16_t device_id = 0x2684);
+
+    int open(const char* path, int flags) override;
+    int close(int fd) override;
+    int ioctl(int fd, unsigned long request, void* argument) override;
+    void* mmap(void* address, size_t length, int prot, int flags, int fd, off_t offset, int* error) override;
+    int munmap(void* address, size_t length) override;
+
+    RmModel& rm() { return *rm_; }
+    // Fault knob: the next ioctl fails with -error before reaching RM.
+    void fail_next_ioctl(int error) { fail_next_ = error; }
+    size_t open_files() const;
+
+private:
+    struct File {
+        std::string path;
+        bool registered = false;  // /dev/nvidiaN after NV_ESC_REGISTER_FD
+    };
+
+    std::shared_ptr<RmModel> rm_;
+    uint16_t device_id_;
+    mutable std::mutex mutex_;
+    std::map<int, File> files_;
+    int next_fd_ = 1000;
+    std::atomic<int> fail_next_{0};
+};
+
+}  // namespace baregpu::sim::nvgpu

@@ -1,0 +1,74 @@
+// The model's own copy of the RM class, control and parameter facts it checks
+// (open-gpu-kernel-modules 570.144 and 580.65.06: src/common/sdk/nvidia/inc/class/cl*.h,
+// ctrl/*, nvos.h, alloc/alloc_channel.h, nvstatuscodes.h). Offsets are byte offsets in the
+// little-endian LP64 layouts.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <span>
+
+namespace baregpu::sim::nvgpu::rm {
+
+// nvstatuscodes.h
+inline constexpr uint32_t kOk = 0x00;
+inline constexpr uint32_t kErrInsertDuplicateName = 0x19;
+inline constexpr uint32_t kErrInvalidArgument = 0x1F;
+inline constexpr uint32_t kErrInvalidClass = 0x22;
+inline constexpr uint32_t kErrInvalidClient = 0x23;
+inline constexpr uint32_t kErrInvalidObjectHandle = 0x33;
+inline constexpr uint32_t kErrInvalidObjectNew = 0x34;
+inline constexpr uint32_t kErrInvalidObjectParent = 0x36;
+inline constexpr uint32_t kErrInvalidState = 0x40;
+inline constexpr uint32_t kErrNotSupported = 0x56;
+inline constexpr uint32_t kErrObjectNotFound = 0x57;
+
+// Classes.
+inline constexpr uint32_t kRootClient = 0x41, kDevice = 0x80, kSubdevice = 0x2080;
+inline constexpr uint32_t kMemorySystem = 0x3e, kMemoryUser = 0x40, kMemoryVirtual = 0x70;
+inline constexpr uint32_t kContextShare = 0x9067, kVaspace = 0x90f1, kChannelGroup = 0xa06c;
+inline constexpr uint32_t kTuringUsermode = 0xc461, kHopperUsermode = 0xc661;
+inline constexpr uint32_t kAmpereGpfifo = 0xc56f, kHopperGpfifo = 0xc86f, kBlackwellGpfifo = 0xc96f;
+inline constexpr uint32_t kAmpereDmaCopyB = 0xc7b5, kHopperDmaCopyA = 0xc8b5, kBlackwellDmaCopyB = 0xcab5;
+inline constexpr uint32_t kAmpereComputeB = 0xc7c0, kAdaComputeA = 0xc9c0, kHopperComputeA = 0xcbc0,
+                          kBlackwellComputeB = 0xcec0;
+
+// Parameter sizes.
+inline constexpr uint32_t kDeviceParams = 56;        // NV0080_ALLOC_PARAMETERS
+inline constexpr uint32_t kSubdeviceParams = 4;      // NV2080_ALLOC_PARAMETERS
+inline constexpr uint32_t kMemoryVirtualParams = 24; // NV_MEMORY_VIRTUAL_ALLOCATION_PARAMS
+inline constexpr uint32_t kVaspaceParams570 = 48;    // NV_VASPACE_ALLOCATION_PARAMETERS, 570
+inline constexpr uint32_t kVaspaceParams580 = 56;    // ... 580: + pasid at 48
+inline constexpr uint32_t kChannelGroupParams = 20;  // NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS
+inline constexpr uint32_t kCtxshareParams = 12;      // NV_CTXSHARE_ALLOCATION_PARAMETERS
+inline constexpr uint32_t kChannelParams = 368;      // NV_CHANNEL_ALLOC_PARAMS
+inline constexpr uint32_t kMemoryParams = 128;       // NV_MEMORY_ALLOCATION_PARAMS
+
+// Field offsets the model reads.
+inline constexpr size_t kDeviceDeviceId = 0;
+inline constexpr size_t kChannelGroupVaspace = 8, kChannelGroupEngineType = 12;
+inline constexpr size_t kCtxshareVaspace = 0;
+inline constexpr size_t kChannelGpFifoOffset = 8, kChannelGpFifoEntries = 16, kChannelContextShare = 24,
+                        kChannelUserdMemory0 = 32, kChannelUserdOffset0 = 64, kChannelEngineType = 128;
+inline constexpr size_t kMemorySize = 64, kMemoryAlignment = 72, kMemoryOffset = 80, kMemoryLimit = 88;
+inline constexpr uint32_t kEngineTypeGraphics = 1;  // NV2080_ENGINE_TYPE_GRAPHICS
+
+// Controls and their parameter sizes.
+inline constexpr uint32_t kCtrlBuildVersionV2 = 0x13e, kBuildVersionV2Params = 1032;
+inline constexpr uint32_t kCtrlGetIdInfoV2 = 0x205, kGetIdInfoV2Params = 32;
+inline constexpr uint32_t kCtrlGetClasslistV2 = 0x800292, kGetClasslistV2Params = 404;
+inline constexpr uint32_t kCtrlGpfifoSchedule = 0xa06c0101, kGpfifoScheduleParams = 3;
+inline constexpr uint32_t kCtrlWorkSubmitToken = 0xc36f0108, kWorkSubmitTokenParams = 4;
+
+template <class T>
+T load(std::span<const std::byte> bytes, size_t offset) {
+    T value{};
+    std::memcpy(&value, bytes.data() + offset, sizeof(T));
+    return value;
+}
+template <class T>
+void store(std::span<std::byte> bytes, size_t offset, T value) {
+    std::memcpy(bytes.data() + offset, &value, sizeof(T));
+}
+
+}  // namespace baregpu::sim::nvgpu::rm

@@ -1,0 +1,321 @@
+#include "rm_model.hpp"
+
+#include "rm_layouts.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+namespace baregpu::sim::nvgpu {
+
+using namespace rm;
+
+namespace {
+
+bool is_gpfifo(uint32_t cls) { return cls == kAmpereGpfifo || cls == kHopperGpfifo || cls == kBlackwellGpfifo; }
+bool is_engine(uint32_t cls) {
+    return cls == kAmpereDmaCopyB || cls == kHopperDmaCopyA || cls == kBlackwellDmaCopyB || cls == kAmpereComputeB ||
+           cls == kAdaComputeA || cls == kHopperComputeA || cls == kBlackwellComputeB;
+}
+bool is_memory(uint32_t cls) { return cls == kMemoryUser || cls == kMemorySystem; }
+bool is_usermode(uint32_t cls) { return cls == kTuringUsermode || cls == kHopperUsermode; }
+bool is_power_of_two(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
+
+// The class a parent must have, per class (RM's resource descriptors, rmapi/resource_list.h).
+// 0: the parent is the client itself.
+bool parent_allowed(uint32_t cls, uint32_t parent_cls) {
+    switch (cls) {
+        case kDevice: return parent_cls == kRootClient;
+        case kSubdevice:
+        case kMemoryVirtual:
+        case kVaspace:
+        case kChannelGroup:
+        case kMemoryUser:
+        case kMemorySystem: return parent_cls == kDevice;
+        case kTuringUsermode:
+        case kHopperUsermode: return parent_cls == kSubdevice;
+        case kContextShare: return parent_cls == kChannelGroup;
+        default:
+            if (is_gpfifo(cls)) return parent_cls == kChannelGroup;
+            if (is_engine(cls)) return is_gpfifo(parent_cls);
+            return false;
+    }
+}
+
+// The parameter sizes a class accepts; 0 in the list means "no parameters" is accepted too.
+bool known_class(uint32_t cls) {
+    return cls == kDevice || cls == kSubdevice || cls == kMemoryVirtual || cls == kVaspace || cls == kChannelGroup ||
+           cls == kContextShare || is_memory(cls) || is_usermode(cls) || is_gpfifo(cls) || is_engine(cls);
+}
+
+// The class a control is exported by (its interface, the cmd's top 16 bits).
+bool control_target_ok(uint32_t cmd, uint32_t cls) {
+    switch (cmd) {
+        case kCtrlBuildVersionV2:
+        case kCtrlGetIdInfoV2: return cls == kRootClient;
+        case kCtrlGetClasslistV2: return cls == kDevice;
+        case kCtrlGpfifoSchedule: return cls == kChannelGroup;
+        case kCtrlWorkSubmitToken: return is_gpfifo(cls);
+        default: return false;
+    }
+}
+
+uint32_t control_size(uint32_t cmd) {
+    switch (cmd) {
+        case kCtrlBuildVersionV2: return kBuildVersionV2Params;
+        case kCtrlGetIdInfoV2: return kGetIdInfoV2Params;
+        case kCtrlGetClasslistV2: return kGetClasslistV2Params;
+        case kCtrlGpfifoSchedule: return kGpfifoScheduleParams;
+        case kCtrlWorkSubmitToken: return kWorkSubmitTokenParams;
+        default: return 0;
+    }
+}
+
+}  // namespace
+
+RmModel::RmModel(RmModelOptions options) : options_(std::move(options)) {
+    if (options_.classes.empty()) {
+        // AD102's channel, engine and usermode classes (what an Ada GPU's GET_CLASSLIST includes of them).
+        options_.classes = {kTuringUsermode, kAmpereGpfifo, kAmpereDmaCopyB, kAdaComputeA};
+    }
+}
+
+bool RmModel::has_class(uint32_t cls) const {
+    if (!(is_usermode(cls) || is_gpfifo(cls) || is_engine(cls))) return true;  // software classes: always
+    return std::find(options_.classes.begin(), options_.classes.end(), cls) != options_.classes.end();
+}
+
+uint32_t RmModel::vaspace_params_size() const {
+    unsigned major = 0;
+    for (char c : options_.driver_version) {
+        if (c < '0' || c > '9') break;
+        major = major * 10 + static_cast<unsigned>(c - '0');
+    }
+    return major >= 580 ? kVaspaceParams580 : kVaspaceParams570;
+}
+
+uint32_t RmModel::alloc(uint32_t client, uint32_t parent, uint32_t* object, uint32_t cls, std::span<std::byte> params) {
+    std::lock_guard lock(mutex_);
+    uint32_t requested = *object;
+    uint32_t status = alloc_locked(client, parent, object, cls, params);
+    log_.push_back(fmt::format("alloc 0x{:x} under 0x{:x} (client 0x{:x}, handle 0x{:x}, {} bytes) -> 0x{:x}", cls, parent,
+                               client, requested, params.size(), status));
+    return status;
+}
+
+uint32_t RmModel::alloc_locked(uint32_t client, uint32_t parent, uint32_t* object, uint32_t cls,
+                               std::span<std::byte> params) {
+    if (cls == kRootClient) {
+        if (client != 0 || parent != 0) return kErrInvalidObjectParent;
+        if (!params.empty()) return kErrInvalidArgument;
+        uint32_t handle = *object != 0 ? *object : next_client_++;
+        if (clients_.count(handle)) return kErrInsertDuplicateName;
+        clients_[handle].objects[handle] = Object{kRootClient, 0};
+        *object = handle;
+        return kOk;
+    }
+    auto c = clients_.find(client);
+    if (c == clients_.end()) return kErrInvalidClient;
+    Client& owner = c->second;
+    auto p = owner.objects.find(parent);
+    if (p == owner.objects.end()) return kErrInvalidObjectParent;
+    if (!known_class(cls) || !has_class(cls)) return kErrInvalidClass;
+    if (!parent_allowed(cls, p->second.cls)) return kErrInvalidObjectParent;
+    if (*object != 0 && owner.objects.count(*object)) return kErrInsertDuplicateName;
+
+    Object created{cls, parent};
+    if (uint32_t status = check_params(owner, p->second, parent, cls, params, created); status != kOk) return status;
+
+    uint32_t handle = *object;
+    if (handle == 0) {
+        while (owner.objects.count(owner.next_handle)) ++owner.next_handle;
+        handle = owner.next_handle++;
+    }
+    if (is_gpfifo(cls)) created.token = next_token_++;
+    owner.objects[handle] = created;
+    *object = handle;
+    return kOk;
+}
+
+uint32_t RmModel::check_params(Client& client, const Object& parent_object, uint32_t parent, uint32_t cls,
+                               std::span<std::byte> params, Object& created) {
+    auto size_is = [&](uint32_t expected, bool optional) {
+        return params.size() == expected || (optional && params.empty());
+    };
+    auto child_of = [&](uint32_t handle, uint32_t want_parent) {
+        auto it = client.objects.find(handle);
+        return it != client.objects.end() && it->second.parent == want_parent ? &it->second : nullptr;
+    };
+    switch (cls) {
+        case kDevice:
+            if (!size_is(kDeviceParams, false)) return kErrInvalidArgument;
+            // One GPU: device instance 0 only.
+            if (load<uint32_t>(params, kDeviceDeviceId) != 0) return kErrInvalidArgument;
+            return kOk;
+        case kSubdevice: return size_is(kSubdeviceParams, true) ? kOk : kErrInvalidArgument;
+        case kMemoryVirtual: return size_is(kMemoryVirtualParams, true) ? kOk : kErrInvalidArgument;
+        case kVaspace: return size_is(vaspace_params_size(), false) ? kOk : kErrInvalidArgument;
+        case kChannelGroup: {
+            if (!size_is(kChannelGroupParams, false)) return kErrInvalidArgument;
+            if (load<uint32_t>(params, kChannelGroupEngineType) != kEngineTypeGraphics) return kErrInvalidArgument;
+            uint32_t vaspace = load<uint32_t>(params, kChannelGroupVaspace);
+            if (vaspace != 0) {
+                const Object* vas = child_of(vaspace, parent);
+                if (!vas || vas->cls != kVaspace) return kErrInvalidObjectHandle;
+            }
+            created.vaspace = vaspace;
+            return kOk;
+        }
+        case kContextShare: {
+            if (!size_is(kCtxshareParams, false)) return kErrInvalidArgument;
+            uint32_t vaspace = load<uint32_t>(params, kCtxshareVaspace);
+            auto it = client.objects.find(vaspace);
+            if (it == client.objects.end() || it->second.cls != kVaspace || it->second.parent != parent_object.parent) {
+                return kErrInvalidObjectHandle;
+            }
+            if (parent_object.vaspace != 0 && parent_object.vaspace != vaspace) return kErrInvalidArgument;
+            created.vaspace = vaspace;
+            return kOk;
+        }
+        case kMemoryUser:
+        case kMemorySystem: {
+            if (!size_is(kMemoryParams, false)) return kErrInvalidArgument;
+            uint64_t size = load<uint64_t>(params, kMemorySize);
+            uint64_t alignment = load<uint64_t>(params, kMemoryAlignment);
+            if (size == 0 || (alignment != 0 && !is_power_of_two(alignment))) return kErrInvalidArgument;
+            created.size = size;
+            store<uint64_t>(params, kMemoryLimit, size - 1);
+            return kOk;
+        }
+        default: break;
+    }
+    if (is_usermode(cls) || is_engine(cls)) return params.empty() ? kOk : kErrInvalidArgument;
+    if (is_gpfifo(cls)) {
+        if (!size_is(kChannelParams, false)) return kErrInvalidArgument;
+        const Object* share = child_of(load<uint32_t>(params, kChannelContextShare), parent);
+        if (!share || share->cls != kContextShare) return kErrInvalidObjectHandle;
+        uint32_t entries = load<uint32_t>(params, kChannelGpFifoEntries);
+        if (entries < 2 || !is_power_of_two(entries)) return kErrInvalidArgument;
+        if (load<uint64_t>(params, kChannelGpFifoOffset) % 8 != 0) return kErrInvalidArgument;
+        auto userd = client.objects.find(load<uint32_t>(params, kChannelUserdMemory0));
+        if (userd == client.objects.end() || !is_memory(userd->second.cls)) return kErrInvalidObjectHandle;
+        uint64_t offset = load<uint64_t>(params, kChannelUserdOffset0);
+        // USERD is 512 bytes, 512-aligned (clc56f.h AmpereAControlGPFifo; NV_RAMUSERD_BASE_SHIFT 9).
+        if (offset % 512 != 0 || offset + 512 > userd->second.size) return kErrInvalidArgument;
+        if (load<uint32_t>(params, kChannelEngineType) != 0 && load<uint32_t>(params, kChannelEngineType) != kEngineTypeGraphics) {
+            return kErrInvalidArgument;
+        }
+        return kOk;
+    }
+    return kErrInvalidClass;
+}
+
+uint32_t RmModel::control(uint32_t client, uint32_t object, uint32_t cmd, std::span<std::byte> params) {
+    std::lock_guard lock(mutex_);
+    uint32_t status = control_locked(client, object, cmd, params);
+    log_.push_back(fmt::format("control 0x{:x} on 0x{:x} (client 0x{:x}, {} bytes) -> 0x{:x}", cmd, object, client,
+                               params.size(), status));
+    return status;
+}
+
+uint32_t RmModel::control_locked(uint32_t client, uint32_t object, uint32_t cmd, std::span<std::byte> params) {
+    auto c = clients_.find(client);
+    if (c == clients_.end()) return kErrInvalidClient;
+    uint32_t expected = control_size(cmd);
+    // control.c: a known command's parameter size is checked before anything else.
+    if (expected != 0 && params.size() != expected) return kErrInvalidArgument;
+    auto o = c->second.objects.find(object);
+    if (o == c->second.objects.end()) return kErrInvalidObjectHandle;
+    if (expected == 0 || !control_target_ok(cmd, o->second.cls)) return kErrNotSupported;
+
+    switch (cmd) {
+        case kCtrlBuildVersionV2: {
+            std::fill(params.begin(), params.end(), std::byte{0});
+            const std::string& v = options_.driver_version;
+            // driverVersionBuffer, versionBuffer, driverBranch, titleBuffer: 256 chars each.
+            std::memcpy(params.data(), v.data(), std::min<size_t>(v.size(), 255));
+            std::memcpy(params.data() + 256, v.data(), std::min<size_t>(v.size(), 255));
+            std::string branch = "r" + v.substr(0, v.find('.')) + "_00";
+            std::memcpy(params.data() + 512, branch.data(), std::min<size_t>(branch.size(), 255));
+            return kOk;
+        }
+        case kCtrlGetIdInfoV2: {
+            if (load<uint32_t>(params, 0) != options_.gpu_id) return kErrInvalidArgument;
+            store<uint32_t>(params, 8, 0);   // deviceInstance
+            store<uint32_t>(params, 12, 0);  // subDeviceInstance
+            return kOk;
+        }
+        case kCtrlGetClasslistV2: {
+            std::vector<uint32_t> list = {kDevice, kSubdevice, kMemorySystem, kMemoryUser, kMemoryVirtual,
+                                          kContextShare, kVaspace, kChannelGroup};
+            list.insert(list.end(), options_.classes.begin(), options_.classes.end());
+            store<uint32_t>(params, 0, static_cast<uint32_t>(list.size()));
+            for (size_t i = 0; i < list.size() && i < 100; ++i) store<uint32_t>(params, 4 + 4 * i, list[i]);
+            return kOk;
+        }
+        case kCtrlGpfifoSchedule: {
+            bool has_channel = false;
+            for (const auto& [handle, obj] : c->second.objects) has_channel |= obj.parent == object && is_gpfifo(obj.cls);
+            if (!has_channel) return kErrInvalidState;  // nothing to schedule
+            o->second.scheduled = static_cast<uint8_t>(params[0]) != 0;
+            return kOk;
+        }
+        case kCtrlWorkSubmitToken: store<uint32_t>(params, 0, o->second.token); return kOk;
+        default: return kErrNotSupported;
+    }
+}
+
+void RmModel::free_tree(Client& client, uint32_t handle) {
+    std::vector<uint32_t> children;
+    for (const auto& [h, obj] : client.objects) {
+        if (obj.parent == handle && h != handle) children.push_back(h);
+    }
+    for (uint32_t child : children) free_tree(client, child);
+    client.objects.erase(handle);
+}
+
+uint32_t RmModel::free(uint32_t client, uint32_t parent, uint32_t object) {
+    std::lock_guard lock(mutex_);
+    uint32_t status = kOk;
+    auto c = clients_.find(client);
+    if (c == clients_.end()) {
+        status = kErrInvalidClient;
+    } else if (object == client) {
+        clients_.erase(c);
+    } else if (!c->second.objects.count(object)) {
+        status = kErrObjectNotFound;
+    } else {
+        free_tree(c->second, object);
+    }
+    log_.push_back(fmt::format("free 0x{:x} (parent 0x{:x}, client 0x{:x}) -> 0x{:x}", object, parent, client, status));
+    return status;
+}
+
+size_t RmModel::object_count() const {
+    std::lock_guard lock(mutex_);
+    size_t n = 0;
+    for (const auto& [handle, client] : clients_) n += client.objects.size();
+    return n;
+}
+
+uint32_t RmModel::class_of(uint32_t client, uint32_t object) const {
+    std::lock_guard lock(mutex_);
+    auto c = clients_.find(client);
+    if (c == clients_.end()) return 0;
+    auto o = c->second.objects.find(object);
+    return o == c->second.objects.end() ? 0 : o->second.cls;
+}
+
+uint32_t RmModel::token_of(uint32_t client, uint32_t channel) const {
+    std::lock_guard lock(mutex_);
+    auto c = clients_.find(client);
+    if (c == clients_.end()) return 0;
+    auto o = c->second.objects.find(channel);
+    return o == c->second.objects.end() ? 0 : o->second.token;
+}
+
+std::vector<std::string> RmModel::log() const {
+    std::lock_guard lock(mutex_);
+    return log_;
+}
+
+}  // namespace baregpu::sim::nvgpu

@@ -1,0 +1,241 @@
+// drivers/nv's RM layer over the nvk transport, against the simulated nvidia.ko
+// (drivers/sim/nvgpu/fake_nvidia) and its strict RM object model: the open sequence down to
+// scheduled channels, per-branch layouts, and RM's own error statuses surfacing as RmError
+// naming the class or control, the object and the status.
+#include "drivers/nv/nvk_escape.hpp"
+#include "drivers/nv/nvk_transport.hpp"
+#include "drivers/nv/rm_device.hpp"
+#include "drivers/sim/nvgpu/fake_nvidia.hpp"
+#include "drivers/sim/nvgpu/rm_model.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cerrno>
+#include <memory>
+
+using namespace baregpu;
+using namespace baregpu::nv;
+using Catch::Matchers::Contains;
+
+namespace {
+
+struct Driver {
+    std::shared_ptr<sim::nvgpu::RmModel> rm;
+    std::unique_ptr<sim::nvgpu::FakeNvidia> files;
+    explicit Driver(std::string version = "570.144", std::vector<uint32_t> classes = {}) {
+        sim::nvgpu::RmModelOptions options;
+        options.driver_version = std::move(version);
+        options.classes = std::move(classes);
+        rm = std::make_shared<sim::nvgpu::RmModel>(options);
+        files = std::make_unique<sim::nvgpu::FakeNvidia>(rm);
+    }
+};
+
+template <class F>
+RmError rm_error(F&& f) {
+    try {
+        f();
+    } catch (const RmError& e) {
+        return e;
+    }
+    FAIL("expected an RmError");
+    throw;
+}
+
+}  // namespace
+
+TEST_CASE("nvk: the open sequence reaches two scheduled channels, and closing frees every RM object") {
+    Driver driver;
+    {
+        auto nvk = NvkTransport::open(*driver.files);
+        CHECK(nvk->driver_version() == "570.144");
+        CHECK(nvk->branch() == RmBranch::r570);
+        REQUIRE(nvk->gpus().size() == 1);
+        CHECK(nvk->gpus()[0].device_id == 0x2684);
+        CHECK(nvk->gpus()[0].pci_address == "0000:01:00.0");
+        nvk->attach_gpu(0);
+        CHECK(nvk->device() == "nvk:/dev/nvidia0");
+
+        auto gpu = RmDevice::open(*nvk, nvk->client(), nvk->branch());
+        CHECK(gpu->classes().compute == ADA_COMPUTE_A);
+        CHECK(gpu->classes().copy == AMPERE_DMA_COPY_B);
+        CHECK(gpu->classes().gpfifo == AMPERE_CHANNEL_GPFIFO_A);
+        CHECK(gpu->classes().usermode == TURING_USERMODE_A);
+        CHECK(driver.rm->class_of(nvk->client(), gpu->context_share()) == FERMI_CONTEXT_SHARE_A);
+
+        NvHandle area = gpu->alloc_vram(0x300000, 0x200000);
+        RmChannel compute = gpu->create_channel({gpu->classes().compute, area, 0x1000000000, 0x10000, 0x80000});
+        RmChannel copy = gpu->create_channel({gpu->classes().copy, area, 0x1000100000, 0x10000, 0x180000});
+        CHECK(compute.work_submit_token != 0);
+        CHECK(copy.work_submit_token != 0);
+        CHECK(compute.work_submit_token != copy.work_submit_token);
+        CHECK(driver.rm->token_of(nvk->client(), compute.channel) == compute.work_submit_token);
+        CHECK(driver.rm->class_of(nvk->client(), compute.engine) == ADA_COMPUTE_A);
+        gpu->schedule();
+        // client, device, subdevice, virtmem, usermode, vaspace, group, ctxshare, memory, 2 x (channel + engine)
+        CHECK(driver.rm->object_count() == 13);
+    }
+    CHECK(driver.rm->object_count() == 0);
+    CHECK(driver.files->open_files() == 0);
+}
+
+TEST_CASE("nvk: the driver branch picks the layouts, and a layout of the wrong branch is refused by RM") {
+    CHECK(NvkTransport::branch_of("570.144") == RmBranch::r570);
+    CHECK(NvkTransport::branch_of("580.65.06") == RmBranch::r580);
+    CHECK(NvkTransport::branch_of("595.45.04") == RmBranch::r580);
+
+    Driver r580("580.65.06");
+    auto nvk = NvkTransport::open(*r580.files);
+    CHECK(nvk->branch() == RmBranch::r580);
+    auto gpu = RmDevice::open(*nvk, nvk->client(), nvk->branch());  // the 56-byte VA space parameters
+    CHECK(gpu->vaspace() != 0);
+
+    // The 570 layout (48 bytes, no pasid) sent to a 580 RM: NV_ERR_INVALID_ARGUMENT naming the class.
+    Rm rm(*nvk);
+    NvVaspaceAllocationParameters params{};
+    RmError e = rm_error([&] { rm.alloc(nvk->client(), gpu->device(), FERMI_VASPACE_A, params, 48); });
+    CHECK(e.status() == NV_ERR_INVALID_ARGUMENT);
+    CHECK_THAT(e.what(), Contains("FERMI_VASPACE_A (0x90f1)") && Contains("NV_ERR_INVALID_ARGUMENT") &&
+                             Contains("48 bytes"));
+}
+
+TEST_CASE("nvk: a driver branch whose layouts are unknown is refused before any layout-dependent call") {
+    for (const char* version : {"535.113.01", "610.10"}) {
+        Driver driver(version);
+        try {
+            NvkTransport::open(*driver.files);
+            FAIL("opened " << version);
+        } catch (const UnsupportedError& e) {
+            CHECK_THAT(e.what(), Contains(version) && Contains("570-599"));
+        }
+        // Only the client and the version query reached RM; the client was freed again.
+        CHECK(driver.rm->object_count() == 0);
+    }
+}
+
+TEST_CASE("nvk: RM's error statuses name the class or control, the object and the status") {
+    Driver driver;
+    auto nvk = NvkTransport::open(*driver.files);
+    auto gpu = RmDevice::open(*nvk, nvk->client(), nvk->branch());
+    Rm& rm = gpu->rm();
+    NvHandle client = nvk->client();
+
+    SECTION("wrong parent: a subdevice under the client") {
+        Nv2080AllocParameters p{0};
+        RmError e = rm_error([&] { rm.alloc(client, client, NV20_SUBDEVICE_0, p); });
+        CHECK(e.status() == NV_ERR_INVALID_OBJECT_PARENT);
+        CHECK_THAT(e.what(), Contains("NV20_SUBDEVICE_0 (0x2080)") &&
+                                 Contains("NV_ERR_INVALID_OBJECT_PARENT") && Contains("nvk:/dev/nvidiactl"));
+    }
+    SECTION("wrong class: Blackwell's compute class on an Ada GPU") {
+        NvHandle area = gpu->alloc_vram(0x200000, 0x200000);
+        RmChannel ch = gpu->create_channel({gpu->classes().copy, area, 0x1000000000, 1024, 0x100000});
+        RmError e = rm_error([&] { rm.alloc_empty(client, ch.channel, BLACKWELL_COMPUTE_B); });
+        CHECK(e.status() == NV_ERR_INVALID_CLASS);
+        CHECK_THAT(e.what(), Contains("BLACKWELL_COMPUTE_B (0xcec0)") && Contains("NV_ERR_INVALID_CLASS"));
+    }
+    SECTION("bad parameters: a control with the wrong parameter size") {
+        uint32_t too_small = 0;
+        RmError e = rm_error([&] { rm.control(client, gpu->device(), NV0080_CTRL_CMD_GPU_GET_CLASSLIST_V2, too_small); });
+        CHECK(e.status() == NV_ERR_INVALID_ARGUMENT);
+        CHECK_THAT(e.what(), Contains("NV0080_CTRL_CMD_GPU_GET_CLASSLIST_V2 (0x800292)") &&
+                                 Contains("4 bytes"));
+    }
+    SECTION("bad parameters: a channel whose context share is not one") {
+        NvHandle area = gpu->alloc_vram(0x200000, 0x200000);
+        NvChannelAllocParams p{};
+        p.gpFifoOffset = 0x1000000000;
+        p.gpFifoEntries = 1024;
+        p.hContextShare = gpu->vaspace();  // a VA space, not a FERMI_CONTEXT_SHARE_A
+        p.hUserdMemory[0] = area;
+        p.userdOffset[0] = 0x100000;
+        RmError e = rm_error([&] { rm.alloc(client, gpu->channel_group(), AMPERE_CHANNEL_GPFIFO_A, p); });
+        CHECK(e.status() == NV_ERR_INVALID_OBJECT_HANDLE);
+    }
+    SECTION("bad parameters: GPFIFO entries not a power of two, USERD outside its memory") {
+        NvHandle area = gpu->alloc_vram(0x200000, 0x200000);
+        RmError entries = rm_error([&] { gpu->create_channel({gpu->classes().copy, area, 0x1000000000, 1000, 0x100000}); });
+        CHECK(entries.status() == NV_ERR_INVALID_ARGUMENT);
+        RmError userd = rm_error([&] { gpu->create_channel({gpu->classes().copy, area, 0x1000000000, 1024, 0x200000}); });
+        CHECK(userd.status() == NV_ERR_INVALID_ARGUMENT);
+    }
+    SECTION("an unknown control and a control on the wrong object") {
+        uint32_t word = 0;
+        RmError unknown = rm_error([&] { rm.control(client, gpu->device(), 0x0080dead, word); });
+        CHECK(unknown.status() == NV_ERR_NOT_SUPPORTED);
+        CHECK_THAT(unknown.what(), Contains("control 0x80dead"));
+        NvC36fCtrlGetWorkSubmitTokenParams token{};
+        RmError wrong = rm_error([&] { rm.control(client, gpu->device(), NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN, token); });
+        CHECK(wrong.status() == NV_ERR_NOT_SUPPORTED);
+    }
+    SECTION("scheduling a channel group with no channel") {
+        RmError e = rm_error([&] { gpu->schedule(); });
+        CHECK(e.status() == NV_ERR_INVALID_STATE);
+        CHECK_THAT(e.what(), Contains("NVA06C_CTRL_CMD_GPFIFO_SCHEDULE"));
+    }
+    SECTION("a handle already in use, a free of one that does not exist") {
+        NvHandle taken = gpu->subdevice();
+        Nv2080AllocParameters p{0};
+        NvHandle object = taken;
+        CHECK(nvk->alloc(client, gpu->device(), &object, NV20_SUBDEVICE_0, std::as_writable_bytes(std::span(&p, 1))) ==
+              NV_ERR_INSERT_DUPLICATE_NAME);
+        RmError e = rm_error([&] { rm.free(client, gpu->device(), 0x12345678); });
+        CHECK(e.status() == NV_ERR_OBJECT_NOT_FOUND);
+    }
+}
+
+TEST_CASE("nvk: the GPU must offer the classes we drive; the message lists what it has") {
+    Driver driver("570.144", {TURING_USERMODE_A, AMPERE_CHANNEL_GPFIFO_A, AMPERE_DMA_COPY_B});  // no compute class
+    auto nvk = NvkTransport::open(*driver.files);
+    try {
+        RmDevice::open(*nvk, nvk->client(), nvk->branch());
+        FAIL("opened a GPU without a compute class");
+    } catch (const UnsupportedError& e) {
+        CHECK_THAT(e.what(), Contains("no compute class") && Contains("ADA_COMPUTE_A") &&
+                                 Contains("0xc56f"));
+    }
+}
+
+TEST_CASE("nvk: ioctl-level failures say what failed") {
+    SECTION("no /dev/nvidiactl") {
+        struct NoNodes final : pci::DeviceFiles {
+            int open(const char*, int) override { return -ENOENT; }
+            int close(int) override { return 0; }
+            int ioctl(int, unsigned long, void*) override { return -EBADF; }
+            void* mmap(void*, size_t, int, int, int, off_t, int* error) override {
+                *error = ENODEV;
+                return nullptr;
+            }
+            int munmap(void*, size_t) override { return 0; }
+        } none;
+        try {
+            NvkTransport::open(none);
+            FAIL("opened without nodes");
+        } catch (const Error& e) {
+            CHECK_THAT(e.what(), Contains("/dev/nvidiactl") && Contains("nvidia.ko"));
+        }
+    }
+    SECTION("an escape of the wrong size is refused by the kernel with EINVAL") {
+        Driver driver;
+        int fd = driver.files->open("/dev/nvidiactl", 0);
+        nvk::Nvos21Parameters p{};
+        CHECK(driver.files->ioctl(fd, nvk::escape_request(nvk::NV_ESC_RM_ALLOC, 24), &p) == -EINVAL);
+        CHECK(driver.files->ioctl(fd + 100, nvk::kIoctlAlloc, &p) == -EBADF);
+        driver.files->close(fd);
+    }
+    SECTION("an ioctl the kernel fails surfaces with its errno and escape name") {
+        Driver driver;
+        auto nvk = NvkTransport::open(*driver.files);
+        driver.files->fail_next_ioctl(EIO);
+        uint32_t word = 0;
+        Rm rm(*nvk);
+        try {
+            rm.control(nvk->client(), nvk->client(), NV0000_CTRL_CMD_GPU_GET_ID_INFO_V2, word);
+            FAIL("no error");
+        } catch (const RmError&) {
+            FAIL("an ioctl failure is not an RM status");
+        } catch (const Error& e) {
+            CHECK_THAT(e.what(), Contains("NV_ESC_RM_CONTROL") && Contains("Input/output error"));
+        }
+    }
+}

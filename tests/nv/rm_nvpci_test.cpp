@@ -1,0 +1,107 @@
+// drivers/nv's RM layer over the nvpci transport: the simulated AD102 booted through GSP
+// (real ad102 booter/bootloader, synthetic GSP-RM ELF), its GSP-RM answering RM RPCs from the
+// same RmModel the nvk fake uses — the shared open sequence (rm_device) runs unchanged over both.
+#include "drivers/nv/gsp_boot.hpp"
+#include "drivers/nv/gsp_rpc_functions.hpp"
+#include "drivers/nv/nvpci_transport.hpp"
+#include "drivers/nv/rm_device.hpp"
+#include "drivers/pci/sim_bus.hpp"
+#include "drivers/sim/nvgpu/ad102.hpp"
+#include "drivers/sim/nvgpu/rm_gsp_server.hpp"
+#include "tests/nv/gsp_firmware.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace baregpu;
+using namespace baregpu::nv;
+using Catch::Matchers::Contains;
+namespace nvsim = baregpu::sim::nvgpu;
+
+namespace {
+
+struct Booted {
+    std::shared_ptr<nvsim::RmModel> rm = std::make_shared<nvsim::RmModel>();
+    pci::sim::SimBus bus;
+    nvsim::Ad102Model* model = nullptr;
+    std::unique_ptr<pci::PciDevice> pci;
+    std::unique_ptr<GspDevice> gsp;
+    Booted() {
+        nvsim::Ad102Options o;
+        o.server = std::make_shared<nvsim::RmGspServer>(rm);
+        o.firmware_dir = test::nv::firmware_dir();
+        auto m = nvsim::make_ad102(std::move(o));
+        model = m.get();
+        pci = bus.open(bus.attach(std::move(m)));
+        gsp = GspDevice::open(*pci, test::nv::firmware());
+    }
+};
+
+}  // namespace
+
+TEST_CASE("nvpci: the shared open sequence over GSP RPC reaches scheduled channels; GSP-RM's RM saw it all") {
+    Booted b;
+    NvpciTransport transport(b.gsp->rpc(), "nvpci:sim-nv:ad102");
+    Rm rm(transport);
+    NvHandle client = rm.alloc_client();
+    CHECK(client == 0xc1000000);
+    {
+        auto gpu = RmDevice::open(transport, client, RmBranch::r570);
+        CHECK(gpu->classes().compute == ADA_COMPUTE_A);
+        NvHandle area = gpu->alloc_vram(0x300000, 0x200000);
+        RmChannel compute = gpu->create_channel({gpu->classes().compute, area, 0x1000000000, 0x10000, 0x80000});
+        RmChannel copy = gpu->create_channel({gpu->classes().copy, area, 0x1000100000, 0x10000, 0x180000});
+        CHECK(compute.work_submit_token != copy.work_submit_token);
+        gpu->schedule();
+        CHECK(b.rm->class_of(client, compute.engine) == ADA_COMPUTE_A);
+        CHECK(b.rm->object_count() == 13);
+    }
+    CHECK(b.rm->object_count() == 1);  // the device subtree is freed; the client stays the caller's
+    rm.free(client, client, client);
+    CHECK(b.rm->object_count() == 0);
+    std::vector<uint32_t> seen = b.model->rpcs_seen();
+    CHECK(std::count(seen.begin(), seen.end(), gsp::kFnGspRmAlloc) == 13);
+    CHECK(std::count(seen.begin(), seen.end(), gsp::kFnGspRmControl) == 4);  // classlist, 2 tokens, schedule
+    CHECK(b.bus.violations().empty());
+}
+
+TEST_CASE("nvpci: RM error statuses come back through GSP as RmError naming class and status") {
+    Booted b;
+    NvpciTransport transport(b.gsp->rpc(), "nvpci:sim-nv:ad102");
+    Rm rm(transport);
+    NvHandle client = rm.alloc_client();
+    Nv2080AllocParameters p{0};
+    try {
+        rm.alloc(client, client, NV20_SUBDEVICE_0, p);
+        FAIL("a subdevice under the client was accepted");
+    } catch (const RmError& e) {
+        CHECK(e.status() == NV_ERR_INVALID_OBJECT_PARENT);
+        CHECK_THAT(e.what(), Contains("nvpci:sim-nv:ad102") && Contains("NV20_SUBDEVICE_0") && Contains("over nvpci"));
+    }
+    // A 580-layout VA space (56 bytes) to a 570 GSP-RM.
+    auto gpu = RmDevice::open(transport, client, RmBranch::r570);
+    NvVaspaceAllocationParameters vas{};
+    try {
+        rm.alloc(client, gpu->device(), FERMI_VASPACE_A, vas, 56);
+        FAIL("a 56-byte VA space parameter block was accepted by a 570 RM");
+    } catch (const RmError& e) {
+        CHECK(e.status() == NV_ERR_INVALID_ARGUMENT);
+    }
+}
+
+TEST_CASE("nvpci: a GSP-RM that stops answering gives a TimeoutError naming the RM RPC, not a hang") {
+    Booted b;
+    NvpciTransport transport(b.gsp->rpc(), "nvpci:sim-nv:ad102", std::chrono::milliseconds(200));
+    Rm rm(transport);
+    NvHandle client = rm.alloc_client();
+    b.model->stop_replying(true);
+    uint32_t word = 0;
+    auto start = std::chrono::steady_clock::now();
+    try {
+        rm.control(client, client, NV0000_CTRL_CMD_GPU_GET_ID_INFO_V2, word);
+        FAIL("no timeout");
+    } catch (const TimeoutError& e) {
+        CHECK_THAT(e.what(), Contains("GSP_RM_CONTROL (76)"));
+    }
+    CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
+    b.model->stop_replying(false);
+}
