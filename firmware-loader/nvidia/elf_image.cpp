@@ -14,10 +14,10 @@ struct ClassLayout {
     uint64_t shentsize;
     uint64_t e_shoff, e_ehsize, e_shentsize, e_shnum, e_shstrndx;
     // Elf32_Shdr / Elf64_Shdr field offsets.
-    uint64_t sh_flags, sh_offset, sh_size;
+    uint64_t sh_flags, sh_offset, sh_size, sh_link, sh_info, sh_addralign, sh_entsize;
 };
-constexpr ClassLayout kElf32{52, 40, 32, 40, 46, 48, 50, 8, 16, 20};
-constexpr ClassLayout kElf64{64, 64, 40, 52, 58, 60, 62, 8, 24, 32};
+constexpr ClassLayout kElf32{52, 40, 32, 40, 46, 48, 50, 8, 16, 20, 24, 28, 32, 36};
+constexpr ClassLayout kElf64{64, 64, 40, 52, 58, 60, 62, 8, 24, 32, 40, 44, 48, 56};
 
 constexpr uint16_t kShnLoreserve = 0xff00;  // SHN_LORESERVE: e_shstrndx at or above it means "escaped"
 
@@ -64,6 +64,8 @@ ElfImage ElfImage::parse(const ByteReader& file) {
         uint32_t name;
         uint32_t type;
         uint64_t flags, offset, size;
+        uint32_t link, info;
+        uint64_t addralign, entsize;
         uint64_t at;
     };
     std::vector<Raw> raw;
@@ -79,11 +81,17 @@ ElfImage ElfImage::parse(const ByteReader& file) {
             r.flags = file.u64(at + c.sh_flags, s + " sh_flags");
             r.offset = file.u64(at + c.sh_offset, s + " sh_offset");
             r.size = file.u64(at + c.sh_size, s + " sh_size");
+            r.addralign = file.u64(at + c.sh_addralign, s + " sh_addralign");
+            r.entsize = file.u64(at + c.sh_entsize, s + " sh_entsize");
         } else {
             r.flags = file.u32(at + c.sh_flags, s + " sh_flags");
             r.offset = file.u32(at + c.sh_offset, s + " sh_offset");
             r.size = file.u32(at + c.sh_size, s + " sh_size");
+            r.addralign = file.u32(at + c.sh_addralign, s + " sh_addralign");
+            r.entsize = file.u32(at + c.sh_entsize, s + " sh_entsize");
         }
+        r.link = file.u32(at + c.sh_link, s + " sh_link");
+        r.info = file.u32(at + c.sh_info, s + " sh_info");
         raw.push_back(r);
     }
 
@@ -104,6 +112,11 @@ ElfImage ElfImage::parse(const ByteReader& file) {
         if (strtab.size() != 0) sec.name = file.cstring(strtab.offset + r.name, strtab.size() - r.name, s + " name");
         sec.type = r.type;
         sec.flags = r.flags;
+        sec.link = r.link;
+        sec.info = r.info;
+        sec.addralign = r.addralign;
+        sec.entsize = r.entsize;
+        sec.size = r.size;
         if (r.type == kShtNobits) {
             sec.region = Region{r.offset, {}};
         } else {

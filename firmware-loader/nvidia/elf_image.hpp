@@ -27,6 +27,11 @@ struct ElfSection {
     std::string name;
     uint32_t type = 0;
     uint64_t flags = 0;
+    uint32_t link = 0;        // sh_link
+    uint32_t info = 0;        // sh_info
+    uint64_t addralign = 0;   // sh_addralign
+    uint64_t entsize = 0;     // sh_entsize
+    uint64_t size = 0;        // sh_size (also for SHT_NOBITS, which has no bytes in the file)
     Region region;  // its bytes in the file; empty for SHT_NOBITS
 };
 
