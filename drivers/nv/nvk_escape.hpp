@@ -13,9 +13,12 @@
 namespace baregpu::nv::nvk {
 
 inline constexpr uint32_t NV_IOCTL_MAGIC = 'F';
+inline constexpr uint32_t NV_ESC_RM_ALLOC_MEMORY = 0x27;
 inline constexpr uint32_t NV_ESC_RM_FREE = 0x29;
 inline constexpr uint32_t NV_ESC_RM_CONTROL = 0x2A;
 inline constexpr uint32_t NV_ESC_RM_ALLOC = 0x2B;
+inline constexpr uint32_t NV_ESC_RM_MAP_MEMORY = 0x4E;
+inline constexpr uint32_t NV_ESC_RM_MAP_MEMORY_DMA = 0x57;
 inline constexpr uint32_t NV_ESC_CARD_INFO = 200;
 inline constexpr uint32_t NV_ESC_REGISTER_FD = 201;
 
@@ -54,6 +57,85 @@ struct Nvos54Parameters {  // NV04_CONTROL
 };
 static_assert(sizeof(Nvos54Parameters) == 32);
 
+struct Nvos02Parameters {  // NV01_ALLOC_MEMORY
+    NvHandle hRoot;
+    NvHandle hObjectParent;
+    NvHandle hObjectNew;
+    uint32_t hClass;
+    uint32_t flags;
+    uint32_t pad;
+    uint64_t pMemory;  // NvP64
+    uint64_t limit;
+    uint32_t status;
+    uint32_t pad1;
+};
+static_assert(sizeof(Nvos02Parameters) == 48);
+// NVOS02_FLAGS_* (nvos.h): PHYSICALITY 7:4, LOCATION 11:8, COHERENCY 15:12, MAPPING 31:30.
+inline constexpr uint32_t kNvos02PhysicalityNoncontiguous = 1u << 4;
+inline constexpr uint32_t kNvos02LocationPci = 0u << 8;
+inline constexpr uint32_t kNvos02CoherencyCached = 1u << 12;
+inline constexpr uint32_t kNvos02MappingNoMap = 1u << 30;
+
+struct Nvos33Parameters {  // NV04_MAP_MEMORY
+    NvHandle hClient;
+    NvHandle hDevice;
+    NvHandle hMemory;
+    uint32_t pad;
+    uint64_t offset;
+    uint64_t length;
+    uint64_t pLinearAddress;  // NvP64, out: what to mmap
+    uint32_t status;
+    uint32_t flags;  // NVOS33_FLAGS_CACHING_TYPE 25:23 (CACHED 0, UNCACHED 1, WRITECOMBINED 2)
+};
+static_assert(sizeof(Nvos33Parameters) == 48);
+inline constexpr uint32_t kNvos33CachingShift = 23;
+
+// nv-unix-nvos-params-wrappers.h: the escape carries the fd the mapping will be mmap()ed from.
+struct Nvos02WithFd {
+    Nvos02Parameters params;
+    int32_t fd;
+    uint32_t pad;
+};
+struct Nvos33WithFd {
+    Nvos33Parameters params;
+    int32_t fd;
+    uint32_t pad;
+};
+static_assert(sizeof(Nvos02WithFd) == 56 && sizeof(Nvos33WithFd) == 56);
+
+// NVOS46_PARAMETERS (NV04_MAP_MEMORY_DMA) differs per branch: 570 ends {flags, dmaOffset, status}
+// (56 bytes); 580 and later have {flags, flags2, kindOverride, dmaOffset, status} (64 bytes).
+struct Nvos46Parameters570 {
+    NvHandle hClient, hDevice, hDma, hMemory;
+    uint64_t offset;
+    uint64_t length;
+    uint32_t flags;
+    uint32_t pad;
+    uint64_t dmaOffset;
+    uint32_t status;
+    uint32_t pad1;
+};
+struct Nvos46Parameters580 {
+    NvHandle hClient, hDevice, hDma, hMemory;
+    uint64_t offset;
+    uint64_t length;
+    uint32_t flags;
+    uint32_t flags2;
+    uint32_t kindOverride;
+    uint32_t pad;
+    uint64_t dmaOffset;
+    uint32_t status;
+    uint32_t pad1;
+};
+static_assert(sizeof(Nvos46Parameters570) == 56 && offsetof(Nvos46Parameters570, dmaOffset) == 40);
+static_assert(sizeof(Nvos46Parameters580) == 64 && offsetof(Nvos46Parameters580, dmaOffset) == 48);
+// NVOS46_FLAGS_* (nvos.h): ACCESS 1:0, CACHE_SNOOP 4:4, PAGE_SIZE 11:8 (4KB 1, BIG 2, HUGE 4),
+// DMA_OFFSET_FIXED 15:15.
+inline constexpr uint32_t kNvos46CacheSnoop = 1u << 4;
+inline constexpr uint32_t kNvos46PageSize4k = 1u << 8;
+inline constexpr uint32_t kNvos46PageSizeHuge = 4u << 8;
+inline constexpr uint32_t kNvos46DmaOffsetFixed = 1u << 15;
+
 struct NvPciInfo {
     uint32_t domain;
     uint8_t bus, slot, function, pad;
@@ -83,8 +165,13 @@ inline constexpr unsigned long kIoctlControl = escape_request(NV_ESC_RM_CONTROL,
 inline constexpr unsigned long kIoctlFree = escape_request(NV_ESC_RM_FREE, sizeof(Nvos00Parameters));
 inline constexpr unsigned long kIoctlCardInfo = escape_request(NV_ESC_CARD_INFO, sizeof(NvIoctlCardInfo) * kCardInfoEntries);
 inline constexpr unsigned long kIoctlRegisterFd = escape_request(NV_ESC_REGISTER_FD, sizeof(NvIoctlRegisterFd));
+inline constexpr unsigned long kIoctlAllocMemory = escape_request(NV_ESC_RM_ALLOC_MEMORY, sizeof(Nvos02WithFd));
+inline constexpr unsigned long kIoctlMapMemory = escape_request(NV_ESC_RM_MAP_MEMORY, sizeof(Nvos33WithFd));
+inline constexpr unsigned long kIoctlMapMemoryDma570 = escape_request(NV_ESC_RM_MAP_MEMORY_DMA, sizeof(Nvos46Parameters570));
+inline constexpr unsigned long kIoctlMapMemoryDma580 = escape_request(NV_ESC_RM_MAP_MEMORY_DMA, sizeof(Nvos46Parameters580));
 // The numbers the research notes quote from a running driver (nv_qcom_usb.md A.9).
 static_assert(kIoctlAlloc == 0xc020462b && kIoctlControl == 0xc020462a && kIoctlFree == 0xc0104629);
 static_assert(kIoctlCardInfo == 0xd20046c8 && kIoctlRegisterFd == 0xc00446c9);
+static_assert(kIoctlAllocMemory == 0xc0384627 && kIoctlMapMemory == 0xc038464e && kIoctlMapMemoryDma570 == 0xc0384657);
 
 }  // namespace baregpu::nv::nvk

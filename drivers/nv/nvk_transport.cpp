@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <fmt/format.h>
 
 namespace baregpu::nv {
@@ -81,11 +82,8 @@ std::unique_ptr<NvkTransport> NvkTransport::open(pci::DeviceFiles& files) {
     return t;
 }
 
-void NvkTransport::attach_gpu(size_t index) {
-    if (index >= gpus_.size()) {
-        throw Error(name_, fmt::format("GPU {} requested but nvidia.ko lists {}", index, gpus_.size()));
-    }
-    std::string path = fmt::format("/dev/nvidia{}", gpus_[index].minor);
+int NvkTransport::open_gpu_fd() {
+    std::string path = fmt::format("/dev/nvidia{}", gpu_minor_);
     int fd = files_.open(path.c_str(), O_RDWR);
     if (fd < 0) throw Error(name_, fmt::format("cannot open {}: {}", path, std::strerror(-fd)));
     NvIoctlRegisterFd reg{ctl_fd_};
@@ -95,9 +93,104 @@ void NvkTransport::attach_gpu(size_t index) {
         files_.close(fd);
         throw;
     }
+    return fd;
+}
+
+void NvkTransport::attach_gpu(size_t index) {
+    if (index >= gpus_.size()) {
+        throw Error(name_, fmt::format("GPU {} requested but nvidia.ko lists {}", index, gpus_.size()));
+    }
+    gpu_minor_ = gpus_[index].minor;
+    int fd = open_gpu_fd();
     if (gpu_fd_ >= 0) files_.close(gpu_fd_);
     gpu_fd_ = fd;
-    name_ = "nvk:" + path;
+    name_ = fmt::format("nvk:/dev/nvidia{}", gpu_minor_);
+}
+
+void* NvkTransport::map_memory(NvHandle device, NvHandle memory, uint64_t offset, uint64_t length, void* address,
+                               uint32_t caching) {
+    if (gpu_fd_ < 0) throw Error(name_, "map_memory before attach_gpu");
+    // Each mapping gets its own /dev/nvidiaN file: nvidia.ko ties the mapping to the fd it is told.
+    int fd = open_gpu_fd();
+    Nvos33WithFd p{};
+    p.params.hClient = client_;
+    p.params.hDevice = device;
+    p.params.hMemory = memory;
+    p.params.offset = offset;
+    p.params.length = length;
+    p.params.flags = caching << kNvos33CachingShift;
+    p.fd = fd;
+    try {
+        escape(ctl_fd_, kIoctlMapMemory, &p, "NV_ESC_RM_MAP_MEMORY");
+        if (p.params.status != NV_OK) {
+            throw RmError(name_, fmt::format("NV_ESC_RM_MAP_MEMORY of memory 0x{:x} (+0x{:x}, 0x{:x} bytes) failed: {}",
+                                             memory, offset, length, describe_status(p.params.status)),
+                          p.params.status);
+        }
+        int error = 0;
+        void* cpu = files_.mmap(address, length, PROT_READ | PROT_WRITE, MAP_SHARED | (address ? MAP_FIXED : 0), fd, 0, &error);
+        if (cpu == nullptr) {
+            throw Error(name_, fmt::format("mmap of memory 0x{:x} ({} bytes) through /dev/nvidia{} failed: {}", memory, length,
+                                           gpu_minor_, std::strerror(error)));
+        }
+        files_.close(fd);
+        return cpu;
+    } catch (...) {
+        files_.close(fd);
+        throw;
+    }
+}
+
+void NvkTransport::unmap_memory(void* address, uint64_t length) { files_.munmap(address, length); }
+
+void NvkTransport::map_memory_dma(NvHandle device, NvHandle dma, NvHandle memory, uint64_t offset, uint64_t length,
+                                  uint64_t va, bool huge_pages) {
+    const uint32_t flags = kNvos46CacheSnoop | (huge_pages ? kNvos46PageSizeHuge : kNvos46PageSize4k) | kNvos46DmaOffsetFixed;
+    uint32_t status;
+    uint64_t mapped;
+    if (branch_ == RmBranch::r570) {
+        Nvos46Parameters570 p{client_, device, dma, memory, offset, length, flags, 0, va, 0, 0};
+        escape(ctl_fd_, kIoctlMapMemoryDma570, &p, "NV_ESC_RM_MAP_MEMORY_DMA");
+        status = p.status;
+        mapped = p.dmaOffset;
+    } else {
+        Nvos46Parameters580 p{client_, device, dma, memory, offset, length, flags, 0, 0, 0, va, 0, 0};
+        escape(ctl_fd_, kIoctlMapMemoryDma580, &p, "NV_ESC_RM_MAP_MEMORY_DMA");
+        status = p.status;
+        mapped = p.dmaOffset;
+    }
+    if (status != NV_OK) {
+        throw RmError(name_, fmt::format("NV_ESC_RM_MAP_MEMORY_DMA of memory 0x{:x} (0x{:x} bytes) at GPU VA 0x{:x} failed: {}",
+                                         memory, length, va, describe_status(status)),
+                      status);
+    }
+    if (mapped != va) {
+        throw ProtocolError(name_, fmt::format("NV_ESC_RM_MAP_MEMORY_DMA of memory 0x{:x} asked for GPU VA 0x{:x} "
+                                               "(DMA_OFFSET_FIXED) and got 0x{:x}",
+                                               memory, va, mapped));
+    }
+}
+
+NvHandle NvkTransport::alloc_os_descriptor(NvHandle device, void* address, uint64_t size) {
+    if (gpu_fd_ < 0) throw Error(name_, "alloc_os_descriptor before attach_gpu");
+    Nvos02WithFd p{};
+    p.params.hRoot = client_;
+    p.params.hObjectParent = device;
+    p.params.hObjectNew = next_os_descriptor_++;
+    p.params.hClass = NV01_MEMORY_SYSTEM_OS_DESCRIPTOR;
+    p.params.flags = kNvos02PhysicalityNoncontiguous | kNvos02LocationPci | kNvos02CoherencyCached | kNvos02MappingNoMap;
+    p.params.pMemory = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(address));
+    p.params.limit = size - 1;
+    p.fd = -1;
+    // On the GPU's fd, not the control fd: the kernel pins the pages for that GPU.
+    escape(gpu_fd_, kIoctlAllocMemory, &p, "NV_ESC_RM_ALLOC_MEMORY");
+    if (p.params.status != NV_OK) {
+        throw RmError(name_, fmt::format("NV_ESC_RM_ALLOC_MEMORY of {} at {} ({} bytes) failed: {}",
+                                         class_name(NV01_MEMORY_SYSTEM_OS_DESCRIPTOR), address, size,
+                                         describe_status(p.params.status)),
+                      p.params.status);
+    }
+    return p.params.hObjectNew;
 }
 
 uint32_t NvkTransport::alloc(NvHandle client, NvHandle parent, NvHandle* object, uint32_t cls, std::span<std::byte> params) {

@@ -46,6 +46,21 @@ public:
     // device-scoped calls name it.
     void attach_gpu(size_t index);
 
+    // CPU mapping of an RM memory object, nvidia.ko's way: NV_ESC_RM_MAP_MEMORY on /dev/nvidiactl
+    // naming a fresh /dev/nvidia<minor> fd, then mmap() of that fd (at `address` with MAP_FIXED when
+    // non-null). caching: NVOS33_FLAGS_CACHING_TYPE (0 cached, 1 uncached, 2 write-combined).
+    // Returns the CPU address; unmap with unmap_memory.
+    void* map_memory(NvHandle device, NvHandle memory, uint64_t offset, uint64_t length, void* address, uint32_t caching);
+    void unmap_memory(void* address, uint64_t length);
+    // GPU mapping of `memory` at the fixed GPU VA `va` in the VA space behind `dma`
+    // (NV01_MEMORY_VIRTUAL): NV_ESC_RM_MAP_MEMORY_DMA, whose layout depends on the branch. Throws
+    // RmError on an RM status, ProtocolError when RM maps anywhere but `va`.
+    void map_memory_dma(NvHandle device, NvHandle dma, NvHandle memory, uint64_t offset, uint64_t length, uint64_t va,
+                        bool huge_pages);
+    // Page-aligned host memory as NV01_MEMORY_SYSTEM_OS_DESCRIPTOR under `device` (NV_ESC_RM_ALLOC_MEMORY
+    // on the GPU's fd, cached, non-contiguous, not mapped by RM).
+    NvHandle alloc_os_descriptor(NvHandle device, void* address, uint64_t size);
+
     // The branch a version string ("570.144", "580.65.06") selects; throws UnsupportedError for
     // branches whose layouts we do not know.
     static RmBranch branch_of(const std::string& version);
@@ -53,10 +68,13 @@ public:
 private:
     explicit NvkTransport(pci::DeviceFiles& files, int ctl_fd);
     int escape(int fd, unsigned long request, void* argument, const char* what);
+    int open_gpu_fd();  // a fresh /dev/nvidia<minor>, registered with the control fd
 
     pci::DeviceFiles& files_;
     int ctl_fd_ = -1;
     int gpu_fd_ = -1;
+    uint32_t gpu_minor_ = 0;
+    NvHandle next_os_descriptor_ = 0xcf800000;  // client-chosen handles for OS descriptors
     std::string name_ = "nvk:/dev/nvidiactl";
     std::string version_;
     RmBranch branch_ = RmBranch::r570;

@@ -4,6 +4,7 @@
 // naming the class or control, the object and the status.
 #include "drivers/nv/nvk_escape.hpp"
 #include "drivers/nv/nvk_transport.hpp"
+#include "drivers/nv/nv_status.hpp"
 #include "drivers/nv/rm_device.hpp"
 #include "drivers/sim/nvgpu/fake_nvidia.hpp"
 #include "drivers/sim/nvgpu/rm_model.hpp"
@@ -238,4 +239,80 @@ TEST_CASE("nvk: ioctl-level failures say what failed") {
             CHECK_THAT(e.what(), Contains("NV_ESC_RM_CONTROL") && Contains("Input/output error"));
         }
     }
+}
+
+TEST_CASE("nvk memory: VRAM mapped for the CPU through a fresh GPU fd, and at a fixed GPU VA per branch") {
+    for (const char* version : {"570.144", "580.65.06"}) {
+        INFO(version);
+        Driver driver(version);
+        auto nvk = NvkTransport::open(*driver.files);
+        nvk->attach_gpu(0);
+        auto gpu = RmDevice::open(*nvk, nvk->client(), nvk->branch());
+        NvHandle memory = gpu->alloc_vram(0x200000, 0x200000);
+
+        // Two CPU mappings of one object see the same bytes (one backing, as VRAM through BAR1).
+        auto* a = static_cast<uint32_t*>(nvk->map_memory(gpu->device(), memory, 0, 0x200000, nullptr, 2));
+        auto* b = static_cast<uint32_t*>(nvk->map_memory(gpu->device(), memory, 0x1000, 0x1000, nullptr, 2));
+        a[0x1000 / 4] = 0xfeedf00d;
+        CHECK(b[0] == 0xfeedf00d);
+        nvk->unmap_memory(b, 0x1000);
+
+        // The NVOS46 layout of this branch reaches RM: the mapping is where we asked.
+        nvk->map_memory_dma(gpu->device(), gpu->virtual_memory(), memory, 0, 0x200000, 0x2000000000, true);
+        auto maps = driver.rm->dma_mappings();
+        REQUIRE(maps.size() == 1);
+        CHECK(maps[0].va == 0x2000000000);
+        CHECK(maps[0].memory == memory);
+        // An overlapping fixed mapping and one past the object's end are refused with RM's statuses.
+        RmError overlap = rm_error([&] {
+            nvk->map_memory_dma(gpu->device(), gpu->virtual_memory(), memory, 0, 0x1000, 0x2000100000, false);
+        });
+        CHECK(overlap.status() == NV_ERR_INVALID_ADDRESS);
+        CHECK_THAT(overlap.what(), Contains("NV_ESC_RM_MAP_MEMORY_DMA") && Contains("0x2000100000"));
+        RmError past = rm_error([&] {
+            nvk->map_memory_dma(gpu->device(), gpu->virtual_memory(), memory, 0x100000, 0x200000, 0x3000000000, false);
+        });
+        CHECK(past.status() == NV_ERR_INVALID_LIMIT);
+        nvk->unmap_memory(a, 0x200000);
+
+        // Freeing the memory object drops its GPU mapping.
+        gpu->free_object(gpu->device(), memory);
+        CHECK(driver.rm->dma_mappings().empty());
+    }
+}
+
+TEST_CASE("nvk memory: the 570 NVOS46 layout sent to a 580 driver is refused by the kernel (EINVAL)") {
+    Driver driver("580.65.06");
+    auto nvk = NvkTransport::open(*driver.files);
+    auto gpu = RmDevice::open(*nvk, nvk->client(), nvk->branch());
+    int fd = driver.files->open("/dev/nvidiactl", 0);
+    nvk::Nvos46Parameters570 p{};
+    CHECK(driver.files->ioctl(fd, nvk::kIoctlMapMemoryDma570, &p) == -EINVAL);
+    nvk::Nvos46Parameters580 q{};
+    q.hClient = nvk->client();
+    CHECK(driver.files->ioctl(fd, nvk::kIoctlMapMemoryDma580, &q) == 0);
+    CHECK(q.status != NV_OK);  // a zero handle: RM refuses, but the layout got through
+    driver.files->close(fd);
+}
+
+TEST_CASE("nvk memory: host pages as an OS descriptor, and CPU maps RM refuses") {
+    Driver driver;
+    auto nvk = NvkTransport::open(*driver.files);
+    nvk->attach_gpu(0);
+    auto gpu = RmDevice::open(*nvk, nvk->client(), nvk->branch());
+    alignas(4096) static std::byte host[2 * 4096];
+    NvHandle os = nvk->alloc_os_descriptor(gpu->device(), host, sizeof(host));
+    CHECK(driver.rm->class_of(nvk->client(), os) == NV01_MEMORY_SYSTEM_OS_DESCRIPTOR);
+    CHECK(driver.rm->memory_size(nvk->client(), os) == sizeof(host));
+    RmError unaligned = rm_error([&] { nvk->alloc_os_descriptor(gpu->device(), host + 8, 4096); });
+    CHECK(unaligned.status() == NV_ERR_INVALID_ARGUMENT);
+    CHECK_THAT(unaligned.what(), Contains("NV01_MEMORY_SYSTEM_OS_DESCRIPTOR"));
+
+    NvHandle memory = gpu->alloc_vram(0x10000, 0x1000);
+    RmError beyond = rm_error([&] { nvk->map_memory(gpu->device(), memory, 0x8000, 0x10000, nullptr, 2); });
+    CHECK(beyond.status() == NV_ERR_INVALID_LIMIT);
+    RmError not_memory = rm_error([&] { nvk->map_memory(gpu->device(), gpu->vaspace(), 0, 0x1000, nullptr, 2); });
+    CHECK(not_memory.status() == NV_ERR_INVALID_OBJECT_HANDLE);
+    // No fd was leaked by the failed maps (each map opens its own /dev/nvidia0).
+    CHECK(driver.files->open_files() == 2);  // /dev/nvidiactl and the attached /dev/nvidia0
 }

@@ -2,6 +2,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <vector>
 
 namespace baregpu::sim::nvgpu {
@@ -10,6 +12,8 @@ namespace {
 
 // nv-ioctl-numbers.h / nv_escape.h: _IOWR('F', nr, size).
 constexpr uint32_t kMagic = 'F';
+constexpr uint32_t kEscAllocMemory = 0x27, kEscMapMemory = 0x4E, kEscMapMemoryDma = 0x57;
+constexpr uint32_t kWithFdSize = 56, kNvos46Size570 = 56, kNvos46Size580 = 64;
 constexpr uint32_t kEscFree = 0x29, kEscControl = 0x2A, kEscAlloc = 0x2B, kEscCardInfo = 200, kEscRegisterFd = 201;
 constexpr uint32_t kNvos00Size = 16, kNvos21Size = 32, kNvos54Size = 32;
 constexpr uint32_t kCardInfoSize = 72, kCardInfoEntries = 64, kRegisterFdSize = 4;
@@ -50,13 +54,31 @@ struct UserParams {
 
 FakeNvidia::FakeNvidia(std::shared_ptr<RmModel> rm, uint16_t device_id) : rm_(std::move(rm)), device_id_(device_id) {}
 
+FakeNvidia::~FakeNvidia() {
+    for (const auto& [key, fd] : backing_) ::close(fd);
+}
+
+int FakeNvidia::backing_fd(uint32_t client, uint32_t memory) {
+    auto it = backing_.find({client, memory});
+    if (it != backing_.end()) return it->second;
+    int fd = ::memfd_create("sim-nvidia-memory", MFD_CLOEXEC);
+    if (fd < 0) return -errno;
+    if (::ftruncate(fd, static_cast<off_t>(rm_->memory_size(client, memory))) != 0) {
+        int error = errno;
+        ::close(fd);
+        return -error;
+    }
+    backing_[{client, memory}] = fd;
+    return fd;
+}
+
 int FakeNvidia::open(const char* path, int flags) {
     (void)flags;
     std::string p = path ? path : "";
     if (p != "/dev/nvidiactl" && p != "/dev/nvidia0") return -ENOENT;
     std::lock_guard lock(mutex_);
     int fd = next_fd_++;
-    files_[fd] = File{p};
+    files_[fd] = File{p, false, std::nullopt};
     return fd;
 }
 
@@ -119,6 +141,53 @@ int FakeNvidia::ioctl(int fd, unsigned long request, void* argument) {
             put<uint32_t>(argument, 12, status);
             return 0;
         }
+        case kEscAllocMemory: {
+            // nv_ioctl_nvos02_parameters_with_fd: NVOS02 {hRoot, hObjectParent, hObjectNew, hClass, flags,
+            // pMemory @24, limit @32, status @40}, fd @48. nvidia.ko takes it on a GPU's fd.
+            if (r.size != kWithFdSize || path == "/dev/nvidiactl") return -EINVAL;
+            uint32_t status = 0x22;  // NV_ERR_INVALID_CLASS: only OS descriptors are modelled
+            if (at<uint32_t>(argument, 12) == 0x71) {
+                status = rm_->alloc_os_descriptor(at<uint32_t>(argument, 0), at<uint32_t>(argument, 4),
+                                                  at<uint32_t>(argument, 8), at<uint64_t>(argument, 24),
+                                                  at<uint64_t>(argument, 32));
+            }
+            put<uint32_t>(argument, 40, status);
+            return 0;
+        }
+        case kEscMapMemory: {
+            // nv_ioctl_nvos33_parameters_with_fd: NVOS33 {hClient, hDevice, hMemory, offset @16, length @24,
+            // pLinearAddress @32, status @40, flags @44}, fd @48: the file whose mmap() maps it.
+            if (r.size != kWithFdSize) return -EINVAL;
+            const uint32_t client = at<uint32_t>(argument, 0), memory = at<uint32_t>(argument, 8);
+            const uint64_t offset = at<uint64_t>(argument, 16), length = at<uint64_t>(argument, 24);
+            uint32_t status = rm_->check_cpu_map(client, at<uint32_t>(argument, 4), memory, offset, length);
+            if (status == 0) {
+                std::lock_guard lock(mutex_);
+                auto target = files_.find(at<int32_t>(argument, 48));
+                if (target == files_.end() || target->second.path == "/dev/nvidiactl" || !target->second.registered) {
+                    status = 0x1F;  // NV_ERR_INVALID_ARGUMENT: not a registered GPU fd
+                } else {
+                    target->second.pending = PendingMap{client, memory, offset, length};
+                    put<uint64_t>(argument, 32, offset);  // the cookie the mmap offset would carry
+                }
+            }
+            put<uint32_t>(argument, 40, status);
+            return 0;
+        }
+        case kEscMapMemoryDma: {
+            // NVOS46: 570 {.., flags @32, dmaOffset @40, status @48}; 580+ {.., flags @32, flags2, kindOverride,
+            // dmaOffset @48, status @56}.
+            const bool r580 = rm_->driver_major() >= 580;
+            if (r.size != (r580 ? kNvos46Size580 : kNvos46Size570)) return -EINVAL;
+            const size_t dma_at = r580 ? 48 : 40, status_at = r580 ? 56 : 48;
+            uint64_t dma_offset = at<uint64_t>(argument, dma_at);
+            uint32_t status = rm_->map_dma(at<uint32_t>(argument, 0), at<uint32_t>(argument, 4), at<uint32_t>(argument, 8),
+                                           at<uint32_t>(argument, 12), at<uint64_t>(argument, 16), at<uint64_t>(argument, 24),
+                                           at<uint32_t>(argument, 32), &dma_offset);
+            put<uint64_t>(argument, dma_at, dma_offset);
+            put<uint32_t>(argument, status_at, status);
+            return 0;
+        }
         case kEscCardInfo: {
             if (r.size != kCardInfoSize * kCardInfoEntries || path != "/dev/nvidiactl") return -EINVAL;
             std::memset(argument, 0, r.size);
@@ -146,15 +215,29 @@ int FakeNvidia::ioctl(int fd, unsigned long request, void* argument) {
 }
 
 void* FakeNvidia::mmap(void* address, size_t length, int prot, int flags, int fd, off_t offset, int* error) {
-    (void)address, (void)length, (void)prot, (void)flags, (void)fd, (void)offset;
-    // CPU mappings of RM memory (NV_ESC_RM_MAP_MEMORY + mmap) are not modelled yet.
-    if (error) *error = ENODEV;
+    std::lock_guard lock(mutex_);
+    auto it = files_.find(fd);
+    int failure = 0;
+    if (it == files_.end()) {
+        failure = EBADF;
+    } else if (!it->second.pending || offset != 0 || length > it->second.pending->length) {
+        failure = EINVAL;  // nvidia.ko maps only what NV_ESC_RM_MAP_MEMORY armed this fd with
+    }
+    if (failure == 0) {
+        const PendingMap map = *it->second.pending;
+        int backing = backing_fd(map.client, map.memory);
+        if (backing < 0) {
+            failure = -backing;
+        } else {
+            void* mapping = ::mmap(address, length, prot, flags, backing, static_cast<off_t>(map.offset));
+            if (mapping != MAP_FAILED) return mapping;
+            failure = errno;
+        }
+    }
+    if (error) *error = failure;
     return nullptr;
 }
 
-int FakeNvidia::munmap(void* address, size_t length) {
-    (void)address, (void)length;
-    return -EINVAL;
-}
+int FakeNvidia::munmap(void* address, size_t length) { return ::munmap(address, length) == 0 ? 0 : -errno; }
 
 }  // namespace baregpu::sim::nvgpu

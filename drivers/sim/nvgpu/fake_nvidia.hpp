@@ -2,7 +2,9 @@
 // behind drivers/pci's DeviceFiles seam, answering the escape ioctls (NV_ESC_RM_ALLOC /
 // CONTROL / FREE, NV_ESC_CARD_INFO, NV_ESC_REGISTER_FD) from an RmModel. Like the kernel it
 // copies the parameter block in and out and refuses an ioctl whose encoded size is not the
-// escape's (EINVAL), an unknown escape (EINVAL) and an fd it did not open (EBADF).
+// escape's (EINVAL; NV_ESC_RM_MAP_MEMORY_DMA's size follows the driver branch: 56 bytes in 570,
+// 64 from 580), an unknown escape (EINVAL) and an fd it did not open (EBADF). Memory objects are
+// backed by memfds: NV_ESC_RM_MAP_MEMORY arms the fd it names, whose mmap() then maps the object.
 //
 // Facts (open-gpu-kernel-modules 570.144): kernel-open/common/inc/nv-ioctl-numbers.h,
 // nv-ioctl.h, src/nvidia/arch/nvalloc/unix/include/nv_escape.h, nvos.h.
@@ -15,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 namespace baregpu::sim::nvgpu {
@@ -22,6 +25,7 @@ namespace baregpu::sim::nvgpu {
 class FakeNvidia final : public pci::DeviceFiles {
 public:
     explicit FakeNvidia(std::shared_ptr<RmModel> rm, uint16_t device_id = 0x2684);
+    ~FakeNvidia() override;
 
     int open(const char* path, int flags) override;
     int close(int fd) override;
@@ -35,16 +39,23 @@ public:
     size_t open_files() const;
 
 private:
+    struct PendingMap {  // NV_ESC_RM_MAP_MEMORY told this fd what its mmap() maps
+        uint32_t client = 0, memory = 0;
+        uint64_t offset = 0, length = 0;
+    };
     struct File {
         std::string path;
         bool registered = false;  // /dev/nvidiaN after NV_ESC_REGISTER_FD
+        std::optional<PendingMap> pending;
     };
+    int backing_fd(uint32_t client, uint32_t memory);  // under mutex_
 
     std::shared_ptr<RmModel> rm_;
     uint16_t device_id_;
     mutable std::mutex mutex_;
     std::map<int, File> files_;
     int next_fd_ = 1000;
+    std::map<std::pair<uint32_t, uint32_t>, int> backing_;  // RM memory objects' bytes (memfds)
     std::atomic<int> fail_next_{0};
 };
 

@@ -16,6 +16,9 @@ inline constexpr uint32_t kErrInsertDuplicateName = 0x19;
 inline constexpr uint32_t kErrInvalidArgument = 0x1F;
 inline constexpr uint32_t kErrInvalidClass = 0x22;
 inline constexpr uint32_t kErrInvalidClient = 0x23;
+inline constexpr uint32_t kErrInvalidLimit = 0x2E;
+inline constexpr uint32_t kErrInvalidOffset = 0x37;
+inline constexpr uint32_t kErrInvalidAddress = 0x1E;
 inline constexpr uint32_t kErrInvalidObjectHandle = 0x33;
 inline constexpr uint32_t kErrInvalidObjectNew = 0x34;
 inline constexpr uint32_t kErrInvalidObjectParent = 0x36;
@@ -25,7 +28,7 @@ inline constexpr uint32_t kErrObjectNotFound = 0x57;
 
 // Classes.
 inline constexpr uint32_t kRootClient = 0x41, kDevice = 0x80, kSubdevice = 0x2080;
-inline constexpr uint32_t kMemorySystem = 0x3e, kMemoryUser = 0x40, kMemoryVirtual = 0x70;
+inline constexpr uint32_t kMemorySystem = 0x3e, kMemoryUser = 0x40, kMemoryVirtual = 0x70, kMemoryOsDescriptor = 0x71;
 inline constexpr uint32_t kContextShare = 0x9067, kVaspace = 0x90f1, kChannelGroup = 0xa06c;
 inline constexpr uint32_t kTuringUsermode = 0xc461, kHopperUsermode = 0xc661;
 inline constexpr uint32_t kAmpereGpfifo = 0xc56f, kHopperGpfifo = 0xc86f, kBlackwellGpfifo = 0xc96f;
@@ -52,6 +55,9 @@ inline constexpr size_t kChannelGpFifoOffset = 8, kChannelGpFifoEntries = 16, kC
                         kChannelUserdMemory0 = 32, kChannelUserdOffset0 = 64, kChannelEngineType = 128;
 inline constexpr size_t kMemorySize = 64, kMemoryAlignment = 72, kMemoryOffset = 80, kMemoryLimit = 88;
 inline constexpr uint32_t kEngineTypeGraphics = 1;  // NV2080_ENGINE_TYPE_GRAPHICS
+
+// NVOS46_FLAGS_DMA_OFFSET_FIXED (nvos.h 15:15).
+inline constexpr uint32_t kNvos46DmaOffsetFixed = 1u << 15;
 
 // Controls and their parameter sizes.
 inline constexpr uint32_t kCtrlBuildVersionV2 = 0x13e, kBuildVersionV2Params = 1032;

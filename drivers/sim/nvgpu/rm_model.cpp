@@ -84,13 +84,108 @@ bool RmModel::has_class(uint32_t cls) const {
     return std::find(options_.classes.begin(), options_.classes.end(), cls) != options_.classes.end();
 }
 
-uint32_t RmModel::vaspace_params_size() const {
+unsigned RmModel::driver_major() const {
     unsigned major = 0;
     for (char c : options_.driver_version) {
         if (c < '0' || c > '9') break;
         major = major * 10 + static_cast<unsigned>(c - '0');
     }
-    return major >= 580 ? kVaspaceParams580 : kVaspaceParams570;
+    return major;
+}
+
+uint32_t RmModel::vaspace_params_size() const { return driver_major() >= 580 ? kVaspaceParams580 : kVaspaceParams570; }
+
+uint32_t RmModel::device_of(const Client& client, uint32_t handle) const {
+    for (int depth = 0; depth < 8; ++depth) {
+        auto it = client.objects.find(handle);
+        if (it == client.objects.end()) return 0;
+        if (it->second.cls == kDevice) return handle;
+        handle = it->second.parent;
+    }
+    return 0;
+}
+
+uint32_t RmModel::alloc_os_descriptor(uint32_t client, uint32_t parent, uint32_t object, uint64_t address, uint64_t limit) {
+    std::lock_guard lock(mutex_);
+    uint32_t status = kOk;
+    auto c = clients_.find(client);
+    if (c == clients_.end()) {
+        status = kErrInvalidClient;
+    } else if (!c->second.objects.count(parent) || c->second.objects.at(parent).cls != kDevice) {
+        status = kErrInvalidObjectParent;
+    } else if (object == 0 || c->second.objects.count(object)) {
+        status = object == 0 ? kErrInvalidObjectNew : kErrInsertDuplicateName;
+    } else if (address == 0 || address % 4096 != 0 || (limit + 1) % 4096 != 0) {
+        status = kErrInvalidArgument;  // whole pages only: the kernel pins pages
+    } else {
+        Object o{kMemoryOsDescriptor, parent};
+        o.size = limit + 1;
+        o.host_address = address;
+        c->second.objects[object] = o;
+    }
+    log_.push_back(fmt::format("alloc_memory os descriptor 0x{:x} at 0x{:x} (+0x{:x}) -> 0x{:x}", object, address, limit + 1, status));
+    return status;
+}
+
+uint32_t RmModel::check_cpu_map(uint32_t client, uint32_t device, uint32_t memory, uint64_t offset, uint64_t length) const {
+    std::lock_guard lock(mutex_);
+    auto c = clients_.find(client);
+    if (c == clients_.end()) return kErrInvalidClient;
+    auto m = c->second.objects.find(memory);
+    if (m == c->second.objects.end() || !(is_memory(m->second.cls))) return kErrInvalidObjectHandle;
+    if (device_of(c->second, device) == 0 || device_of(c->second, device) != device_of(c->second, memory)) {
+        return kErrInvalidObjectParent;
+    }
+    if (length == 0 || offset + length > m->second.size || offset + length < offset) return kErrInvalidLimit;
+    return kOk;
+}
+
+uint32_t RmModel::map_dma(uint32_t client, uint32_t device, uint32_t dma, uint32_t memory, uint64_t offset,
+                          uint64_t length, uint32_t flags, uint64_t* dma_offset) {
+    std::lock_guard lock(mutex_);
+    uint32_t status = kOk;
+    auto c = clients_.find(client);
+    if (c == clients_.end()) {
+        status = kErrInvalidClient;
+    } else {
+        auto d = c->second.objects.find(dma);
+        auto m = c->second.objects.find(memory);
+        if (d == c->second.objects.end() || d->second.cls != kMemoryVirtual) {
+            status = kErrInvalidObjectHandle;
+        } else if (m == c->second.objects.end() || !(is_memory(m->second.cls) || m->second.cls == kMemoryOsDescriptor)) {
+            status = kErrInvalidObjectHandle;
+        } else if (device_of(c->second, device) == 0 || device_of(c->second, dma) != device_of(c->second, device) ||
+                   device_of(c->second, memory) != device_of(c->second, device)) {
+            status = kErrInvalidObjectParent;
+        } else if (length == 0 || offset + length > m->second.size || offset + length < offset) {
+            status = kErrInvalidLimit;
+        } else if (!(flags & kNvos46DmaOffsetFixed) || *dma_offset % 4096 != 0) {
+            status = kErrInvalidOffset;
+        } else {
+            for (const DmaMapping& other : dma_) {
+                if (other.client == client && *dma_offset < other.va + other.length && other.va < *dma_offset + length) {
+                    status = kErrInvalidAddress;  // the VA range is taken
+                }
+            }
+            if (status == kOk) dma_.push_back({*dma_offset, length, client, memory, offset});
+        }
+    }
+    log_.push_back(fmt::format("map_dma memory 0x{:x} (+0x{:x}, 0x{:x} bytes) at 0x{:x} -> 0x{:x}", memory, offset, length,
+                               *dma_offset, status));
+    return status;
+}
+
+std::vector<RmModel::DmaMapping> RmModel::dma_mappings() const {
+    std::lock_guard lock(mutex_);
+    return dma_;
+}
+
+uint64_t RmModel::memory_size(uint32_t client, uint32_t memory) const {
+    std::lock_guard lock(mutex_);
+    auto c = clients_.find(client);
+    if (c == clients_.end()) return 0;
+    auto m = c->second.objects.find(memory);
+    return m == c->second.objects.end() ? 0 : m->second.size;
 }
 
 uint32_t RmModel::alloc(uint32_t client, uint32_t parent, uint32_t* object, uint32_t cls, std::span<std::byte> params) {
@@ -264,13 +359,15 @@ uint32_t RmModel::control_locked(uint32_t client, uint32_t object, uint32_t cmd,
     }
 }
 
-void RmModel::free_tree(Client& client, uint32_t handle) {
+void RmModel::free_tree(Client& client, uint32_t client_handle, uint32_t handle) {
     std::vector<uint32_t> children;
     for (const auto& [h, obj] : client.objects) {
         if (obj.parent == handle && h != handle) children.push_back(h);
     }
-    for (uint32_t child : children) free_tree(client, child);
+    for (uint32_t child : children) free_tree(client, client_handle, child);
     client.objects.erase(handle);
+    // Mappings of a freed memory object go with it (RM unmaps on free).
+    std::erase_if(dma_, [&](const DmaMapping& m) { return m.client == client_handle && m.memory == handle; });
 }
 
 uint32_t RmModel::free(uint32_t client, uint32_t parent, uint32_t object) {
@@ -280,11 +377,12 @@ uint32_t RmModel::free(uint32_t client, uint32_t parent, uint32_t object) {
     if (c == clients_.end()) {
         status = kErrInvalidClient;
     } else if (object == client) {
+        std::erase_if(dma_, [&](const DmaMapping& m) { return m.client == client; });
         clients_.erase(c);
     } else if (!c->second.objects.count(object)) {
         status = kErrObjectNotFound;
     } else {
-        free_tree(c->second, object);
+        free_tree(c->second, client, object);
     }
     log_.push_back(fmt::format("free 0x{:x} (parent 0x{:x}, client 0x{:x}) -> 0x{:x}", object, parent, client, status));
     return status;

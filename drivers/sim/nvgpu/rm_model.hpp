@@ -41,6 +41,28 @@ public:
     uint32_t control(uint32_t client, uint32_t object, uint32_t cmd, std::span<std::byte> params);
     uint32_t free(uint32_t client, uint32_t parent, uint32_t object);
 
+    // NV_ESC_RM_ALLOC_MEMORY's OS descriptor (NV01_MEMORY_SYSTEM_OS_DESCRIPTOR): `limit + 1` bytes of
+    // host memory at `address` under a device; the caller chooses the handle.
+    uint32_t alloc_os_descriptor(uint32_t client, uint32_t parent, uint32_t object, uint64_t address, uint64_t limit);
+    // NV_ESC_RM_MAP_MEMORY's checks: `memory` belongs to `device` (device or subdevice handle) and
+    // [offset, offset + length) lies inside it.
+    uint32_t check_cpu_map(uint32_t client, uint32_t device, uint32_t memory, uint64_t offset, uint64_t length) const;
+    // NV_ESC_RM_MAP_MEMORY_DMA: `memory` at GPU VA *dma_offset of the VA space behind `dma`
+    // (NV01_MEMORY_VIRTUAL). Only DMA_OFFSET_FIXED mappings (what drivers/nv asks for): 4 KiB aligned,
+    // not overlapping another mapping.
+    uint32_t map_dma(uint32_t client, uint32_t device, uint32_t dma, uint32_t memory, uint64_t offset, uint64_t length,
+                     uint32_t flags, uint64_t* dma_offset);
+    struct DmaMapping {
+        uint64_t va = 0, length = 0;
+        uint32_t client = 0, memory = 0;
+        uint64_t offset = 0;  // into the memory object
+    };
+    std::vector<DmaMapping> dma_mappings() const;
+    // A memory object's size, 0 when `memory` is none.
+    uint64_t memory_size(uint32_t client, uint32_t memory) const;
+    // The branch of options().driver_version ("570", "580"): what the ioctl layer's sizes follow.
+    unsigned driver_major() const;
+
     const RmModelOptions& options() const { return options_; }
     // Live objects over all clients (clients included).
     size_t object_count() const;
@@ -58,6 +80,7 @@ private:
         uint64_t size = 0;    // memory objects
         uint32_t token = 0;   // GPFIFO channels
         uint32_t vaspace = 0; // channel groups, context shares
+        uint64_t host_address = 0;  // OS descriptors
         bool scheduled = false;
     };
     struct Client {
@@ -69,9 +92,10 @@ private:
     uint32_t control_locked(uint32_t client, uint32_t object, uint32_t cmd, std::span<std::byte> params);
     uint32_t check_params(Client& client, const Object& parent_object, uint32_t parent, uint32_t cls,
                           std::span<std::byte> params, Object& created);
-    void free_tree(Client& client, uint32_t handle);
+    void free_tree(Client& client, uint32_t client_handle, uint32_t handle);
     bool has_class(uint32_t cls) const;
     uint32_t vaspace_params_size() const;
+    uint32_t device_of(const Client& client, uint32_t handle) const;  // the NV01_DEVICE_0 above, 0 if none
 
     RmModelOptions options_;
     mutable std::mutex mutex_;
@@ -79,6 +103,7 @@ private:
     uint32_t next_client_ = 0xc1d00000;
     uint32_t next_token_ = 1;
     std::vector<std::string> log_;
+    std::vector<DmaMapping> dma_;
 };
 
 }  // namespace baregpu::sim::nvgpu
