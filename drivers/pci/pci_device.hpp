@@ -20,6 +20,17 @@ namespace baregpu::pci {
 
 enum class InterruptKind { Msi, MsiX };
 
+// What the link between the host and the function can do. Drivers pick their strategy from it
+// (ring sizes, where DMA targets live, polling vs interrupts) instead of asking which backend
+// they run on. The defaults describe a PCIe slot; the usb backend overrides them.
+struct LinkCapabilities {
+    bool bar_mmap = true;  // BARs can be mapped into the host's address space (MmioRegion::direct)
+    bool host_dma = true;  // alloc_dma works: the device can DMA into host memory the CPU maps
+    bool interrupts = true;  // enable_interrupts works
+    uint64_t host_dma_bytes = ~uint64_t{0};  // how much device-visible system memory there is
+    bool register_round_trip = false;  // every register access is a transfer (USB): batch and poll rarely
+};
+
 struct PciIdentity {
     uint16_t vendor_id = 0;
     uint16_t device_id = 0;
@@ -91,6 +102,8 @@ public:
     // The clock waits measure themselves with: the steady clock on real backends, the modelled
     // clock on the simulated bus (which delay() advances), so a simulated timeout costs no wall time.
     virtual std::chrono::nanoseconds now();
+
+    virtual LinkCapabilities link_capabilities() const { return {}; }
 
     // Throws DeviceLostError when config space reads all-ones (surprise removal, link down).
     void check_alive();
