@@ -3,6 +3,7 @@
 // access costs in USB transfers, unplug in the middle of a copy, and a second opener.
 #include "base/error.hpp"
 #include "drivers/am/am_device.hpp"
+#include "drivers/am/hcq_device.hpp"
 #include "drivers/pci/usb_pci_device.hpp"
 #include "drivers/registry_am.hpp"
 #include "drivers/sim/amdgpu/navi.hpp"
@@ -149,5 +150,18 @@ TEST_CASE("am:usb:sim: a second open finds the device busy and says who holds it
     } catch (const BusyError& e) {
         CHECK(e.owner_pid() == ::getpid());
         CHECK(std::string(e.what()).find(std::to_string(::getpid())) != std::string::npos);
+    }
+}
+
+TEST_CASE("am:usb:sim: the HCQ device refuses the link's capabilities with a clear UnsupportedError") {
+    TempDirs dirs;
+    Rig rig(dirs);
+    auto dev = rig.open();
+    try {
+        am::AmHcqDevice::create(std::move(dev), {});
+        FAIL("HCQ queues opened without CPU-mapped memory");
+    } catch (const UnsupportedError& e) {
+        CHECK(std::string(e.what()).find("usb:sim") != std::string::npos);
+        CHECK(std::string(e.what()).find("BARs cannot be mapped") != std::string::npos);
     }
 }
