@@ -100,6 +100,16 @@ void PciDevice::set_dma_address_bits(unsigned bits) {
     dma_address_bits_ = bits;
 }
 
+void PciDevice::dma_window_write(BusAddress address, std::span<const std::byte> data) {
+    throw UnsupportedError(name_, fmt::format("dma_window_write of {} bytes at {:#x}: the {} backend has no DMA windows (use alloc_dma)",
+                                              data.size(), address.value(), backend()));
+}
+
+void PciDevice::dma_window_read(BusAddress address, std::span<std::byte> out) {
+    throw UnsupportedError(name_, fmt::format("dma_window_read of {} bytes at {:#x}: the {} backend has no DMA windows (use alloc_dma)",
+                                              out.size(), address.value(), backend()));
+}
+
 void PciDevice::delay(std::chrono::nanoseconds duration) { std::this_thread::sleep_for(duration); }
 
 std::chrono::nanoseconds PciDevice::now() {

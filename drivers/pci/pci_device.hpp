@@ -29,6 +29,14 @@ struct LinkCapabilities {
     bool interrupts = true;  // enable_interrupts works
     uint64_t host_dma_bytes = ~uint64_t{0};  // how much device-visible system memory there is
     bool register_round_trip = false;  // every register access is a transfer (USB): batch and poll rarely
+    // When host_dma is false: the fixed bus ranges the device can DMA into instead (the USB
+    // bridge's SRAM), reached from the host through dma_window_write / dma_window_read.
+    struct Window {
+        uint64_t bus_address = 0;
+        uint64_t size = 0;
+        uint64_t host_granule = 1;  // dma_window_write/read start on a multiple of this from the window's base
+    };
+    std::vector<Window> dma_windows;
 };
 
 struct PciIdentity {
@@ -104,6 +112,10 @@ public:
     virtual std::chrono::nanoseconds now();
 
     virtual LinkCapabilities link_capabilities() const { return {}; }
+    // Host access to a LinkCapabilities::dma_windows range (no CPU mapping exists). The base
+    // class has no windows and throws UnsupportedError naming the device.
+    virtual void dma_window_write(BusAddress address, std::span<const std::byte> data);
+    virtual void dma_window_read(BusAddress address, std::span<std::byte> out);
 
     // Throws DeviceLostError when config space reads all-ones (surprise removal, link down).
     void check_alive();

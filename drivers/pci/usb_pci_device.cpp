@@ -99,9 +99,37 @@ public:
         c.bar_mmap = false;
         c.host_dma = false;
         c.interrupts = false;
-        c.host_dma_bytes = usb::asm24::kSramBytes;
+        c.host_dma_bytes = usb::asm24::kSramBytes + 2 * usb::asm24::kSmallWindowBytes;
         c.register_round_trip = true;
+        // research C.5: the SRAM behind the bulk engine (host access in 16 KB slots) and the two
+        // 4 KB windows the host reaches byte-wise through XDATA.
+        c.dma_windows = {{usb::asm24::kGpuSram, usb::asm24::kSramBytes, usb::asm24::kSramSlotBytes},
+                         {usb::asm24::kGpuSysBuf, usb::asm24::kSmallWindowBytes, 1},
+                         {usb::asm24::kGpuCqBuf, usb::asm24::kSmallWindowBytes, 1}};
         return c;
+    }
+
+    // The SRAM window through the bulk engine (whole 512-byte sectors: the pad after `data` up to
+    // the next sector boundary is zeroed), the small windows through XDATA.
+    void dma_window_write(BusAddress address, std::span<const std::byte> data) override {
+        std::lock_guard lock(mutex_);
+        flush_locked();
+        const Window w = window_of(address.value(), data.size(), "dma_window_write");
+        if (w.xdata == 0) {
+            controller_.sram_write(static_cast<unsigned>(w.offset / usb::asm24::kSramSlotBytes), data);
+        } else {
+            controller_.xdata_write(static_cast<uint16_t>(w.xdata + w.offset), data);
+        }
+    }
+    void dma_window_read(BusAddress address, std::span<std::byte> out) override {
+        std::lock_guard lock(mutex_);
+        flush_locked();
+        const Window w = window_of(address.value(), out.size(), "dma_window_read");
+        if (w.xdata == 0) {
+            controller_.sram_read(static_cast<unsigned>(w.offset / usb::asm24::kSramSlotBytes), out);
+        } else {
+            controller_.xdata_read(static_cast<uint16_t>(w.xdata + w.offset), out);
+        }
     }
 
     // ---- BAR access, called by UsbBarHandler ----
@@ -205,6 +233,27 @@ protected:
     }
 
 private:
+    struct Window {
+        uint16_t xdata;  // 0: the SRAM engine
+        uint64_t offset;
+    };
+    Window window_of(uint64_t bus, uint64_t size, const char* what) const {
+        namespace a24 = usb::asm24;
+        auto inside = [&](uint64_t base, uint64_t bytes) { return bus >= base && bus - base < bytes && size <= bytes - (bus - base); };
+        if (inside(a24::kGpuSram, a24::kSramBytes)) {
+            const uint64_t offset = bus - a24::kGpuSram;
+            if (offset % a24::kSramSlotBytes != 0) {
+                throw Error(name(), fmt::format("{} at {:#x}: the SRAM engine starts on 16 KB slots ({:#x} + n * 0x4000)", what, bus,
+                                                a24::kGpuSram));
+            }
+            return {0, offset};
+        }
+        if (inside(a24::kGpuSysBuf, a24::kSmallWindowBytes)) return {a24::kXdataSysBuf, bus - a24::kGpuSysBuf};
+        if (inside(a24::kGpuCqBuf, a24::kSmallWindowBytes)) return {a24::kXdataCqBuf, bus - a24::kGpuCqBuf};
+        throw Error(name(), fmt::format("{} of {} bytes at {:#x}: outside the bridge's DMA windows (512 KB at {:#x}, 4 KB at {:#x} and {:#x})",
+                                        what, size, bus, a24::kGpuSram, a24::kGpuSysBuf, a24::kGpuCqBuf));
+    }
+
     void write_byte(uint64_t at, std::byte b) {
         usb::tlp::Request r{usb::tlp::kMWr64, usb::tlp::byte_enables(1, at & 3), usb::tlp::Mode::Single, at & ~uint64_t{3},
                             static_cast<uint32_t>(b) << (8 * (at & 3))};

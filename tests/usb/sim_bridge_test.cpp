@@ -105,7 +105,11 @@ TEST_CASE("the endpoint DMAs into the bridge SRAM window and the host reads it t
     // Fill edu's buffer from the SRAM (RAM -> edu), then copy it back to another SRAM slot.
     std::vector<std::byte> pattern(4096);
     for (size_t i = 0; i < pattern.size(); ++i) pattern[i] = std::byte(i * 7 + 3);
-    std::memcpy(bridge->sram().data(), pattern.data(), pattern.size());
+    const pci::LinkCapabilities link = dev->link_capabilities();
+    REQUIRE(link.dma_windows.size() == 3);
+    CHECK(link.dma_windows[0].bus_address == a24::kGpuSram);
+    dev->dma_window_write(BusAddress(a24::kGpuSram), pattern);
+    CHECK(std::memcmp(bridge->sram().data(), pattern.data(), pattern.size()) == 0);
     pci::MmioRegion& r = dev->bar(0);
     const uint64_t buffer = sim::edu::kBufferAddress;
     r.write64(BarOffset(sim::edu::kRegDmaSource), a24::kGpuSram);
@@ -120,11 +124,18 @@ TEST_CASE("the endpoint DMAs into the bridge SRAM window and the host reads it t
     for (int i = 0; i < 100 && (r.read64(BarOffset(sim::edu::kRegDmaCommand)) & sim::edu::kDmaStart); ++i) dev->delay(std::chrono::microseconds(10));
     CHECK(violations(*bridge).empty());
 
-    // Host side: the same bytes through the SRAM bulk engine (a fresh controller view is not
-    // needed: the sim's SRAM is what 0xF2 + bulk IN returns).
+    // Host side: the same bytes through the SRAM bulk engine.
     std::vector<std::byte> back(4096);
-    std::memcpy(back.data(), bridge->sram().data() + 2 * a24::kSramSlotBytes, back.size());
+    dev->dma_window_read(BusAddress(a24::kGpuSram + 2 * a24::kSramSlotBytes), back);
     CHECK(back == pattern);
+    // The small windows go through XDATA: the GPU's view at 0x820000 is the host's 0xA000.
+    const std::byte fence[8] = {std::byte{1}, std::byte{2}, std::byte{3}, std::byte{4}, std::byte{5}, std::byte{6}, std::byte{7}, std::byte{8}};
+    dev->dma_window_write(BusAddress(a24::kGpuSysBuf + 0x800), fence);
+    std::byte fence_back[8]{};
+    dev->dma_window_read(BusAddress(a24::kGpuSysBuf + 0x800), fence_back);
+    CHECK(std::memcmp(fence, fence_back, 8) == 0);
+    CHECK_THROWS_WITH(dev->dma_window_write(BusAddress(a24::kGpuSram + 512), fence), Catch::Contains("16 KB slots"));
+    CHECK_THROWS_WITH(dev->dma_window_read(BusAddress(0x100000), fence_back), Catch::Contains("outside the bridge's DMA windows"));
 
     // DMA outside the windows is refused and recorded.
     r.write64(BarOffset(sim::edu::kRegDmaSource), 0x100000);
