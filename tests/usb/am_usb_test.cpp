@@ -4,6 +4,7 @@
 #include "base/error.hpp"
 #include "drivers/am/am_device.hpp"
 #include "drivers/am/hcq_device.hpp"
+#include "drivers/am/sram_copy.hpp"
 #include "drivers/pci/usb_pci_device.hpp"
 #include "drivers/registry_am.hpp"
 #include "drivers/sim/amdgpu/navi.hpp"
@@ -164,4 +165,46 @@ TEST_CASE("am:usb:sim: the HCQ device refuses the link's capabilities with a cle
         CHECK(std::string(e.what()).find("usb:sim") != std::string::npos);
         CHECK(std::string(e.what()).find("BARs cannot be mapped") != std::string::npos);
     }
+}
+
+TEST_CASE("am:usb:sim: copy-in and copy-out through the bridge SRAM with sentinels and fences, checked byte for byte") {
+    TempDirs dirs;
+    Rig rig(dirs);
+    auto dev = rig.open();
+    am::SramCopy copy(*dev, am::AmDevice::heap_begin());
+    const uint64_t dst = am::AmDevice::heap_begin() + (16 << 20);
+    // Not a multiple of a chunk: the last chunk's sentinel sits mid-window.
+    std::vector<std::byte> data((3 << 20) + 1234);
+    uint32_t x = 12345;
+    for (auto& b : data) b = std::byte((x = x * 1103515245 + 12345) >> 24);
+    const uint64_t t0 = rig.bridge->now_ns();
+    try {
+        copy.copy_in(dst, data);
+    } catch (const Error& e) {
+        std::string faults;
+        for (const auto& f : dev->take_page_faults()) faults += f.describe() + "\n";
+        FAIL(e.what() << "\n" << rig.violations() << faults);
+    }
+    const uint64_t in_ns = rig.bridge->now_ns() - t0;
+    // An independent path: VRAM read back through BAR0 streams.
+    std::vector<std::byte> vram(data.size());
+    dev->pci().bar(0).read_block(BarOffset(dst), vram);
+    CHECK(vram == data);
+
+    std::vector<std::byte> back(data.size());
+    const uint64_t t1 = rig.bridge->now_ns();
+    copy.copy_out(dst, back);
+    const uint64_t out_ns = rig.bridge->now_ns() - t1;
+    CHECK(back == data);
+    INFO(rig.violations());
+    CHECK(rig.bridge->violations().empty());
+    // Both directions well above the 300 MB/s the issue asks for, in modelled time.
+    CHECK(double(data.size()) / double(in_ns) * 1e3 > 300.0);
+    CHECK(double(data.size()) / double(out_ns) * 1e3 > 300.0);
+
+    // A second copy reuses the windows: sentinels of the first run must not satisfy the second.
+    std::vector<std::byte> zeros(data.size(), std::byte{0});
+    copy.copy_in(dst, zeros);
+    dev->pci().bar(0).read_block(BarOffset(dst), vram);
+    CHECK(vram == zeros);
 }

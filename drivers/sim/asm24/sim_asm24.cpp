@@ -86,6 +86,12 @@ struct SimAsm24Bridge::Impl {
         return start + self.options_.latency.round_trip_ns + wire_ns(bytes);
     }
 
+    // The GPU is fast next to a 100 µs round trip: before the host sees memory the endpoint
+    // writes, its engines run to idle or to a memory wait (SimDeviceModel::settle).
+    void settle() {
+        if (pci::sim::SimDeviceModel* model = tree.model()) model->settle();
+    }
+
     uint8_t xdata_read(uint16_t at) {
         if (at == a24::kXdataLtssm) return link_down() ? 0x00 : a24::kLtssmL0;
         std::lock_guard lock(tree.sram_mutex());
@@ -199,6 +205,7 @@ struct SimAsm24Bridge::Impl {
             stall(fmt::format("the armed {} wants {} bytes on {:#04x}", armed.what, armed.bytes, armed.endpoint), where);
         }
         if (armed.sram) {
+            if (endpoint == a24::kBulkIn) settle();
             std::lock_guard lock(tree.sram_mutex());
             std::span<std::byte> s = tree.sram().subspan(armed.slot * a24::kSramSlotBytes, data.size());
             if (endpoint == a24::kBulkOut) std::memcpy(s.data(), data.data(), data.size());
@@ -302,6 +309,7 @@ size_t SimAsm24Bridge::control(uint8_t request_type, uint8_t request, uint16_t v
         if (data.empty() || data.size() > a24::kXdataReadMax || value + data.size() > m.xdata.size()) {
             m.stall(fmt::format("XDATA read of {} bytes at {:#06x} (1..255 bytes per request)", data.size(), value), where);
         }
+        if (value >= a24::kXdataSysBuf && value < a24::kXdataBulkWindow) m.settle();  // the host reads GPU-written SRAM
         for (size_t i = 0; i < data.size(); ++i) data[i] = std::byte(m.xdata_read(static_cast<uint16_t>(value + i)));
         return data.size();
     }
