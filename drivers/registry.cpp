@@ -284,6 +284,14 @@ std::vector<BuiltinDevice> builtin_devices() {
                            fmt::format("model of {} on the simulated PCI bus ({}): {}", entry.models,
                                        presented(entry), role)});
     }
+    // GPUs behind ASM24xx USB bridges (issue 10): listed from libusb (nothing without it). They are
+    // brought up by amctl (am:usb:<bus>-<port>) but are not HCQ devices yet (drivers/usb/README.md).
+    for (const usb::BridgeInfo& bridge : usb::enumerate_bridges()) {
+        devices.push_back({"am:usb:" + bridge.location, "usb", false,
+                           fmt::format("ASM24xx USB bridge {:04x}:{:04x} at USB {}: an AMD GPU behind it is brought up by drivers/am "
+                                       "over the usb backend (amctl load --device am:usb:{}); no HCQ queues over USB yet",
+                                       bridge.vendor_id, bridge.product_id, bridge.location, bridge.location)});
+    }
     // KGSL is not on the PCI bus: each model is described by what its device-info property says.
     for (const SimulatedAdreno& chip : kSimulatedAdrenos) {
         sim::kgsl::SimKgsl model(sim::kgsl::SimKgsl::Options{chip.chip_id});

@@ -230,14 +230,19 @@ std::unique_ptr<UsbBackend> open_libusb(std::string_view location) {
     const ssize_t n = libusb_get_device_list(context->ctx, &list);
     if (n < 0) fail(name, "libusb_get_device_list", static_cast<int>(n));
     libusb_device_handle* handle = nullptr;
-    int rc = LIBUSB_ERROR_NO_DEVICE;
+    int rc = 0;
+    bool found = false;
     for (ssize_t i = 0; i < n; ++i) {
         if (location_of(list[i]) == location) {
+            found = true;
             rc = libusb_open(list[i], &handle);
             break;
         }
     }
     libusb_free_device_list(list, 1);
+    if (!found) {
+        throw DeviceLostError(name, fmt::format("no USB device at bus-port {} (`baregpu devices` lists the ASM24xx bridges found)", location));
+    }
     if (rc != 0) fail(name, "opening the bridge (libusb_open)", rc);
     return std::make_unique<LibusbBackend>(std::move(context), handle, name);
 }
