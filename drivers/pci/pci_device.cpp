@@ -6,7 +6,9 @@
 #include <fmt/format.h>
 #include <poll.h>
 #include <thread>
-#include <sys/eventfd.h>
+#ifdef __linux__
+#include <sys/eventfd.h>  // interrupt vectors (vfio, the simulated bus); the usb backend has none
+#endif
 #include <unistd.h>
 
 namespace baregpu::pci {
@@ -123,9 +125,13 @@ void PciDevice::check_alive() {
 }
 
 UniqueFd PciDevice::make_eventfd(const std::string& device) {
+#ifdef __linux__
     int fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (fd < 0) throw SystemError(device, "eventfd for an interrupt vector", errno);
     return UniqueFd(fd);
+#else
+    throw UnsupportedError(device, "interrupt eventfds are Linux-only (the usb backend, the one used elsewhere, polls)");
+#endif
 }
 
 }  // namespace baregpu::pci

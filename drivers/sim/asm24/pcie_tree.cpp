@@ -22,8 +22,7 @@ constexpr uint16_t kBusNumbers = 0x18, kMemBase = 0x20, kMemLimit = 0x22, kPrefB
                    kPrefLimitUpper = 0x2c, kBridgeControl = 0x3e;
 }  // namespace
 
-BridgeHeader::BridgeHeader(uint8_t bus) {
-    (void)bus;
+BridgeHeader::BridgeHeader() {
     // ASMedia's PCI vendor ID (pci.ids 1b21); the device ID is a placeholder: no public source
     // gives the ASM2464's internal bridge IDs.
     bytes_[0x00] = 0x21, bytes_[0x01] = 0x1b, bytes_[0x02] = 0x64, bytes_[0x03] = 0x24;
@@ -77,7 +76,7 @@ bool BridgeHeader::forwards_memory(uint64_t address) const {
 PcieTree::PcieTree(std::string name, std::unique_ptr<pci::sim::SimDeviceModel> endpoint, std::atomic<uint64_t>& clock, ViolationSink sink)
     : name_(std::move(name)), clock_(clock), sink_(std::move(sink)), model_(std::move(endpoint)), sram_(a24::kSramBytes),
       sys_buf_(a24::kSmallWindowBytes), cq_buf_(a24::kSmallWindowBytes) {
-    for (uint8_t b = 0; b < kBridgeCount; ++b) bridges_.emplace_back(b);
+    bridges_.resize(kBridgeCount);
     if (model_) {
         spec_ = model_->spec();
         config_.emplace(spec_, std::array<uint64_t, pci::kBarCount>{});  // BARs unassigned: the driver assigns them
@@ -243,8 +242,7 @@ std::span<std::byte> PcieTree::sram_span(uint64_t address, uint64_t length) {
     return inside(a24::kGpuCqBuf, cq_buf_);
 }
 
-bool PcieTree::upstream_path_open(bool memory) const {
-    (void)memory;
+bool PcieTree::upstream_path_open() const {
     // Bus Master Enable on a bridge gates forwarding of requests from below (PCI-to-PCI Bridge
     // Architecture Specification 1.2, 3.2.2.3.1); the endpoint needs its own too.
     for (const BridgeHeader& br : bridges_) {
@@ -255,7 +253,7 @@ bool PcieTree::upstream_path_open(bool memory) const {
 }
 
 bool PcieTree::dma_read(BusAddress address, std::span<std::byte> out) {
-    if (!upstream_path_open(true)) {
+    if (!upstream_path_open()) {
         violation("DMA read while bus mastering is off on the endpoint or a bridge", fmt::format("{:#x}", address.value()), kBridgeSpec);
         return false;
     }
@@ -272,7 +270,7 @@ bool PcieTree::dma_read(BusAddress address, std::span<std::byte> out) {
 }
 
 bool PcieTree::dma_write(BusAddress address, std::span<const std::byte> data) {
-    if (!upstream_path_open(true)) {
+    if (!upstream_path_open()) {
         violation("DMA write while bus mastering is off on the endpoint or a bridge", fmt::format("{:#x}", address.value()), kBridgeSpec);
         return false;
     }
@@ -289,7 +287,7 @@ bool PcieTree::dma_write(BusAddress address, std::span<const std::byte> data) {
 }
 
 std::byte* PcieTree::dma_host_memory(BusAddress address, uint64_t bytes) {
-    if (!upstream_path_open(true)) return nullptr;
+    if (!upstream_path_open()) return nullptr;
     std::span<std::byte> s = sram_span(address.value(), bytes);
     return s.empty() ? nullptr : s.data();
 }

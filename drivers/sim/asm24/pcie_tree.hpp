@@ -27,7 +27,7 @@ inline constexpr unsigned kBridgeCount = 4;
 // memory and prefetchable windows, bridge control. Everything else reads as fixed values.
 class BridgeHeader {
 public:
-    explicit BridgeHeader(uint8_t bus);
+    BridgeHeader();
     uint32_t read(uint16_t offset, unsigned width) const;
     // Returns a violation text when the write breaks a rule the hardware has ("" otherwise).
     std::string write(uint16_t offset, unsigned width, uint32_t value);
@@ -81,7 +81,7 @@ private:
         uint64_t offset;
     };
     std::optional<Hit> decode(uint64_t address, uint64_t length);
-    bool upstream_path_open(bool memory) const;
+    bool upstream_path_open() const;
     std::span<std::byte> sram_span(uint64_t address, uint64_t length);
 
     std::string name_;
