@@ -208,3 +208,25 @@ TEST_CASE("am:usb:sim: copy-in and copy-out through the bridge SRAM with sentine
     dev->pci().bar(0).read_block(BarOffset(dst), vram);
     CHECK(vram == zeros);
 }
+
+TEST_CASE("am:usb:sim: unplug in the middle of a pipelined SRAM copy-in is DeviceLostError naming the device") {
+    TempDirs dirs;
+    Rig rig(dirs);
+    auto dev = rig.open();
+    const auto wall = std::chrono::steady_clock::now();
+    {
+        am::SramCopy copy(*dev, am::AmDevice::heap_begin());
+        std::vector<std::byte> data(4 << 20, std::byte{0x5a});
+        rig.bridge->inject({sim::asm24::FaultKind::Disconnect, 1, 20});  // a few chunks in
+        try {
+            copy.copy_in(am::AmDevice::heap_begin() + (16 << 20), data);
+            FAIL("the copy finished on an unplugged bridge");
+        } catch (const DeviceLostError& e) {
+            CHECK(e.device() == "usb:sim");
+        }
+        CHECK(copy.stats().chunks > 0);  // it was mid-copy, not refused up front
+        CHECK(copy.stats().chunks < 16);
+    }  // SramCopy's teardown (SDMA off) fails quietly on the gone bridge
+    dev.reset();
+    CHECK(std::chrono::steady_clock::now() - wall < std::chrono::seconds(10));
+}
