@@ -43,8 +43,8 @@ std::string location_of(libusb_device* dev) {
 
 struct Context {
     libusb_context* ctx = nullptr;
-    Context() {
-        if (int rc = libusb_init(&ctx); rc != 0) fail("usb", "libusb_init", rc);
+    explicit Context(const std::string& device) {
+        if (int rc = libusb_init(&ctx); rc != 0) fail(device, "libusb_init (no USB stack reachable?)", rc);
     }
     ~Context() { libusb_exit(ctx); }
 };
@@ -225,7 +225,7 @@ std::vector<BridgeInfo> enumerate_bridges() {
 
 std::unique_ptr<UsbBackend> open_libusb(std::string_view location) {
     const std::string name = "usb:" + std::string(location);
-    auto context = std::make_unique<Context>();
+    auto context = std::make_unique<Context>(name);
     libusb_device** list = nullptr;
     const ssize_t n = libusb_get_device_list(context->ctx, &list);
     if (n < 0) fail(name, "libusb_get_device_list", static_cast<int>(n));

@@ -1,7 +1,9 @@
 // TLP words, completion decoding and protocol detection against the facts in
 // research/nv_qcom_usb.md C.2-C.3 and tinygrad usb.py (pcie_cfg_req / pcie_request), which
 // follow the PCI Express Base Specification's Fmt/Type and completion status codes.
+#include "base/error.hpp"
 #include "drivers/usb/detect.hpp"
+#include "drivers/usb/libusb_backend.hpp"
 #include "drivers/usb/tlp.hpp"
 
 #include <catch2/catch.hpp>
@@ -107,4 +109,18 @@ TEST_CASE("protocol detection from descriptors") {
 
     DeviceDescriptor other{0x1234, 0x5678, "custom", {{0, 0, 0x08, 0x06, 0x62, {}}}};
     CHECK_FALSE(detect_protocol(other).has_value());
+}
+
+TEST_CASE("libusb: enumeration never throws; opening a bridge that is not there names it") {
+    std::vector<BridgeInfo> bridges;
+    CHECK_NOTHROW(bridges = enumerate_bridges());
+    for (const BridgeInfo& b : bridges) CHECK_FALSE(b.location.empty());
+    try {
+        open_libusb("250-9.9");
+        FAIL("opened a bridge at a bus-port that cannot exist");
+    } catch (const baregpu::Error& e) {
+        // Without libusb: UnsupportedError; with it: DeviceLostError (nothing there) or the
+        // libusb_init failure of a machine without a USB stack. Each names the device.
+        CHECK(e.device() == "usb:250-9.9");
+    }
 }
