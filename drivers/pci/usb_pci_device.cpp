@@ -71,6 +71,7 @@ public:
         check_config_access(offset, width);
         std::lock_guard lock(mutex_);
         flush_locked();
+        forget_written();
         controller_.config_write(kUsbGpuBus, 0, 0, offset, width, value);
     }
 
@@ -114,6 +115,7 @@ public:
     void dma_window_write(BusAddress address, std::span<const std::byte> data) override {
         std::lock_guard lock(mutex_);
         flush_locked();
+        forget_written();
         const Window w = window_of(address.value(), data.size(), "dma_window_write");
         if (w.xdata == 0) {
             controller_.sram_write(static_cast<unsigned>(w.offset / usb::asm24::kSramSlotBytes), data);
@@ -158,6 +160,8 @@ public:
                 return;
             }
             it->second = value;
+        } else {
+            forget_written();
         }
         if (width < 4) {
             flush_locked();
@@ -206,6 +210,8 @@ public:
     void bar_write_block(unsigned bar, uint64_t offset, std::span<const std::byte> data) {
         std::lock_guard lock(mutex_);
         flush_locked();
+        if (!write_once_[bar]) forget_written();
+        else last_written_.clear();  // a block write to a write-once BAR is not tracked: forget it all
         const uint64_t address = bar_info(bar).bus_base + offset;
         size_t head = 0;
         // Unaligned edges byte by byte (single TLPs with byte enables), the middle as streams.
@@ -258,6 +264,12 @@ private:
         usb::tlp::Request r{usb::tlp::kMWr64, usb::tlp::byte_enables(1, at & 3), usb::tlp::Mode::Single, at & ~uint64_t{3},
                             static_cast<uint32_t>(b) << (8 * (at & 3))};
         controller_.single_tlp(r);
+    }
+
+    // A repeated write is skipped only when nothing else was written since: any other write may be
+    // new work (a ring, a reset) that the repeated doorbell value must announce again.
+    void forget_written() {
+        if (!last_written_.empty()) last_written_.clear();
     }
 
     void flush_locked() {

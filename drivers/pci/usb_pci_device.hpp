@@ -15,8 +15,9 @@ namespace baregpu::pci {
 
 struct UsbOpenOptions {
     // BARs whose writes only the host makes (doorbells): a write of the value already written
-    // is skipped. The device must not change what it reads there (PCI: a doorbell has no state
-    // the host can observe), so only the composer that knows the GPU names them.
+    // there, with no other write to the device in between (a ring update or a reset would be new
+    // work to announce), is skipped. The device must not change what it reads there, so only the
+    // composer that knows the GPU names them.
     std::vector<unsigned> write_once_bars;
 };
 

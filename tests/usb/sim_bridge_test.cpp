@@ -94,6 +94,10 @@ TEST_CASE("writes to a prefetchable BAR are batched into one stream; repeated va
     dev->bar(0).write32(BarOffset(sim::edu::kRegLiveness), 8);
     CHECK(pci::usb_coalesced_writes(*dev) == 1);
     CHECK(dev->bar(0).read32(BarOffset(sim::edu::kRegLiveness)) == ~8u);
+    // Any other write in between (new work) means the repeated value goes out again.
+    dev->bar(2).write32(BarOffset(0), 1);
+    dev->bar(0).write32(BarOffset(sim::edu::kRegLiveness), 8);
+    CHECK(pci::usb_coalesced_writes(*dev) == 1);
     CHECK(violations(*bridge).empty());
 }
 
