@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
+#include <utility>
 #include <cstring>
 
 namespace baregpu::am {
@@ -179,8 +181,12 @@ void SramCopy::copy_in(uint64_t vram_dst, std::span<const std::byte> data) {
     submit(w.words());
     // 2. Per chunk: the window's previous occupant (seq - 2) must be drained before it is
     //    overwritten; then [payload][pad][sentinel] goes out asynchronously.
+    std::array<uint64_t, 2> in_flight{};  // the asynchronous write into each window, 0 when none
     for (uint64_t i = 0; i < chunks; ++i) {
         const uint64_t seq = first + i, size = std::min(payload, data.size() - i * payload);
+        // The window's previous transfer must have left the host (its staging buffer is reused),
+        // and the GPU must have drained that chunk (seq - 2) before it is overwritten.
+        pci_.dma_window_wait(std::exchange(in_flight[i % 2], 0));
         if (seq >= 3) wait_fence(seq - 2, "copy-in", i);
         std::vector<std::byte>& wire = wire_[i % 2];
         const uint64_t wire_bytes = round_up(size + 4, kSector);
@@ -188,9 +194,10 @@ void SramCopy::copy_in(uint64_t vram_dst, std::span<const std::byte> data) {
         std::memset(wire.data() + size, 0, wire_bytes - size);
         const uint32_t sentinel = kSentinelTag | (seq & 0xffffff);
         std::memcpy(wire.data() + wire_bytes - 4, &sentinel, 4);
-        pci_.dma_window_write(BusAddress(sram.bus_address + (i % 2) * kWindowBytes), std::span(wire.data(), wire_bytes));
+        in_flight[i % 2] = pci_.dma_window_write_async(BusAddress(sram.bus_address + (i % 2) * kWindowBytes), std::span(wire.data(), wire_bytes));
         ++stats_.chunks;
     }
+    for (uint64_t& t : in_flight) pci_.dma_window_wait(std::exchange(t, 0));
     seq_ = first + chunks - 1;
     // 3. Synchronous: the last fence proves every chunk reached VRAM.
     wait_fence(seq_, "copy-in", chunks - 1);

@@ -116,6 +116,14 @@ public:
     // class has no windows and throws UnsupportedError naming the device.
     virtual void dma_window_write(BusAddress address, std::span<const std::byte> data);
     virtual void dma_window_read(BusAddress address, std::span<std::byte> out);
+    // The same write without waiting for it (pipelining): `data` must stay untouched until
+    // dma_window_wait(token) returns. Where a backend cannot overlap (or for the byte-wise
+    // windows) it writes synchronously and returns token 0, which dma_window_wait ignores.
+    virtual uint64_t dma_window_write_async(BusAddress address, std::span<const std::byte> data) {
+        dma_window_write(address, data);
+        return 0;
+    }
+    virtual void dma_window_wait(uint64_t token) { (void)token; }
 
     // Throws DeviceLostError when config space reads all-ones (surprise removal, link down).
     void check_alive();

@@ -123,6 +123,29 @@ public:
             controller_.xdata_write(static_cast<uint16_t>(w.xdata + w.offset), data);
         }
     }
+    // The SRAM window asynchronously when `data` is whole 512-byte sectors (no pad to stage):
+    // the arm now, the bulk OUT in flight until dma_window_wait.
+    uint64_t dma_window_write_async(BusAddress address, std::span<const std::byte> data) override {
+        {
+            std::lock_guard lock(mutex_);
+            const Window w = window_of(address.value(), data.size(), "dma_window_write_async");
+            if (w.xdata == 0 && !data.empty() && data.size() % usb::asm24::kSectorBytes == 0) {
+                flush_locked();
+                forget_written();
+                // libusb's buffer is not const; an OUT transfer only reads it.
+                return controller_.sram_write_async(static_cast<unsigned>(w.offset / usb::asm24::kSramSlotBytes),
+                                                    std::span(const_cast<std::byte*>(data.data()), data.size()));
+            }
+        }
+        dma_window_write(address, data);
+        return 0;
+    }
+    void dma_window_wait(uint64_t token) override {
+        if (token == 0) return;
+        std::lock_guard lock(mutex_);
+        controller_.reap(token);
+    }
+
     void dma_window_read(BusAddress address, std::span<std::byte> out) override {
         std::lock_guard lock(mutex_);
         flush_locked();
