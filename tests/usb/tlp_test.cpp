@@ -4,6 +4,7 @@
 #include "base/error.hpp"
 #include "drivers/usb/detect.hpp"
 #include "drivers/usb/libusb_backend.hpp"
+#include "drivers/usb/scsi.hpp"
 #include "drivers/usb/tlp.hpp"
 
 #include <catch2/catch.hpp>
@@ -123,4 +124,38 @@ TEST_CASE("libusb: enumeration never throws; opening a bridge that is not there 
         // libusb_init failure of a machine without a USB stack. Each names the device.
         CHECK(e.device() == "usb:250-9.9");
     }
+}
+
+TEST_CASE("SCSI wire formats: BOT CBW/CSW, the UAS command IU, the vendor CDBs (research C.8)") {
+    const std::array<uint8_t, 6> cdb = scsi::cdb_xdata_read(0xB450, 1);
+    // >BBBHB: E4, len, addr >> 16, addr & 0xffff (big-endian), 0 with addr = (a & 0x1FFFF) | 0x500000.
+    CHECK(cdb == std::array<uint8_t, 6>{0xE4, 0x01, 0x50, 0xB4, 0x50, 0x00});
+    CHECK(scsi::cdb_xdata_write(0x1B450, 0x33) == std::array<uint8_t, 6>{0xE5, 0x33, 0x51, 0xB4, 0x50, 0x00});
+    const std::array<uint8_t, 16> w = scsi::cdb_sram_write(0x0102030405060708ull, 8);
+    CHECK(w[0] == 0x8A);
+    CHECK(w[2] == 0x01);
+    CHECK(w[9] == 0x08);
+    CHECK(w[13] == 0x08);
+
+    const auto cbw = scsi::encode_cbw(7, 255, true, cdb);
+    const uint8_t head[15] = {0x55, 0x53, 0x42, 0x43, 7, 0, 0, 0, 255, 0, 0, 0, 0x80, 0, 6};  // "USBC", tag, length, IN, LUN 0, 6
+    for (int i = 0; i < 15; ++i) CHECK(static_cast<uint8_t>(cbw[i]) == head[i]);
+    CHECK(static_cast<uint8_t>(cbw[15]) == 0xE4);
+    CHECK(cbw.size() == 31);
+
+    std::array<std::byte, 13> csw{};
+    const uint8_t ok[13] = {0x55, 0x53, 0x42, 0x53, 7, 0, 0, 0, 0, 0, 0, 0, 0};  // "USBS", tag 7, residue 0, passed
+    for (int i = 0; i < 13; ++i) csw[i] = std::byte(ok[i]);
+    CHECK(scsi::decode_csw("usb:test", csw, 7).tag == 7);
+    CHECK_THROWS_WITH(scsi::decode_csw("usb:test", csw, 8), Catch::Contains("CSW tag 7, expected 8"));
+    csw[12] = std::byte{1};
+    CHECK_THROWS_WITH(scsi::decode_csw("usb:test", csw, 7), Catch::Contains("command failed"));
+    csw[0] = std::byte{0};
+    CHECK_THROWS_WITH(scsi::decode_csw("usb:test", csw, 7), Catch::Contains("signature"));
+
+    const auto iu = scsi::encode_command_iu(3, cdb);
+    CHECK(static_cast<uint8_t>(iu[0]) == 0x01);
+    CHECK(static_cast<uint8_t>(iu[3]) == 3);
+    CHECK(static_cast<uint8_t>(iu[16]) == 0xE4);
+    CHECK(iu.size() == 32);
 }
