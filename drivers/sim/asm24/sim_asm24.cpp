@@ -254,7 +254,7 @@ struct SimAsm24Bridge::Impl {
     Tag next_tag = 1;
     mutable std::mutex violations_mutex;
     std::vector<Violation> violations;
-    std::mutex mutex;  // one transfer at a time, like one thread pumping libusb
+    mutable std::mutex mutex;  // one transfer at a time, like one thread pumping libusb
 };
 
 SimAsm24Bridge::SimAsm24Bridge(Options options, std::unique_ptr<pci::sim::SimDeviceModel> endpoint)
@@ -409,7 +409,10 @@ void SimAsm24Bridge::clear_violations() {
     impl_->violations.clear();
 }
 
-UsbCounters SimAsm24Bridge::counters() const { return impl_->counters; }
+UsbCounters SimAsm24Bridge::counters() const {
+    std::lock_guard lock(impl_->mutex);
+    return impl_->counters;
+}
 std::span<std::byte> SimAsm24Bridge::sram() { return impl_->tree.sram(); }
 pci::sim::SimDeviceModel* SimAsm24Bridge::endpoint_model() { return impl_->tree.model(); }
 uint8_t SimAsm24Bridge::ltssm() const { return impl_->link_down() ? 0 : a24::kLtssmL0; }
