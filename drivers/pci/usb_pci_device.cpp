@@ -318,9 +318,15 @@ private:
             controller_.config_write(bus, 0, 0, kPrefLimitUpper32, 4, 0xffffffff);
             controller_.config_write(bus, 0, 0, cfg::kCommand, 2, cfg::kCommandIo | cfg::kCommandMemory | cfg::kCommandMaster);
         }
-        const uint32_t id = config_read32(cfg::kVendorId);
+        uint32_t id = 0xffffffff;
+        try {
+            id = config_read32(cfg::kVendorId);
+        } catch (const ProtocolError&) {
+            // Unsupported Request: nothing answers at 04:00.0 (an empty slot), reported below.
+        }
         if (id == 0xffffffff || id == 0) {
-            throw DeviceLostError(name(), fmt::format("no function at {:02x}:00.0 behind the bridge (vendor/device reads {:#010x})",
+            throw DeviceLostError(name(), fmt::format("no function at {:02x}:00.0 behind the bridge (vendor/device reads {:#010x} or "
+                                                      "Unsupported Request): is a GPU in the enclosure's slot and powered?",
                                                       kUsbGpuBus, id));
         }
         grow_resizable_bars();

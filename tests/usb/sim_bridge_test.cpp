@@ -313,3 +313,7 @@ TEST_CASE("latency model: 100 us per round trip, 10 Gb/s of bulk data, asynchron
     CHECK(eight < 8 * one);
     CHECK(eight >= static_cast<uint64_t>(8 * 256 * 1024 / 1.25));
 }
+
+TEST_CASE("an empty slot behind the bridge is DeviceLostError naming the device and the bus address") {
+    CHECK_THROWS_WITH(pci::open_usb_device(make_bridge(false)), Catch::Contains("usb:sim") && Catch::Contains("no function at 04:00.0"));
+}
