@@ -9,13 +9,16 @@
 #include "drivers/pci/enumerate.hpp"
 #include "drivers/pci/open.hpp"
 #include "drivers/pci/sim_bus.hpp"
+#include "drivers/pci/usb_pci_device.hpp"
 #include "drivers/qcom/qcom_device.hpp"
 #include "drivers/registry_am.hpp"
 #include "drivers/sim/amdgpu/navi.hpp"
 #include "drivers/sim/amdgpu/state_file.hpp"
+#include "drivers/sim/asm24/sim_asm24.hpp"
 #include "drivers/sim/edu.hpp"
 #include "drivers/sim/kgsl/kgsl_abi.hpp"
 #include "drivers/sim/kgsl/sim_kgsl.hpp"
+#include "drivers/usb/libusb_backend.hpp"
 
 #include <fmt/format.h>
 #include <fstream>
@@ -281,6 +284,14 @@ std::vector<BuiltinDevice> builtin_devices() {
                            fmt::format("model of {} on the simulated PCI bus ({}): {}", entry.models,
                                        presented(entry), role)});
     }
+    // GPUs behind ASM24xx USB bridges (issue 10): listed from libusb (nothing without it). They are
+    // brought up by amctl (am:usb:<bus>-<port>) but are not HCQ devices yet (drivers/usb/README.md).
+    for (const usb::BridgeInfo& bridge : usb::enumerate_bridges()) {
+        devices.push_back({"am:usb:" + bridge.location, "usb", false,
+                           fmt::format("ASM24xx USB bridge {:04x}:{:04x} at USB {}: an AMD GPU behind it is brought up by drivers/am "
+                                       "over the usb backend (amctl load --device am:usb:{}); no HCQ queues over USB yet",
+                                       bridge.vendor_id, bridge.product_id, bridge.location, bridge.location)});
+    }
     // KGSL is not on the PCI bus: each model is described by what its device-info property says.
     for (const SimulatedAdreno& chip : kSimulatedAdrenos) {
         sim::kgsl::SimKgsl model(sim::kgsl::SimKgsl::Options{chip.chip_id});
@@ -317,6 +328,8 @@ std::string default_am_uri(std::string* note) {
 
 namespace {
 std::string am_lock_key(std::string_view uri) {
+    // am:usb:sim is the sim-am:navi31 chip (same state file) behind a simulated bridge: one lock.
+    if (uri == "am:usb:sim") return am_lock_key("sim-am:navi31");
     if (uri.starts_with("sim-am:")) {
         // One simulated chip per state directory: two processes with different
         // BAREGPU_SIM_STATE_DIRs (parallel tests) drive different chips.
@@ -364,13 +377,30 @@ AmTarget open_am_with_model(std::string_view uri, am::AmOptions options, std::st
         target.device = am::AmDevice::open(bus->open(address), std::move(options));
         return target;
     }
+    if (uri.starts_with("am:usb:")) {
+        // A GPU behind an ASM24xx bridge (issue 10): "am:usb:sim" is the simulated Navi31 behind the
+        // simulated bridge (drivers/sim/asm24), "am:usb:3-2" a real bridge at bus 3, port 2.
+        const std::string_view where = uri.substr(7);
+        std::unique_ptr<usb::UsbBackend> link;
+        if (where == "sim") {
+            std::unique_ptr<pci::sim::SimDeviceModel> model = make_navi(sim::amdgpu::Asic::navi31, /*ephemeral=*/false);
+            if (model_out) *model_out = static_cast<sim::amdgpu::NaviModel*>(model.get());
+            link = std::make_unique<sim::asm24::SimAsm24Bridge>(sim::asm24::SimAsm24Bridge::Options{}, std::move(model));
+        } else {
+            link = usb::open_libusb(where);
+        }
+        pci::UsbOpenOptions usb_options;
+        usb_options.write_once_bars = {2};  // AMD BAR2 is the doorbell aperture: only the host writes it
+        target.device = am::AmDevice::open(pci::open_usb_device(std::move(link), usb_options), std::move(options));
+        return target;
+    }
     if (uri.starts_with("am:")) {
         auto address = pci::PciAddress::parse(uri.substr(3));
         if (!address) throw Error(std::string(uri), "not a PCI address: expected am:0000:03:00.0");
         target.device = am::AmDevice::open(pci::open_device(*address), std::move(options));
         return target;
     }
-    throw Error(std::string(uri), "not an AM device URI (am:<pci address> or sim-am:navi31 / sim-am:navi48)");
+    throw Error(std::string(uri), "not an AM device URI (am:<pci address>, am:usb:<bus>-<port>, am:usb:sim, sim-am:navi31 / sim-am:navi48)");
 }
 }  // namespace
 

@@ -17,7 +17,7 @@ namespace baregpu::registry {
 
 struct BuiltinDevice {
     std::string name;  // the device URI: "cpu", "sim-edu", later "sim-am:navi31"
-    std::string kind;  // "cpu" or "simulated"
+    std::string kind;  // "cpu", "simulated", or "usb" (a GPU behind an ASM24xx bridge, found by libusb)
     bool hcq_device = false;  // runs HCQ queues; false for test devices of lower layers
     std::string summary;  // one line for humans: what it is
 };

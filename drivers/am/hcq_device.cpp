@@ -54,6 +54,18 @@ std::shared_ptr<AmHcqDevice> AmHcqDevice::create(std::unique_ptr<AmDevice> chip,
                                            chip->asic().name, chip->asic().gc.major, chip->asic().gc.minor, chip->asic().gc.revision,
                                            chip->asic().gc_generation));
     }
+    // Queues, signals and kernel arguments live in memory the CPU writes through a pointer: either
+    // a mapped BAR0 or host memory the GPU can DMA into. A link that offers neither (the USB
+    // bridge: every access is a transfer, DMA only into 512 KB of bridge SRAM) needs a different
+    // memory model, which the HCQ layer does not have yet (drivers/usb/README.md).
+    const pci::LinkCapabilities link = chip->pci().link_capabilities();
+    if (!link.bar_mmap && !link.host_dma) {
+        throw UnsupportedError(options.name.empty() ? chip->name() : options.name,
+                               fmt::format("HCQ queues need CPU-mapped memory, and over this {} link BARs cannot be mapped and the "
+                                           "GPU can DMA only into {} KiB the host cannot map; the chip is brought up (amctl load) but "
+                                           "cannot run queues here",
+                                           chip->pci().backend(), link.host_dma_bytes / 1024));
+    }
     return std::make_shared<AmHcqDevice>(Token{}, std::move(chip), std::move(options));
 }
 

@@ -6,7 +6,9 @@
 #include <fmt/format.h>
 #include <poll.h>
 #include <thread>
-#include <sys/eventfd.h>
+#ifdef __linux__
+#include <sys/eventfd.h>  // interrupt vectors (vfio, the simulated bus); the usb backend has none
+#endif
 #include <unistd.h>
 
 namespace baregpu::pci {
@@ -100,6 +102,16 @@ void PciDevice::set_dma_address_bits(unsigned bits) {
     dma_address_bits_ = bits;
 }
 
+void PciDevice::dma_window_write(BusAddress address, std::span<const std::byte> data) {
+    throw UnsupportedError(name_, fmt::format("dma_window_write of {} bytes at {:#x}: the {} backend has no DMA windows (use alloc_dma)",
+                                              data.size(), address.value(), backend()));
+}
+
+void PciDevice::dma_window_read(BusAddress address, std::span<std::byte> out) {
+    throw UnsupportedError(name_, fmt::format("dma_window_read of {} bytes at {:#x}: the {} backend has no DMA windows (use alloc_dma)",
+                                              out.size(), address.value(), backend()));
+}
+
 void PciDevice::delay(std::chrono::nanoseconds duration) { std::this_thread::sleep_for(duration); }
 
 std::chrono::nanoseconds PciDevice::now() {
@@ -113,9 +125,13 @@ void PciDevice::check_alive() {
 }
 
 UniqueFd PciDevice::make_eventfd(const std::string& device) {
+#ifdef __linux__
     int fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (fd < 0) throw SystemError(device, "eventfd for an interrupt vector", errno);
     return UniqueFd(fd);
+#else
+    throw UnsupportedError(device, "interrupt eventfds are Linux-only (the usb backend, the one used elsewhere, polls)");
+#endif
 }
 
 }  // namespace baregpu::pci

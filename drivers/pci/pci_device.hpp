@@ -20,6 +20,25 @@ namespace baregpu::pci {
 
 enum class InterruptKind { Msi, MsiX };
 
+// What the link between the host and the function can do. Drivers pick their strategy from it
+// (ring sizes, where DMA targets live, polling vs interrupts) instead of asking which backend
+// they run on. The defaults describe a PCIe slot; the usb backend overrides them.
+struct LinkCapabilities {
+    bool bar_mmap = true;  // BARs can be mapped into the host's address space (MmioRegion::direct)
+    bool host_dma = true;  // alloc_dma works: the device can DMA into host memory the CPU maps
+    bool interrupts = true;  // enable_interrupts works
+    uint64_t host_dma_bytes = ~uint64_t{0};  // how much device-visible system memory there is
+    bool register_round_trip = false;  // every register access is a transfer (USB): batch and poll rarely
+    // When host_dma is false: the fixed bus ranges the device can DMA into instead (the USB
+    // bridge's SRAM), reached from the host through dma_window_write / dma_window_read.
+    struct Window {
+        uint64_t bus_address = 0;
+        uint64_t size = 0;
+        uint64_t host_granule = 1;  // dma_window_write/read start on a multiple of this from the window's base
+    };
+    std::vector<Window> dma_windows;
+};
+
 struct PciIdentity {
     uint16_t vendor_id = 0;
     uint16_t device_id = 0;
@@ -91,6 +110,20 @@ public:
     // The clock waits measure themselves with: the steady clock on real backends, the modelled
     // clock on the simulated bus (which delay() advances), so a simulated timeout costs no wall time.
     virtual std::chrono::nanoseconds now();
+
+    virtual LinkCapabilities link_capabilities() const { return {}; }
+    // Host access to a LinkCapabilities::dma_windows range (no CPU mapping exists). The base
+    // class has no windows and throws UnsupportedError naming the device.
+    virtual void dma_window_write(BusAddress address, std::span<const std::byte> data);
+    virtual void dma_window_read(BusAddress address, std::span<std::byte> out);
+    // The same write without waiting for it (pipelining): `data` must stay untouched until
+    // dma_window_wait(token) returns. Where a backend cannot overlap (or for the byte-wise
+    // windows) it writes synchronously and returns token 0, which dma_window_wait ignores.
+    virtual uint64_t dma_window_write_async(BusAddress address, std::span<const std::byte> data) {
+        dma_window_write(address, data);
+        return 0;
+    }
+    virtual void dma_window_wait(uint64_t token) { (void)token; }
 
     // Throws DeviceLostError when config space reads all-ones (surprise removal, link down).
     void check_alive();

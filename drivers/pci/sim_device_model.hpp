@@ -126,6 +126,12 @@ public:
     // Function-level reset: back to the power-on state (config space is the bus's business).
     virtual void function_reset() = 0;
 
+    // Lets the model's own engines (threads) run until they are idle or waiting on memory. A
+    // link that is slow next to the device (a USB bridge: 100 µs per round trip) calls it before
+    // the host observes memory the device writes, so the device's progress per modelled round trip
+    // does not depend on how the host's threads happen to be scheduled. Default: nothing to run.
+    virtual void settle() {}
+
 protected:
     SimPort& port() const { return *port_; }
 

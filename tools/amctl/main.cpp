@@ -4,7 +4,8 @@
 //   amctl load   [--device URI] [--json] [--force-reset]   bring-up, a line per stage, a summary
 //   amctl status [--device URI] [--json]                   up or not, owner, pending faults
 // --link pcie|usb (load, sim-am:* only): the simulated link's cost model, for bring-up cost numbers.
-// URI: am:<pci address> (real hardware) or sim-am:navi31 / sim-am:navi48 (the simulated chips).
+// URI: am:<pci address> (real hardware), am:usb:<bus>-<port> (behind an ASM24xx USB bridge),
+// am:usb:sim (the simulated Navi31 behind the simulated bridge) or sim-am:navi31 / sim-am:navi48.
 // Without --device: the first supported AMD GPU, else sim-am:navi31 (amctl says which).
 #include "base/error.hpp"
 #include "drivers/am/am_device.hpp"
@@ -32,7 +33,7 @@ struct Args {
 int usage(std::FILE* to) {
     fmt::print(to,
                "usage: amctl info|reset|load|status [--device URI] [--json] [--force-reset] [--link pcie|usb]\n"
-               "  URI: am:<pci address>, sim-am:navi31, sim-am:navi48 (default: the first AMD GPU, else sim-am:navi31)\n"
+               "  URI: am:<pci address>, am:usb:<bus>-<port>, am:usb:sim, sim-am:navi31, sim-am:navi48 (default: the first AMD GPU, else sim-am:navi31)\n"
                "  --link: the simulated bus's cost model for sim-am:* (usb: 100 us per register round trip)\n");
     return to == stdout ? 0 : 2;
 }
@@ -325,7 +326,7 @@ int main(int argc, char** argv) {
             a.device = registry::default_am_uri(&note);
             if (!a.json) fmt::print("amctl: {}\n", note);
         } else if (!registry::is_am_uri(a.device)) {
-            fmt::print(stderr, "amctl: '{}' is not an AM device (am:<pci address>, sim-am:navi31, sim-am:navi48)\n", a.device);
+            fmt::print(stderr, "amctl: '{}' is not an AM device (am:<pci address>, am:usb:<bus>-<port>, am:usb:sim, sim-am:navi31, sim-am:navi48)\n", a.device);
             return 2;
         }
         if (a.command == "load") return cmd_load(a);

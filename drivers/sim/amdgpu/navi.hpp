@@ -56,6 +56,8 @@ public:
     void mmio_write(unsigned bar, uint64_t offset, unsigned width, uint64_t value) override;
     // Navi dGPUs advertise no FLR (spec: function_level_reset = false): never called by the bus.
     void function_reset() override {}
+    // A USB link's host observes device memory: let the engines run to idle or a memory wait first.
+    void settle() override { wait_engines_idle(std::chrono::seconds(1)); }
 
     // ---- fault injection and test hooks ----
     // The SMU stops answering messages (both mailboxes) until cleared or power_cycle().

@@ -1,0 +1,108 @@
+// A simulated ASM2464 bridge running tinygrad's custom firmware, seen through the UsbBackend
+// seam: the vendor requests (research/nv_qcom_usb.md C.2), the TLP engine, the SRAM bulk engine
+// and windows (C.5), a PCIe tree of four bridge headers on buses 0..3 with one endpoint (a
+// drivers/sim model, e.g. the simulated Navi) at 04:00.0, a per-transfer latency model in
+// modelled time, and faults. Strict: a request the firmware would refuse stalls and is recorded
+// as a violation; a TLP nothing claims completes with Unsupported Request.
+#pragma once
+
+#include "drivers/pci/sim_device_model.hpp"
+#include "drivers/usb/usb_backend.hpp"
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace baregpu::sim::asm24 {
+
+// Default: 100 µs per USB round trip, 10 Gb/s of bulk data (USB 3.2 Gen 2), as issue 10 asks.
+struct Latency {
+    uint64_t round_trip_ns = 100'000;
+    double bulk_bytes_per_ns = 1.25;
+};
+
+enum class FaultKind {
+    Stall,  // the next `count` transfers stall (libusb: LIBUSB_ERROR_PIPE)
+    Disconnect,  // after `after` more transfers the device is gone: that transfer and every later one fail
+    CompleterAbort,  // the next `count` non-posted TLPs complete with CA
+    ConfigRetry,  // the next `count` non-posted TLPs complete with CRS
+    TransportError,  // the next `count` non-posted TLPs report a transport error (byte 7 of the completion)
+    LinkDown,  // LTSSM leaves L0 and stays down: TLPs fail in transport, stream reads return all-ones
+};
+
+struct Fault {
+    FaultKind kind = FaultKind::Stall;
+    uint64_t count = 1;
+    uint64_t after = 0;  // Disconnect only
+};
+
+struct Violation {
+    std::string what;
+    std::string where;
+    std::string source;
+    std::string describe() const;
+};
+
+struct UsbCounters {
+    uint64_t control = 0;
+    uint64_t bulk_out = 0;
+    uint64_t bulk_in = 0;
+    uint64_t bytes_out = 0;
+    uint64_t bytes_in = 0;
+    uint64_t tlps = 0;  // TLPs put on the PCIe link (a stream counts one per request)
+    uint64_t total() const { return control + bulk_out + bulk_in; }
+};
+
+class SimAsm24Bridge final : public usb::UsbBackend {
+public:
+    struct Options {
+        std::string name = "usb:sim";
+        Latency latency;
+        uint16_t vendor_id = 0x3801;
+        uint16_t product_id = 0x0001;
+        std::string product = "custom ASM2464 (simulated)";
+        // Present the stock firmware's mass-storage interfaces instead (detection tests).
+        enum class Interfaces { Custom, Uas, Bot } interfaces = Interfaces::Custom;
+        bool link_trained = false;  // LTSSM in L0 at power-on (false: the driver must send 0xF3)
+    };
+
+    // `endpoint` sits at 04:00.0 behind the four bridge headers; may be null (an empty slot).
+    SimAsm24Bridge(Options options, std::unique_ptr<pci::sim::SimDeviceModel> endpoint);
+    ~SimAsm24Bridge() override;
+
+    // UsbBackend
+    const std::string& name() const override { return options_.name; }
+    usb::DeviceDescriptor descriptor() override;
+    void claim_interface(uint8_t interface, uint8_t alt_setting) override;
+    void release_interface(uint8_t interface) override;
+    size_t control(uint8_t request_type, uint8_t request, uint16_t value, uint16_t index, std::span<std::byte> data,
+                   std::chrono::milliseconds timeout) override;
+    size_t bulk(uint8_t endpoint, std::span<std::byte> data, std::chrono::milliseconds timeout) override;
+    Tag submit_bulk(uint8_t endpoint, std::span<std::byte> data, std::chrono::milliseconds timeout) override;
+    size_t reap(Tag tag) override;
+    std::chrono::nanoseconds now() override { return std::chrono::nanoseconds(clock_ns_.load()); }
+    void sleep(std::chrono::nanoseconds duration) override { clock_ns_.fetch_add(static_cast<uint64_t>(duration.count())); }
+
+    // For tests and benchmarks.
+    void inject(Fault fault);
+    void clear_faults();
+    std::vector<Violation> violations() const;
+    void clear_violations();
+    UsbCounters counters() const;
+    uint64_t now_ns() const { return clock_ns_.load(); }
+    std::span<std::byte> sram();
+    pci::sim::SimDeviceModel* endpoint_model();
+    uint8_t ltssm() const;
+
+    struct Impl;
+
+private:
+    Options options_;
+    std::atomic<uint64_t> clock_ns_{0};
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace baregpu::sim::asm24

@@ -1,0 +1,210 @@
+#include "drivers/usb/asm24_controller.hpp"
+
+#include "base/error.hpp"
+#include "drivers/usb/asm24_protocol.hpp"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <cstring>
+
+namespace baregpu::usb {
+
+using namespace asm24;
+
+namespace {
+uint64_t round_up(uint64_t v, uint64_t to) { return (v + to - 1) / to * to; }
+}  // namespace
+
+Asm24Controller::Asm24Controller(std::unique_ptr<UsbBackend> usb) : usb_(std::move(usb)) {
+    const DeviceDescriptor d = usb_->descriptor();
+    const std::optional<BridgeProtocol> protocol = detect_protocol(d);
+    if (!protocol) {
+        throw ProtocolError(name(), fmt::format("{:04x}:{:04x} \"{}\" is not an ASM24xx bridge this driver knows (expected {:04x}:{:04x} "
+                                                "or {:04x}:{:04x} with a \"custom\" product string, or {:04x}:{:04x} mass storage)",
+                                                d.vendor_id, d.product_id, d.product, kCustomVendor, kCustomProduct, kCustomVendorOld,
+                                                kCustomProduct, kAsmediaVendor, kStockProduct2464));
+    }
+    if (*protocol != BridgeProtocol::CustomFirmware) {
+        // research C.8: the SCSI path needs the controller init writes, the XDATA TLP engine at
+        // 0xB2xx and UAS streams; not implemented here (drivers/usb/README.md).
+        throw UnsupportedError(name(), fmt::format("the bridge speaks {}; drivers/usb only drives the custom-firmware vendor protocol. "
+                                                   "Flash the custom ASM2464 firmware (research/nv_qcom_usb.md C.1)",
+                                                   to_string(*protocol)));
+    }
+    // research C.2: configuration 1, interface 0, alternate setting 0.
+    usb_->claim_interface(0, 0);
+}
+
+void Asm24Controller::control_out(uint8_t request, uint16_t value, uint16_t index, std::span<std::byte> data,
+                                  std::chrono::milliseconds timeout) {
+    ++counters_.control;
+    usb_->control(kVendorOut, request, value, index, data, timeout);
+}
+
+void Asm24Controller::control_in(uint8_t request, uint16_t value, uint16_t index, std::span<std::byte> data,
+                                 std::chrono::milliseconds timeout) {
+    ++counters_.control;
+    const size_t got = usb_->control(kVendorIn, request, value, index, data, timeout);
+    if (got != data.size()) {
+        throw ProtocolError(name(), fmt::format("vendor request {:#04x} (wValue {:#06x}) returned {} bytes, expected {}", request, value,
+                                                got, data.size()));
+    }
+}
+
+void Asm24Controller::bulk_out(std::span<std::byte> data, std::chrono::milliseconds timeout) {
+    ++counters_.bulk_out;
+    counters_.bytes_out += data.size();
+    const size_t sent = usb_->bulk(kBulkOut, data, timeout);
+    if (sent != data.size()) {
+        throw ProtocolError(name(), fmt::format("bulk OUT {:#04x}: {} of {} bytes sent", kBulkOut, sent, data.size()));
+    }
+}
+
+void Asm24Controller::bulk_in(std::span<std::byte> data, std::chrono::milliseconds timeout) {
+    ++counters_.bulk_in;
+    counters_.bytes_in += data.size();
+    const size_t got = usb_->bulk(kBulkIn, data, timeout);
+    if (got != data.size()) {
+        throw ProtocolError(name(), fmt::format("bulk IN {:#04x}: {} of {} bytes received", kBulkIn, got, data.size()));
+    }
+}
+
+void Asm24Controller::xdata_read(uint16_t address, std::span<std::byte> out) {
+    for (size_t done = 0; done < out.size();) {
+        const size_t n = std::min<size_t>(kXdataReadMax, out.size() - done);
+        control_in(kReqXdataRead, static_cast<uint16_t>(address + done), 0, out.subspan(done, n), kControlTimeout);
+        done += n;
+    }
+}
+
+uint8_t Asm24Controller::xdata_read8(uint16_t address) {
+    std::byte b{};
+    xdata_read(address, std::span(&b, 1));
+    return static_cast<uint8_t>(b);
+}
+
+void Asm24Controller::xdata_write(uint16_t address, std::span<const std::byte> data) {
+    for (size_t i = 0; i < data.size(); ++i) {
+        control_out(kReqXdataWrite, static_cast<uint16_t>(address + i), static_cast<uint16_t>(data[i]), {}, kControlTimeout);
+    }
+}
+
+void Asm24Controller::set_pcie_power(bool on) { control_out(kReqPciePower, on ? 1 : 0, 0, {}, kPowerTimeout); }
+
+void Asm24Controller::bring_link_up() {
+    if (link_up()) return;
+    set_pcie_power(true);
+    const uint8_t state = ltssm_state();
+    if (state != kLtssmL0) {
+        throw DeviceLostError(name(), fmt::format("PCIe link not up after power on: LTSSM state {:#04x} at XDATA {:#06x}, expected {:#04x} "
+                                                  "(L0); is the GPU seated and powered, and the custom firmware running?",
+                                                  state, kXdataLtssm, kLtssmL0));
+    }
+}
+
+uint32_t Asm24Controller::single_tlp(const tlp::Request& request) {
+    std::array<std::byte, 12> payload = request.payload();
+    for (unsigned attempt = 0;; ++attempt) {
+        control_out(kReqTlp, request.w_value(), request.w_index(), payload, kTlpTimeout);
+        if (tlp::is_posted(request.fmt_type)) return 0;
+        std::array<std::byte, 8> raw{};
+        control_in(kReqTlp, 0, 0, raw, kControlTimeout);
+        const tlp::Completion c = tlp::decode_completion(raw);
+        const bool retry = c.transport_status != 0 || c.status == tlp::CompletionStatus::ConfigRetry;
+        if (retry) {
+            if (attempt + 1 >= kTlpRetries) {
+                throw ProtocolError(name(), fmt::format("{}: no completion after {} tries (last: transport status {:#04x}, {})",
+                                                        request.describe(), kTlpRetries, c.transport_status, tlp::describe(c.status)));
+            }
+            ++counters_.tlp_retries;
+            usb_->sleep(kTlpRetryDelay);
+            continue;
+        }
+        if (c.status != tlp::CompletionStatus::Successful) {
+            throw ProtocolError(name(), fmt::format("{}: completion status {}, expected Successful Completion (SC)", request.describe(),
+                                                    tlp::describe(c.status)));
+        }
+        return c.data;
+    }
+}
+
+uint32_t Asm24Controller::config_read(uint8_t bus, uint8_t device, uint8_t function, uint16_t reg, unsigned size) {
+    const unsigned shift = 8 * (reg & 3);
+    tlp::Request r{tlp::config_fmt_type(false, bus), tlp::byte_enables(size, reg & 3), tlp::Mode::Single,
+                   tlp::config_address(bus, device, function, reg), 0};
+    const uint32_t dword = single_tlp(r);
+    return size == 4 ? dword : (dword >> shift) & ((1u << (8 * size)) - 1);
+}
+
+void Asm24Controller::config_write(uint8_t bus, uint8_t device, uint8_t function, uint16_t reg, unsigned size, uint32_t value) {
+    tlp::Request r{tlp::config_fmt_type(true, bus), tlp::byte_enables(size, reg & 3), tlp::Mode::Single,
+                   tlp::config_address(bus, device, function, reg), value << (8 * (reg & 3))};
+    // Config writes are non-posted (PCIe 2.4.1): the completion says whether it landed.
+    single_tlp(r);
+}
+
+void Asm24Controller::mem_write(uint64_t address, std::span<const std::byte> data) {
+    if (address % 4 != 0 || data.size() % 4 != 0 || data.empty()) {
+        throw Error(name(), fmt::format("streaming write of {} bytes at {:#x}: address and size must be non-zero dword multiples",
+                                        data.size(), address));
+    }
+    tlp::Request r{tlp::kMWr64, 0x0F, tlp::Mode::StreamWrite, address, static_cast<uint32_t>(data.size() / 4)};
+    std::array<std::byte, 12> payload = r.payload();
+    control_out(kReqTlp, r.w_value(), r.w_index(), payload, kTlpTimeout);
+    // libusb takes a non-const buffer even for OUT transfers; it does not write to it.
+    bulk_out(std::span(const_cast<std::byte*>(data.data()), data.size()), kBulkOutTimeout);
+}
+
+void Asm24Controller::mem_read(uint64_t address, std::span<std::byte> out) {
+    if (address % 4 != 0 || out.size() % 4 != 0 || out.empty()) {
+        throw Error(name(), fmt::format("streaming read of {} bytes at {:#x}: address and size must be non-zero dword multiples",
+                                        out.size(), address));
+    }
+    tlp::Request r{tlp::kMRd64, 0x0F, tlp::Mode::StreamRead, address, static_cast<uint32_t>(out.size() / 4)};
+    std::array<std::byte, 12> payload = r.payload();
+    control_out(kReqTlp, r.w_value(), r.w_index(), payload, kTlpTimeout);
+    bulk_in(out, kBulkInTimeout);
+}
+
+void Asm24Controller::arm_sram(unsigned slot, uint64_t bytes, bool read) {
+    const uint64_t sectors = round_up(bytes, kSectorBytes) / kSectorBytes;
+    const uint64_t nslots = round_up(bytes, kSramSlotBytes) / kSramSlotBytes;
+    if (bytes == 0 || slot + nslots > kSramSlots) {
+        throw Error(name(), fmt::format("SRAM transfer of {} bytes from slot {}: the bridge has {} slots of {} KB", bytes, slot, kSramSlots,
+                                        kSramSlotBytes / 1024));
+    }
+    control_out(kReqSramArm, static_cast<uint16_t>(sectors | (read ? kSramArmRead : 0)), static_cast<uint16_t>(slot | nslots << 8), {},
+                kControlTimeout);
+}
+
+void Asm24Controller::sram_write(unsigned slot, std::span<const std::byte> data) {
+    scratch_.assign(round_up(data.size(), kSectorBytes), std::byte{0});
+    std::memcpy(scratch_.data(), data.data(), data.size());
+    arm_sram(slot, scratch_.size(), false);
+    bulk_out(scratch_, kBulkOutTimeout);
+}
+
+void Asm24Controller::sram_read(unsigned slot, std::span<std::byte> out) {
+    const uint64_t wire = round_up(out.size(), kSectorBytes);
+    arm_sram(slot, wire, true);
+    if (wire == out.size()) {
+        bulk_in(out, kBulkInTimeout);
+        return;
+    }
+    scratch_.resize(wire);
+    bulk_in(scratch_, kBulkInTimeout);
+    std::memcpy(out.data(), scratch_.data(), out.size());
+}
+
+UsbBackend::Tag Asm24Controller::sram_write_async(unsigned slot, std::span<std::byte> wire) {
+    if (wire.size() % kSectorBytes != 0) {
+        throw Error(name(), fmt::format("asynchronous SRAM write of {} bytes: the wire image must be whole 512-byte sectors", wire.size()));
+    }
+    arm_sram(slot, wire.size(), false);
+    ++counters_.bulk_out;
+    counters_.bytes_out += wire.size();
+    return usb_->submit_bulk(kBulkOut, wire, kAsyncBulkTimeout);
+}
+
+}  // namespace baregpu::usb

@@ -1,0 +1,232 @@
+// drivers/am over the usb backend on the simulated Navi31 behind the simulated ASM2464
+// (am:usb:sim, issue 10): cold and warm bring-up with no protocol violation, what a register
+// access costs in USB transfers, unplug in the middle of a copy, and a second opener.
+#include "base/error.hpp"
+#include "drivers/am/am_device.hpp"
+#include "drivers/am/hcq_device.hpp"
+#include "drivers/am/sram_copy.hpp"
+#include "drivers/pci/usb_pci_device.hpp"
+#include "drivers/registry_am.hpp"
+#include "drivers/sim/amdgpu/navi.hpp"
+#include "drivers/sim/asm24/sim_asm24.hpp"
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+
+using namespace baregpu;
+using sim::asm24::SimAsm24Bridge;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string firmware_dir() {
+    const char* d = std::getenv("BAREGPU_TEST_FIRMWARE_DIR");
+    return d != nullptr ? d : "../shared/firmware";
+}
+
+struct TempDirs {
+    fs::path root;
+    TempDirs() {
+        std::string tmpl = (fs::temp_directory_path() / "am-usb-XXXXXX").string();
+        REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
+        root = tmpl;
+        fs::create_directories(root / "state");
+        fs::create_directories(root / "locks");
+        ::setenv("BAREGPU_LOCK_DIR", (root / "locks").c_str(), 1);
+        ::setenv("BAREGPU_SIM_STATE_DIR", (root / "state").c_str(), 1);
+        ::setenv("BAREGPU_FIRMWARE_PATH", firmware_dir().c_str(), 1);
+        ::unsetenv("BAREGPU_AM_RESET");
+    }
+    ~TempDirs() {
+        std::error_code ec;
+        fs::remove_all(root, ec);
+    }
+};
+
+// One "process": the chip on the shared state dir behind a fresh simulated bridge.
+struct Rig {
+    SimAsm24Bridge* bridge = nullptr;
+    std::unique_ptr<pci::PciDevice> pci;
+
+    explicit Rig(const TempDirs& dirs) {
+        sim::amdgpu::ModelOptions o;
+        o.asic = sim::amdgpu::Asic::navi31;
+        o.state_dir = (dirs.root / "state").string();
+        o.firmware_dir = firmware_dir();
+        auto owned = std::make_unique<SimAsm24Bridge>(SimAsm24Bridge::Options{}, sim::amdgpu::make_model(o));
+        bridge = owned.get();
+        pci::UsbOpenOptions uo;
+        uo.write_once_bars = {2};
+        pci = pci::open_usb_device(std::move(owned), uo);
+    }
+    std::unique_ptr<am::AmDevice> open() {
+        am::AmOptions o;
+        o.lock_key = "usb-sim-test";
+        o.firmware_dirs = {firmware_dir()};
+        return am::AmDevice::open(std::move(pci), std::move(o));
+    }
+    std::string violations() const {
+        std::string out;
+        for (const auto& v : bridge->violations()) out += v.describe() + "\n";
+        return out;
+    }
+};
+
+}  // namespace
+
+TEST_CASE("am:usb:sim: cold bring-up under 10 s and warm start under 1 s of modelled time, no violations") {
+    TempDirs dirs;
+    std::chrono::nanoseconds cold{0}, warm{0};
+    {
+        Rig rig(dirs);
+        const uint64_t t0 = rig.bridge->now_ns();
+        auto dev = rig.open();
+        cold = std::chrono::nanoseconds(rig.bridge->now_ns() - t0);
+        CHECK(dev->report().reset == false);
+        CHECK(dev->report().stages.size() > 5);  // the full boot: PSP, SMU, ...
+        INFO(rig.violations());
+        CHECK(rig.bridge->violations().empty());
+    }
+    {
+        Rig rig(dirs);
+        const uint64_t t0 = rig.bridge->now_ns();
+        auto dev = rig.open();
+        warm = std::chrono::nanoseconds(rig.bridge->now_ns() - t0);
+        CHECK(dev->report().stages.size() <= 3);  // discovery and the warm VM stage
+        INFO(rig.violations());
+        CHECK(rig.bridge->violations().empty());
+    }
+    CHECK(cold < std::chrono::seconds(10));
+    CHECK(warm < std::chrono::seconds(1));
+    CHECK(warm < cold);
+}
+
+TEST_CASE("am:usb:sim: a register read is one control and one bulk IN; a register write one control and one bulk OUT") {
+    TempDirs dirs;
+    Rig rig(dirs);
+    auto dev = rig.open();
+    pci::PciDevice& pci = dev->pci();
+    const usb::TransferCounters before = *pci::usb_transfer_counters(pci);
+    const uint32_t v = pci.bar(5).read32(BarOffset(0));
+    (void)v;
+    const usb::TransferCounters read = *pci::usb_transfer_counters(pci);
+    CHECK(read.total() - before.total() == 2);
+    CHECK(read.bulk_in - before.bulk_in == 1);
+    // VRAM (BAR0, prefetchable): 1 KiB of dword writes becomes one stream once something reads.
+    for (uint32_t i = 0; i < 256; ++i) pci.bar(0).write32(BarOffset(0x100000 + i * 4), i);
+    CHECK(pci.bar(0).read32(BarOffset(0x100000 + 255 * 4)) == 255);
+    const usb::TransferCounters written = *pci::usb_transfer_counters(pci);
+    CHECK(written.total() - read.total() == 4);  // stream write (control + bulk OUT) + the read (control + bulk IN)
+}
+
+TEST_CASE("am:usb:sim: unplug mid-copy is DeviceLostError naming the device, and nothing hangs") {
+    TempDirs dirs;
+    Rig rig(dirs);
+    auto dev = rig.open();
+    std::vector<std::byte> data(8 << 20, std::byte{0x42});
+    // Gone after two more transfers: in the middle of the 8 MiB copy (1 MiB streams).
+    rig.bridge->inject({sim::asm24::FaultKind::Disconnect, 1, 2});
+    const auto wall = std::chrono::steady_clock::now();
+    try {
+        dev->pci().bar(0).write_block(BarOffset(0x200000), data);
+        FAIL("the copy finished on an unplugged bridge");
+    } catch (const DeviceLostError& e) {
+        CHECK(e.device() == "usb:sim");
+        CHECK(std::string(e.what()).find("disconnected mid-transfer") != std::string::npos);
+    }
+    CHECK_THROWS_AS(dev->pci().bar(5).read32(BarOffset(0)), DeviceLostError);
+    CHECK_THROWS_AS(dev->pci().config_read32(0), DeviceLostError);
+    dev.reset();  // the destructor's clean-exit write fails quietly
+    CHECK(std::chrono::steady_clock::now() - wall < std::chrono::seconds(10));
+}
+
+TEST_CASE("am:usb:sim: a second open finds the device busy and says who holds it") {
+    TempDirs dirs;
+    registry::AmTarget first = registry::open_am("am:usb:sim");
+    try {
+        registry::AmTarget second = registry::open_am("am:usb:sim");
+        FAIL("a second open succeeded");
+    } catch (const BusyError& e) {
+        CHECK(e.owner_pid() == ::getpid());
+        CHECK(std::string(e.what()).find(std::to_string(::getpid())) != std::string::npos);
+    }
+}
+
+TEST_CASE("am:usb:sim: the HCQ device refuses the link's capabilities with a clear UnsupportedError") {
+    TempDirs dirs;
+    Rig rig(dirs);
+    auto dev = rig.open();
+    try {
+        am::AmHcqDevice::create(std::move(dev), {});
+        FAIL("HCQ queues opened without CPU-mapped memory");
+    } catch (const UnsupportedError& e) {
+        CHECK(std::string(e.what()).find("usb:sim") != std::string::npos);
+        CHECK(std::string(e.what()).find("BARs cannot be mapped") != std::string::npos);
+    }
+}
+
+TEST_CASE("am:usb:sim: copy-in and copy-out through the bridge SRAM with sentinels and fences, checked byte for byte") {
+    TempDirs dirs;
+    Rig rig(dirs);
+    auto dev = rig.open();
+    am::SramCopy copy(*dev, am::AmDevice::heap_begin());
+    const uint64_t dst = am::AmDevice::heap_begin() + (16 << 20);
+    // Not a multiple of a chunk: the last chunk's sentinel sits mid-window.
+    std::vector<std::byte> data((3 << 20) + 1234);
+    uint32_t x = 12345;
+    for (auto& b : data) b = std::byte((x = x * 1103515245 + 12345) >> 24);
+    const uint64_t t0 = rig.bridge->now_ns();
+    try {
+        copy.copy_in(dst, data);
+    } catch (const Error& e) {
+        std::string faults;
+        for (const auto& f : dev->take_page_faults()) faults += f.describe() + "\n";
+        FAIL(e.what() << "\n" << rig.violations() << faults);
+    }
+    const uint64_t in_ns = rig.bridge->now_ns() - t0;
+    // An independent path: VRAM read back through BAR0 streams.
+    std::vector<std::byte> vram(data.size());
+    dev->pci().bar(0).read_block(BarOffset(dst), vram);
+    CHECK(vram == data);
+
+    std::vector<std::byte> back(data.size());
+    const uint64_t t1 = rig.bridge->now_ns();
+    copy.copy_out(dst, back);
+    const uint64_t out_ns = rig.bridge->now_ns() - t1;
+    CHECK(back == data);
+    INFO(rig.violations());
+    CHECK(rig.bridge->violations().empty());
+    // Both directions well above the 300 MB/s the issue asks for, in modelled time.
+    CHECK(double(data.size()) / double(in_ns) * 1e3 > 300.0);
+    CHECK(double(data.size()) / double(out_ns) * 1e3 > 300.0);
+
+    // A second copy reuses the windows: sentinels of the first run must not satisfy the second.
+    std::vector<std::byte> zeros(data.size(), std::byte{0});
+    copy.copy_in(dst, zeros);
+    dev->pci().bar(0).read_block(BarOffset(dst), vram);
+    CHECK(vram == zeros);
+}
+
+TEST_CASE("am:usb:sim: unplug in the middle of a pipelined SRAM copy-in is DeviceLostError naming the device") {
+    TempDirs dirs;
+    Rig rig(dirs);
+    auto dev = rig.open();
+    const auto wall = std::chrono::steady_clock::now();
+    {
+        am::SramCopy copy(*dev, am::AmDevice::heap_begin());
+        std::vector<std::byte> data(4 << 20, std::byte{0x5a});
+        rig.bridge->inject({sim::asm24::FaultKind::Disconnect, 1, 20});  // a few chunks in
+        try {
+            copy.copy_in(am::AmDevice::heap_begin() + (16 << 20), data);
+            FAIL("the copy finished on an unplugged bridge");
+        } catch (const DeviceLostError& e) {
+            CHECK(e.device() == "usb:sim");
+        }
+        CHECK(copy.stats().chunks > 0);  // it was mid-copy, not refused up front
+        CHECK(copy.stats().chunks < 16);
+    }  // SramCopy's teardown (SDMA off) fails quietly on the gone bridge
+    dev.reset();
+    CHECK(std::chrono::steady_clock::now() - wall < std::chrono::seconds(10));
+}
