@@ -1,0 +1,293 @@
+// The simulated AD102's PBDMA and copy engine executing GPFIFO channels built with drivers/nv
+// (GpFifoRing, PushBuffer, page tables) — issue 8. Memory is mapped by drivers/nv's PageTable and
+// reached by the engines only through the sim MMU.
+#include "base/error.hpp"
+#include "drivers/nv/gpfifo.hpp"
+#include "drivers/nv/page_table.hpp"
+#include "drivers/sim/nvgpu/gpu_engines.hpp"
+#include "fake_sim_port.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <vector>
+
+using namespace baregpu;
+using namespace baregpu::nv;
+namespace nvsim = baregpu::sim::nvgpu;
+using namespace std::chrono_literals;
+
+namespace {
+constexpr uint64_t MiB = uint64_t{1} << 20, GiB = uint64_t{1} << 30;
+constexpr uint32_t kToken = 7;
+constexpr auto kTimeout = 10s;
+
+// clc7b5.h method offsets and LAUNCH_DMA fields, re-typed for the test.
+constexpr uint32_t CE_SET_SEMAPHORE_A = 0x240, CE_LAUNCH_DMA = 0x300, CE_OFFSET_IN_UPPER = 0x400,
+                   CE_LINE_LENGTH_IN = 0x418;
+constexpr uint32_t LAUNCH_NON_PIPELINED = 2u << 0, LAUNCH_FLUSH = 1u << 2, LAUNCH_SEM_ONE_WORD = 1u << 3,
+                   LAUNCH_SRC_PITCH = 1u << 7, LAUNCH_DST_PITCH = 1u << 8, LAUNCH_BLOCKLINEAR_SRC = 0;
+
+struct Rig {
+    test::AnonymousVram vram{GiB};
+    test::FakeSimPort port{0x80000000, 1 << 20};
+    VramAllocator alloc{"test", 0, GiB};
+    PageTable pt{"test", MmuVersion::v2, alloc,
+                 [this](uint64_t at, uint64_t value) { std::memcpy(vram.span().data() + at, &value, 8); },
+                 [](uint32_t, uint32_t) {}};
+    nvsim::GpuEngines engines{"sim:test-ad102", vram.span(), &port};
+    uint64_t next_va = 0x1000000000;
+
+    uint64_t gpfifo_va, userd_va, pb_va;
+    std::span<uint64_t> gpfifo;
+    GpFifoRing ring;
+    uint64_t pb_used = 0;
+
+    explicit Rig(uint32_t entries = 16)
+        : gpfifo_va(map(entries * 8, true)), userd_va(map(512, true)), pb_va(map(256 * 1024, true)),
+          gpfifo(reinterpret_cast<uint64_t*>(host(gpfifo_va)), entries), ring(gpfifo) {
+        engines.register_channel(kToken, {gpfifo_va, entries, userd_va, pt.root(), nvsim::MmuFormat::v2, "channel 7"});
+    }
+
+    // Maps `bytes` of fresh VRAM at the next free VA (2 MiB aligned, so big allocations get big leaves).
+    uint64_t map(uint64_t bytes, bool contiguous = false) {
+        auto a = alloc.allocate(bytes, contiguous);
+        uint64_t va = next_va, at = va;
+        for (const auto& b : a.blocks) {
+            pt.map(GpuVirtualAddress(at), b.offset, b.size, {});
+            at += b.size;
+        }
+        next_va = (at + 2 * MiB - 1) & ~(2 * MiB - 1);
+        return va;
+    }
+    // The host's view of VRAM behind va (as through BAR1), valid inside one leaf.
+    std::byte* host(uint64_t va) {
+        auto leaf = pt.lookup(GpuVirtualAddress(va));
+        REQUIRE(leaf);
+        return vram.span().data() + leaf->address;
+    }
+    uint64_t read64(uint64_t va) {
+        uint64_t v;
+        std::memcpy(&v, host(va), 8);
+        return v;
+    }
+    void write64(uint64_t va, uint64_t v) { std::memcpy(host(va), &v, 8); }
+    uint32_t userd_gp_get() {
+        uint32_t v;
+        std::memcpy(&v, host(userd_va + 0x88), 4);
+        return v;
+    }
+    // Copies the pushbuffer into the channel's pushbuffer memory and queues one GP entry.
+    bool submit(const PushBuffer& pb, bool wait_for_space = false) {
+        auto words = pb.dwords();
+        uint64_t va = pb_va + pb_used;
+        std::memcpy(host(va), words.data(), words.size() * 4);
+        pb_used += (words.size() * 4 + 255) & ~uint64_t{255};
+        GpEntry e = gp_entry(va, static_cast<uint32_t>(words.size()));
+        bool ok = wait_for_space
+                      ? ring.push(e, [&] { return userd_gp_get(); }, [&] { return engines.wait_idle(kToken, 100ms); })
+                      : ring.try_push(e, userd_gp_get());
+        if (!ok) return false;
+        uint32_t put = ring.put();
+        std::memcpy(host(userd_va + 0x8c), &put, 4);  // USERD GPPut, then the doorbell
+        REQUIRE(engines.doorbell(kToken));
+        return true;
+    }
+};
+
+std::vector<uint32_t> buffer(size_t n) { return std::vector<uint32_t>(n); }
+}  // namespace
+
+TEST_CASE("PBDMA executes a semaphore release with timestamp and advances GPGet", "[nv][sim][pbdma]") {
+    Rig rig;
+    uint64_t sem = rig.map(4096);
+    rig.port.spend_ns(12345);
+    auto mem = buffer(64);
+    PushBuffer pb(mem);
+    pb.sem_release(sem, 0x1122334455667788ull).non_stall_interrupt();
+    REQUIRE(rig.submit(pb));
+    REQUIRE(rig.engines.wait_idle(kToken, kTimeout));
+    CHECK_FALSE(rig.engines.fault(kToken));
+    CHECK(rig.read64(sem) == 0x1122334455667788ull);
+    CHECK(rig.read64(sem + 8) == 12345);  // RELEASE_TIMESTAMP: the GPU time at +8
+    CHECK(rig.userd_gp_get() == 1);
+    CHECK(rig.engines.gp_get(kToken) == 1);
+    CHECK(rig.engines.nonstall_interrupts(kToken) == 1);
+}
+
+TEST_CASE("PBDMA semaphore acquire blocks until the host releases it", "[nv][sim][pbdma]") {
+    Rig rig;
+    uint64_t sems = rig.map(4096);
+    uint64_t wait_sem = sems, done_sem = sems + 64;
+    auto mem = buffer(64);
+    PushBuffer pb(mem);
+    pb.sem_acquire_geq(wait_sem, 5).sem_release(done_sem, 9, false);
+    REQUIRE(rig.submit(pb));
+    REQUIRE(rig.engines.wait_status(kToken, nvsim::ChannelStatus::acquire_pending, kTimeout));
+    CHECK(rig.read64(done_sem) == 0);
+    CHECK(rig.userd_gp_get() == 0);  // the entry has not executed
+    rig.write64(wait_sem, 4);        // not yet >= 5
+    CHECK_FALSE(rig.engines.wait_idle(kToken, 50ms));
+    CHECK(rig.read64(done_sem) == 0);
+    rig.write64(wait_sem, 5);  // the host releases it; no doorbell: the PBDMA re-polls
+    REQUIRE(rig.engines.wait_idle(kToken, kTimeout));
+    CHECK(rig.read64(done_sem) == 9);
+    CHECK(rig.userd_gp_get() == 1);
+    CHECK_FALSE(rig.engines.fault(kToken));
+}
+
+TEST_CASE("copy engine copies more than 1 MiB across 2 MiB pages and releases its semaphore", "[nv][sim][ce]") {
+    Rig rig;
+    uint64_t src = rig.map(6 * MiB), dst = rig.map(6 * MiB), sem = rig.map(4096);
+    CHECK(rig.pt.lookup(GpuVirtualAddress(src))->page_size == 2 * MiB);
+    const uint64_t src_off = 0x1f0000, dst_off = 0x3000, length = 3 * MiB + 0x1230;
+    for (uint64_t i = 0; i < length; i += 4) {
+        uint32_t v = static_cast<uint32_t>(i * 2654435761u);
+        std::memcpy(rig.host(src + src_off + i), &v, 4);
+    }
+    auto mem = buffer(64);
+    PushBuffer pb(mem);
+    uint64_t in = src + src_off, out = dst + dst_off;
+    pb.incr(4, 0x0000, {0xc7b5})  // SET_OBJECT AMPERE_DMA_COPY_B
+        .incr(4, CE_OFFSET_IN_UPPER, {static_cast<uint32_t>(in >> 32), static_cast<uint32_t>(in),
+                                      static_cast<uint32_t>(out >> 32), static_cast<uint32_t>(out)})
+        .incr(4, CE_LINE_LENGTH_IN, {static_cast<uint32_t>(length)})
+        .incr(4, CE_SET_SEMAPHORE_A, {static_cast<uint32_t>(sem >> 32), static_cast<uint32_t>(sem), 77u})
+        .incr(4, CE_LAUNCH_DMA, {LAUNCH_NON_PIPELINED | LAUNCH_FLUSH | LAUNCH_SEM_ONE_WORD | LAUNCH_SRC_PITCH |
+                                 LAUNCH_DST_PITCH});
+    REQUIRE(rig.submit(pb));
+    REQUIRE(rig.engines.wait_idle(kToken, kTimeout));
+    auto f = rig.engines.fault(kToken);
+    REQUIRE_FALSE(f);
+    for (uint64_t i = 0; i < length; i += 4) {
+        uint32_t v;
+        std::memcpy(&v, rig.host(dst + dst_off + i), 4);
+        if (v != static_cast<uint32_t>(i * 2654435761u)) FAIL("copy differs at byte " << i);
+    }
+    uint32_t after;
+    std::memcpy(&after, rig.host(dst + dst_off + length), 4);
+    CHECK(after == 0);  // nothing past LINE_LENGTH_IN
+    CHECK(rig.read64(sem) == 77);
+}
+
+TEST_CASE("copy engine refuses what it does not model", "[nv][sim][ce]") {
+    Rig rig;
+    auto mem = buffer(64);
+    PushBuffer pb(mem);
+    pb.incr(2, 0x0000, {0xc7b5}).incr(2, CE_LAUNCH_DMA, {LAUNCH_NON_PIPELINED | LAUNCH_BLOCKLINEAR_SRC | LAUNCH_DST_PITCH});
+    REQUIRE(rig.submit(pb));
+    REQUIRE(rig.engines.wait_idle(kToken, kTimeout));
+    auto f = rig.engines.fault(kToken);
+    REQUIRE(f);
+    CHECK(f->kind == nvsim::EngineFault::Kind::bad_method);
+    CHECK(f->method == CE_LAUNCH_DMA);
+    CHECK(f->what.find("BLOCKLINEAR") != std::string::npos);
+}
+
+TEST_CASE("GpFifoRing never overwrites an entry the PBDMA has not executed", "[nv][sim][pbdma]") {
+    Rig rig(4);  // at most 3 entries outstanding
+    uint64_t sems = rig.map(4096);
+    auto mem = buffer(64);
+    PushBuffer block(mem);
+    block.sem_acquire_geq(sems, 1);
+    REQUIRE(rig.submit(block));
+    REQUIRE(rig.engines.wait_status(kToken, nvsim::ChannelStatus::acquire_pending, kTimeout));
+    for (uint64_t i = 1; i <= 2; ++i) {
+        PushBuffer pb(mem);
+        pb.sem_release(sems + 8 * (i + 1), i, false);
+        REQUIRE(rig.submit(pb));
+    }
+    // GPGet (USERD) is still 0: the ring is full and the fourth entry is refused.
+    CHECK(rig.userd_gp_get() == 0);
+    PushBuffer last(mem);
+    last.sem_release(sems + 64, 99, false);
+    CHECK_FALSE(rig.submit(last));
+    rig.write64(sems, 1);
+    // push() rereads GPGet from USERD and waits (bounded) until the PBDMA frees a slot.
+    REQUIRE(rig.submit(last, /*wait_for_space=*/true));
+    REQUIRE(rig.engines.wait_idle(kToken, kTimeout));
+    CHECK(rig.read64(sems + 16) == 1);
+    CHECK(rig.read64(sems + 24) == 2);
+    CHECK(rig.read64(sems + 64) == 99);
+    CHECK(rig.ring.put() == 0);
+    CHECK(rig.userd_gp_get() == 0);  // 4 entries executed on a 4-entry ring
+    CHECK(rig.engines.gp_get(kToken) == 0);
+}
+
+TEST_CASE("a bad host method stops the channel with a fault naming the method and channel", "[nv][sim][pbdma]") {
+    Rig rig;
+    uint64_t sem = rig.map(4096);
+    auto mem = buffer(64);
+    PushBuffer pb(mem);
+    pb.incr(0, 0x0044, {0xdead}).sem_release(sem, 1, false);
+    REQUIRE(rig.submit(pb));
+    REQUIRE(rig.engines.wait_idle(kToken, kTimeout));
+    auto f = rig.engines.fault(kToken);
+    REQUIRE(f);
+    CHECK(f->kind == nvsim::EngineFault::Kind::bad_method);
+    CHECK(f->method == 0x44);
+    CHECK(f->data == 0xdead);
+    CHECK(f->token == kToken);
+    CHECK(f->what.find("channel 7") != std::string::npos);
+    CHECK(f->what.find("0x0044") != std::string::npos);
+    CHECK(rig.engines.status(kToken) == nvsim::ChannelStatus::faulted);
+    CHECK(rig.read64(sem) == 0);        // nothing after the bad method ran
+    CHECK(rig.userd_gp_get() == 0);     // GPGet did not pass the entry
+}
+
+TEST_CASE("bad classes, headers and unbound subchannels fault", "[nv][sim][pbdma]") {
+    SECTION("unknown class") {
+        Rig rig;
+        auto mem = buffer(16);
+        PushBuffer pb(mem);
+        pb.incr(1, 0x0000, {0xc5c0});  // TURING_COMPUTE_A: not this chip's
+        REQUIRE(rig.submit(pb));
+        REQUIRE(rig.engines.wait_idle(kToken, kTimeout));
+        auto f = rig.engines.fault(kToken);
+        REQUIRE(f);
+        CHECK(f->kind == nvsim::EngineFault::Kind::bad_class);
+        CHECK(f->data == 0xc5c0);
+    }
+    SECTION("method on a subchannel without an object") {
+        Rig rig;
+        auto mem = buffer(16);
+        PushBuffer pb(mem);
+        pb.incr(3, 0x0300, {0});
+        REQUIRE(rig.submit(pb));
+        REQUIRE(rig.engines.wait_idle(kToken, kTimeout));
+        auto f = rig.engines.fault(kToken);
+        REQUIRE(f);
+        CHECK(f->subchannel == 3);
+        CHECK(f->method == 0x300);
+    }
+    SECTION("SEC_OP 0") {
+        Rig rig;
+        std::vector<uint32_t> words{0x00000000u};
+        std::memcpy(rig.host(rig.pb_va), words.data(), 4);
+        REQUIRE(rig.ring.try_push(gp_entry(rig.pb_va, 1), 0));
+        uint32_t put = rig.ring.put();
+        std::memcpy(rig.host(rig.userd_va + 0x8c), &put, 4);
+        rig.engines.doorbell(kToken);
+        REQUIRE(rig.engines.wait_idle(kToken, kTimeout));
+        auto f = rig.engines.fault(kToken);
+        REQUIRE(f);
+        CHECK(f->what.find("SEC_OP 0") != std::string::npos);
+    }
+}
+
+TEST_CASE("an MMU fault stops the channel with the faulting VA", "[nv][sim][pbdma]") {
+    Rig rig;
+    const uint64_t unmapped = 0x7700001000;
+    auto mem = buffer(64);
+    PushBuffer pb(mem);
+    pb.sem_release(unmapped, 1, false);
+    REQUIRE(rig.submit(pb));
+    REQUIRE(rig.engines.wait_idle(kToken, kTimeout));
+    auto f = rig.engines.fault(kToken);
+    REQUIRE(f);
+    CHECK(f->kind == nvsim::EngineFault::Kind::mmu);
+    CHECK(f->address == unmapped);
+    CHECK(f->what.find("write of VA 0x7700001000") != std::string::npos);
+    CHECK(f->what.find("semaphore release") != std::string::npos);
+    CHECK_FALSE(rig.engines.doorbell(99));  // an unknown token does nothing
+}
