@@ -86,7 +86,10 @@ private:
     std::function<void(const EngineFault&)> on_fault_;
     std::vector<uint32_t> nonstall_pending_;
     std::vector<EngineFault> faults_pending_;
-    std::unique_ptr<hostcode::ThreadPool> pool_;
+    std::unique_ptr<hostcode::ThreadPool> pool_;  // made at the first launch
+    struct HostImage;                              // a loaded host-code object (compute_engine.cpp)
+    std::map<std::pair<uint64_t, uint64_t>, std::shared_ptr<HostImage>> images_;  // (image_va, image_hash)
+    std::vector<std::byte> shared_;                // workgroup memory, one slice per pool thread
     bool stop_ = false;
     std::thread thread_;
 
@@ -109,6 +112,8 @@ private:
     // compute_engine.cpp
     Step compute_method(Channel& c, unsigned subchannel, uint32_t method, uint32_t data);
     Step launch_qmd(Channel& c, unsigned subchannel, uint64_t qmd_va, unsigned depth);
+    std::shared_ptr<HostImage> load_image(Channel& c, uint64_t image_va, uint64_t image_size, uint64_t image_hash,
+                                          std::string& what);
 };
 
 }  // namespace baregpu::sim::nvgpu
