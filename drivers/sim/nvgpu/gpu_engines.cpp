@@ -54,6 +54,12 @@ void GpuEngines::unregister_channel(uint32_t token) {
     progress_cv_.notify_all();
 }
 
+void GpuEngines::reset() {
+    std::lock_guard lock(mutex_);
+    channels_.clear();
+    progress_cv_.notify_all();
+}
+
 bool GpuEngines::doorbell(uint32_t token) {
     {
         std::lock_guard lock(mutex_);

@@ -48,6 +48,8 @@ public:
     // or a ring of zero entries.
     void register_channel(uint32_t token, ChannelState state);
     void unregister_channel(uint32_t token);
+    // Power-on state: every channel forgotten (a function reset). Waits for the engine thread's pass.
+    void reset();
 
     // The doorbell: the channel has new GP entries. Returns false (and does nothing) for an unknown token.
     bool doorbell(uint32_t token);
