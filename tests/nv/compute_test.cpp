@@ -3,6 +3,7 @@
 // QMD (issue 8). Negative: a QMD that is not V03, a kernel buffer that is not mapped.
 #include "channel_rig.hpp"
 #include "drivers/hostcode/host_program.h"
+#include "drivers/nv/compute_methods.hpp"
 #include "drivers/nv/qmd.hpp"
 
 #include <catch2/catch.hpp>
@@ -56,6 +57,7 @@ struct ComputeRig : Rig {
         return q;
     }
     void put_qmd(uint64_t va, const Qmd& q) { std::memcpy(host(va), q.words().data(), q.size_bytes()); }
+    // Hand-written methods (clc6c0.h), independent of drivers/nv's compute_methods.
     PushBuffer& launch(PushBuffer& pb, uint64_t qmd_va) {
         return pb.incr(kSubchCompute, 0x0000, {0xc9c0})  // SET_OBJECT ADA_COMPUTE_A
             .incr(kSubchCompute, SEND_PCAS_A, {static_cast<uint32_t>(qmd_va >> 8)})
@@ -90,6 +92,23 @@ TEST_CASE("a QMD V03 launches a host-code kernel that writes a buffer, then rele
     CHECK(rig.read64(sems + 8) >= 777);  // timestamp
     CHECK(rig.read64(sems + 32) == 6);
     CHECK(rig.read64(sems + 64) == 7);
+}
+
+TEST_CASE("drivers/nv compute_launch runs a QMD on the model", "[nv][sim][compute]") {
+    ComputeRig rig;
+    uint64_t dst = rig.map(4096, true), cb = rig.map(4096), qmd_va = rig.map(4096);
+    rig.put_qmd(qmd_va, rig.fill_qmd(cb, dst, 256, 3, 32));
+    auto mem = buffer(64);
+    PushBuffer pb(mem);
+    compute_set_object(pb, 2);
+    compute_launch(pb, 2, qmd_va);
+    REQUIRE(rig.submit(pb));
+    REQUIRE(rig.engines.wait_idle(kToken, kTimeout));
+    auto f = rig.engines.fault(kToken);
+    if (f) FAIL(f->what);
+    uint32_t last;
+    std::memcpy(&last, rig.host(dst + 255 * 4), 4);
+    CHECK(last == 3);
 }
 
 TEST_CASE("a dependent QMD runs after its parent", "[nv][sim][compute]") {

@@ -2,6 +2,7 @@
 // (GpFifoRing, PushBuffer, page tables) — issue 8. Memory is mapped by drivers/nv's PageTable and
 // reached by the engines only through the sim MMU.
 #include "channel_rig.hpp"
+#include "drivers/nv/ce_methods.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -212,4 +213,32 @@ TEST_CASE("an MMU fault stops the channel with the faulting VA", "[nv][sim][pbdm
     CHECK(f->what.find("write of VA 0x7700001000") != std::string::npos);
     CHECK(f->what.find("semaphore release") != std::string::npos);
     CHECK_FALSE(rig.engines.doorbell(99));  // an unknown token does nothing
+}
+
+TEST_CASE("drivers/nv ce_copy from system memory, pushbuffer in system memory, four-word release", "[nv][sim][ce]") {
+    Rig rig;
+    // The first 1 MiB of the bus's host memory at a system-coherent VA (as a driver maps host buffers).
+    const uint64_t sys_va = 0x3000000000;
+    rig.pt.map(GpuVirtualAddress(sys_va), rig.port.sys_base(), 1 << 20, {Aperture::sys_coherent, true, false, 0});
+    uint64_t dst = rig.map(2 * MiB), sem = rig.map(4096);
+    auto sys = rig.port.sys();
+    for (size_t i = 0; i < 0x40000; ++i) sys[0x80000 + i] = std::byte(i * 13 + 1);
+    rig.port.spend_ns(5000);
+    std::vector<uint32_t> mem(64);
+    PushBuffer pb(mem);
+    ce_set_object(pb, 4);
+    ce_copy(pb, 4, sys_va + 0x80000, dst + 0x100, 0x40000, CeRelease{sem, 0x123456789a, true, true, true});
+    // The pushbuffer lives in system memory too: the PBDMA fetches it through the MMU's SYS aperture.
+    std::memcpy(sys.data(), pb.dwords().data(), pb.size_dwords() * 4);
+    REQUIRE(rig.ring.try_push(gp_entry(sys_va, static_cast<uint32_t>(pb.size_dwords())), rig.userd_gp_get()));
+    uint32_t put = rig.ring.put();
+    std::memcpy(rig.host(rig.userd_va + 0x8c), &put, 4);
+    REQUIRE(rig.engines.doorbell(kToken));
+    REQUIRE(rig.engines.wait_idle(kToken, kTimeout));
+    auto f = rig.engines.fault(kToken);
+    if (f) FAIL(f->what);
+    CHECK(std::memcmp(rig.host(dst + 0x100), sys.data() + 0x80000, 0x40000) == 0);
+    CHECK(rig.read64(sem) == 0x123456789a);
+    CHECK(rig.read64(sem + 8) >= 5000);  // timestamp
+    CHECK(rig.engines.nonstall_interrupts(kToken) == 1);
 }

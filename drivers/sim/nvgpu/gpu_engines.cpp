@@ -140,7 +140,15 @@ void GpuEngines::engine_thread() {
             if (c->pending || c->status == ChannelStatus::acquire_pending) {
                 c->pending = false;
                 c->status = ChannelStatus::running;
-                run_channel(*c);
+                try {
+                    run_channel(*c);
+                } catch (const std::exception& e) {
+                    // The host failed (mmap of a code object, out of memory): the channel stops, the model goes on.
+                    EngineFault f;
+                    f.kind = EngineFault::Kind::bad_launch;
+                    f.what = fmt::format("the model could not execute it: {}", e.what());
+                    stop(*c, f);
+                }
                 if (c->status == ChannelStatus::acquire_pending) {
                     ++c->acquire_polls;
                     waiting = true;
