@@ -29,9 +29,7 @@ struct Rig {
     AnonymousVram vram{GiB};
     FakeSimPort port{0x80000000, 1 << 20};
     VramAllocator alloc{"test", 0, GiB};
-    PageTable pt{"test", MmuVersion::v2, alloc,
-                 [this](uint64_t at, uint64_t value) { std::memcpy(vram.span().data() + at, &value, 8); },
-                 [](uint32_t, uint32_t) {}};
+    PageTable pt;
     nvsim::GpuEngines engines{"sim:test-ad102", vram.span(), &port};
     uint64_t next_va = 0x1000000000;
 
@@ -40,10 +38,15 @@ struct Rig {
     GpFifoRing ring;
     uint64_t pb_used = 0;
 
-    explicit Rig(uint32_t entries = 16)
-        : gpfifo_va(map(entries * 8, true)), userd_va(map(512, true)), pb_va(map(256 * 1024, true)),
+    explicit Rig(uint32_t entries = 16, MmuVersion version = MmuVersion::v2)
+        : pt("test", version, alloc,
+             [this](uint64_t at, uint64_t value) { std::memcpy(vram.span().data() + at, &value, 8); },
+             [](uint32_t, uint32_t) {}),
+          gpfifo_va(map(entries * 8, true)), userd_va(map(512, true)), pb_va(map(256 * 1024, true)),
           gpfifo(reinterpret_cast<uint64_t*>(host(gpfifo_va)), entries), ring(gpfifo) {
-        engines.register_channel(kToken, {gpfifo_va, entries, userd_va, pt.root(), nvsim::MmuFormat::v2, "channel 7"});
+        engines.register_channel(kToken, {gpfifo_va, entries, userd_va, pt.root(),
+                                          version == MmuVersion::v2 ? nvsim::MmuFormat::v2 : nvsim::MmuFormat::v3,
+                                          "channel 7"});
     }
 
     // Maps `bytes` of fresh VRAM at the next free VA (2 MiB aligned, so big allocations get big leaves).

@@ -22,7 +22,8 @@ constexpr uint32_t LAUNCH_NON_PIPELINED = 2u << 0, LAUNCH_FLUSH = 1u << 2, LAUNC
 }  // namespace
 
 TEST_CASE("PBDMA executes a semaphore release with timestamp and advances GPGet", "[nv][sim][pbdma]") {
-    Rig rig;
+    auto version = GENERATE(MmuVersion::v2, MmuVersion::v3);
+    Rig rig(16, version);
     uint64_t sem = rig.map(4096);
     rig.port.spend_ns(12345);
     auto mem = buffer(64);
@@ -60,7 +61,8 @@ TEST_CASE("PBDMA semaphore acquire blocks until the host releases it", "[nv][sim
 }
 
 TEST_CASE("copy engine copies more than 1 MiB across 2 MiB pages and releases its semaphore", "[nv][sim][ce]") {
-    Rig rig;
+    auto version = GENERATE(MmuVersion::v2, MmuVersion::v3);
+    Rig rig(16, version);
     uint64_t src = rig.map(6 * MiB), dst = rig.map(6 * MiB), sem = rig.map(4096);
     CHECK(rig.pt.lookup(GpuVirtualAddress(src))->page_size == 2 * MiB);
     const uint64_t src_off = 0x1f0000, dst_off = 0x3000, length = 3 * MiB + 0x1230;
