@@ -85,7 +85,7 @@ struct Rig {
         pb_used += (words.size() * 4 + 255) & ~uint64_t{255};
         GpEntry e = gp_entry(va, static_cast<uint32_t>(words.size()));
         bool ok = wait_for_space
-                      ? ring.push(e, [&] { return userd_gp_get(); }, [&] { return engines.wait_idle(kToken, 100ms); })
+                      ? ring.push(e, [&] { return userd_gp_get(); }, [&] { return engines.wait_idle(kToken, kTimeout); })
                       : ring.try_push(e, userd_gp_get());
         if (!ok) return false;
         uint32_t put = ring.put();

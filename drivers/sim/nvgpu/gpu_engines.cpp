@@ -27,10 +27,10 @@ GpuEngines::GpuEngines(std::string device, std::span<std::byte> vram, pci::sim::
 
 GpuEngines::~GpuEngines() {
     {
-        std::lock_guard lock(mutex_);
+        std::lock_guard lock(bell_mutex_);
         stop_ = true;
     }
-    work_cv_.notify_all();
+    bell_cv_.notify_all();
     thread_.join();
 }
 
@@ -46,30 +46,45 @@ void GpuEngines::register_channel(uint32_t token, ChannelState state) {
     c->state = std::move(state);
     for (auto& m : c->methods) m.assign(kMethodSpace / 4, 0);
     channels_[token] = std::move(c);
+    std::lock_guard bell(bell_mutex_);
+    tokens_.insert(token);
 }
 
 void GpuEngines::unregister_channel(uint32_t token) {
     std::lock_guard lock(mutex_);
     channels_.erase(token);
+    {
+        std::lock_guard bell(bell_mutex_);
+        tokens_.erase(token);
+        std::erase(rung_, token);
+    }
     progress_cv_.notify_all();
 }
 
 void GpuEngines::reset() {
     std::lock_guard lock(mutex_);
     channels_.clear();
+    {
+        std::lock_guard bell(bell_mutex_);
+        tokens_.clear();
+        rung_.clear();
+    }
     progress_cv_.notify_all();
 }
 
 bool GpuEngines::doorbell(uint32_t token) {
     {
-        std::lock_guard lock(mutex_);
-        auto it = channels_.find(token);
-        if (it == channels_.end()) return false;
-        it->second->pending = true;
-        if (it->second->status == ChannelStatus::idle) it->second->status = ChannelStatus::running;
+        std::lock_guard bell(bell_mutex_);
+        if (!tokens_.count(token)) return false;
+        rung_.push_back(token);
     }
-    work_cv_.notify_all();
+    bell_cv_.notify_all();
     return true;
+}
+
+bool GpuEngines::rung(uint32_t token) const {
+    std::lock_guard bell(bell_mutex_);
+    return std::find(rung_.begin(), rung_.end(), token) != rung_.end();
 }
 
 const GpuEngines::Channel& GpuEngines::channel(uint32_t token) const {
@@ -107,7 +122,7 @@ bool GpuEngines::wait_idle(uint32_t token, std::chrono::milliseconds timeout) co
     std::unique_lock lock(mutex_);
     return progress_cv_.wait_for(lock, timeout, [&] {
         const Channel& c = channel(token);
-        return c.fault.has_value() || (c.status == ChannelStatus::idle && !c.pending);
+        return c.fault.has_value() || (c.status == ChannelStatus::idle && !c.pending && !rung(token));
     });
 }
 
@@ -115,7 +130,7 @@ bool GpuEngines::wait_status(uint32_t token, ChannelStatus status, std::chrono::
     std::unique_lock lock(mutex_);
     return progress_cv_.wait_for(lock, timeout, [&] {
         const Channel& c = channel(token);
-        return c.status == status && !c.pending;
+        return c.status == status && !c.pending && !rung(token);
     });
 }
 
@@ -132,9 +147,24 @@ uint64_t GpuEngines::now_ns() const {
 }
 
 void GpuEngines::engine_thread() {
-    std::unique_lock lock(mutex_);
-    while (!stop_) {
-        bool waiting = false;
+    bool waiting = false;  // a channel waits on a semaphore acquire
+    for (;;) {
+        std::vector<uint32_t> rung;
+        {
+            std::unique_lock bell(bell_mutex_);
+            auto woken = [&] { return stop_ || !rung_.empty(); };
+            // A channel waiting on an acquire is re-polled, as the PBDMA does; otherwise sleep until a doorbell.
+            if (waiting)
+                bell_cv_.wait_for(bell, std::chrono::microseconds(200), woken);
+            else
+                bell_cv_.wait(bell, woken);
+            if (stop_) return;
+            rung.swap(rung_);
+        }
+        std::unique_lock lock(mutex_);
+        for (uint32_t token : rung)
+            if (auto it = channels_.find(token); it != channels_.end()) it->second->pending = true;
+        waiting = false;
         for (auto& [token, c] : channels_) {
             if (c->fault) continue;
             if (c->pending || c->status == ChannelStatus::acquire_pending) {
@@ -155,32 +185,19 @@ void GpuEngines::engine_thread() {
                 }
             }
         }
-        // Hooks run without the lock, so that they may call back (status, doorbell).
-        if (!nonstall_pending_.empty() || !faults_pending_.empty()) {
-            auto nonstall = std::move(nonstall_pending_);
-            auto faults = std::move(faults_pending_);
-            nonstall_pending_.clear();
-            faults_pending_.clear();
-            auto on_nonstall = on_nonstall_;
-            auto on_fault = on_fault_;
-            lock.unlock();
-            if (on_nonstall)
-                for (uint32_t t : nonstall) on_nonstall(t);
-            if (on_fault)
-                for (const auto& f : faults) on_fault(f);
-            lock.lock();
-        }
         progress_cv_.notify_all();
-        auto has_work = [&] {
-            return stop_ || std::any_of(channels_.begin(), channels_.end(), [](const auto& kv) {
-                       return kv.second->pending && !kv.second->fault;
-                   });
-        };
-        // A channel waiting on an acquire is re-polled, as the PBDMA does; otherwise sleep until a doorbell.
-        if (waiting)
-            work_cv_.wait_for(lock, std::chrono::microseconds(200), has_work);
-        else
-            work_cv_.wait(lock, has_work);
+        // Hooks run without the lock, so that they may call back (status, doorbell).
+        auto nonstall = std::move(nonstall_pending_);
+        auto faults = std::move(faults_pending_);
+        nonstall_pending_.clear();
+        faults_pending_.clear();
+        auto on_nonstall = on_nonstall_;
+        auto on_fault = on_fault_;
+        lock.unlock();
+        if (on_nonstall)
+            for (uint32_t t : nonstall) on_nonstall(t);
+        if (on_fault)
+            for (const auto& f : faults) on_fault(f);
     }
 }
 

@@ -5,8 +5,10 @@
 // page directory. A bad method, an unknown class or an MMU fault stops the channel and keeps an
 // EngineFault for the RM model to report; other channels go on.
 //
-// Threading: doorbell() only marks the channel and wakes the engine thread, as the USERMODE
-// doorbell does on hardware (clc361.h NVC361_NOTIFY_CHANNEL_PENDING). The thread runs channels
+// Threading: doorbell() only queues the token and wakes the engine thread, as the USERMODE
+// doorbell does on hardware (clc361.h NVC361_NOTIFY_CHANNEL_PENDING); it takes its own small lock,
+// never the one the engine thread holds while it executes, so a BAR0 write does not wait for a
+// kernel or a long copy to finish. The thread runs channels
 // until each is idle (GPGet == GPPut), faulted, or waiting on a semaphore acquire; waiting channels
 // are re-polled (hardware re-checks an acquire on a timer, clc56f.h SEM_EXECUTE ACQ_*). Waits in
 // the API take a timeout and return false when it passes.
@@ -24,6 +26,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <thread>
@@ -80,8 +83,13 @@ private:
     std::span<std::byte> vram_;
     pci::sim::SimPort* port_;
     Mmu mmu_;
-    mutable std::mutex mutex_;
-    std::condition_variable work_cv_;
+    mutable std::mutex mutex_;  // channels_ and everything the engine thread executes with
+    // The doorbell side (lock order: mutex_ before bell_mutex_; the engine thread never holds both while waiting).
+    mutable std::mutex bell_mutex_;
+    std::condition_variable bell_cv_;
+    std::set<uint32_t> tokens_;   // registered channels, for doorbell()'s answer
+    std::vector<uint32_t> rung_;  // doorbells not yet taken by the engine thread
+    bool stop_ = false;           // under bell_mutex_
     mutable std::condition_variable progress_cv_;
     std::map<uint32_t, std::unique_ptr<Channel>> channels_;
     std::function<void(uint32_t)> on_nonstall_;
@@ -92,11 +100,11 @@ private:
     struct HostImage;                              // a loaded host-code object (compute_engine.cpp)
     std::map<std::pair<uint64_t, uint64_t>, std::shared_ptr<HostImage>> images_;  // (image_va, image_hash)
     std::vector<std::byte> shared_;                // workgroup memory, one slice per pool thread
-    bool stop_ = false;
     std::thread thread_;
 
     void engine_thread();
     const Channel& channel(uint32_t token) const;
+    bool rung(uint32_t token) const;  // a doorbell for token waits for the engine thread
     uint64_t now_ns() const;
 
     // pbdma.cpp
