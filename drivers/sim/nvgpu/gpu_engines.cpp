@@ -149,7 +149,6 @@ uint64_t GpuEngines::now_ns() const {
 void GpuEngines::engine_thread() {
     bool waiting = false;  // a channel waits on a semaphore acquire
     for (;;) {
-        std::vector<uint32_t> rung;
         {
             std::unique_lock bell(bell_mutex_);
             auto woken = [&] { return stop_ || !rung_.empty(); };
@@ -159,9 +158,15 @@ void GpuEngines::engine_thread() {
             else
                 bell_cv_.wait(bell, woken);
             if (stop_) return;
+        }
+        // Take the doorbells only with mutex_ held, so that a waiter (which checks `pending` and rung_
+        // under mutex_) never sees a doorbell in neither place.
+        std::unique_lock lock(mutex_);
+        std::vector<uint32_t> rung;
+        {
+            std::lock_guard bell(bell_mutex_);
             rung.swap(rung_);
         }
-        std::unique_lock lock(mutex_);
         for (uint32_t token : rung)
             if (auto it = channels_.find(token); it != channels_.end()) it->second->pending = true;
         waiting = false;
