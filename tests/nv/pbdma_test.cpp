@@ -244,3 +244,32 @@ TEST_CASE("drivers/nv ce_copy from system memory, pushbuffer in system memory, f
     CHECK(rig.read64(sem + 8) >= 5000);  // timestamp
     CHECK(rig.engines.nonstall_interrupts(kToken) == 1);
 }
+
+TEST_CASE("PBDMA decodes non-incrementing, increment-once and immediate headers, and runs across segments", "[nv][sim][pbdma]") {
+    Rig rig;
+    uint64_t sems = rig.map(4096);
+    // clc56f.h: SEM_ADDR_LO 0x5c, SEM_ADDR_HI 0x60, SEM_PAYLOAD_LO 0x64, SEM_PAYLOAD_HI 0x68, SEM_EXECUTE 0x6c;
+    // SEM_EXECUTE = 1 is RELEASE with a 32-bit payload (fits the 13-bit immediate).
+    const uint32_t lo = static_cast<uint32_t>(sems), hi = static_cast<uint32_t>(sems >> 32);
+    std::vector<uint32_t> words{
+        method_one_incr(0, 0x5c, 3), lo, 0xdead, hi,        // ADDR_LO = lo, then ADDR_HI twice (last wins)
+        method_nonincr(0, 0x64, 3), 1, 2, 0x2222,           // PAYLOAD_LO three times: 0x2222
+        method_immediate(0, 0x6c, 1),                       // SEM_EXECUTE RELEASE (32-bit)
+        // An incrementing run of five (ADDR_LO .. EXECUTE) whose data continues in the next GP entry.
+        method_incr(0, 0x5c, 5), lo + 8, hi,
+    };
+    std::vector<uint32_t> second{0x3333, 0, 1};
+    std::memcpy(rig.host(rig.pb_va), words.data(), words.size() * 4);
+    std::memcpy(rig.host(rig.pb_va + 0x1000), second.data(), second.size() * 4);
+    REQUIRE(rig.ring.try_push(gp_entry(rig.pb_va, static_cast<uint32_t>(words.size())), 0));
+    REQUIRE(rig.ring.try_push(gp_entry(rig.pb_va + 0x1000, static_cast<uint32_t>(second.size())), 0));
+    uint32_t put = rig.ring.put();
+    std::memcpy(rig.host(rig.userd_va + 0x8c), &put, 4);
+    REQUIRE(rig.engines.doorbell(kToken));
+    REQUIRE(rig.engines.wait_idle(kToken, kTimeout));
+    auto f = rig.engines.fault(kToken);
+    if (f) FAIL(f->what);
+    CHECK(rig.read64(sems) == 0x2222);
+    CHECK(rig.read64(sems + 8) == 0x3333);
+    CHECK(rig.userd_gp_get() == 2);
+}
