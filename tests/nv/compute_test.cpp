@@ -10,6 +10,7 @@
 
 #include <cstring>
 #include <string_view>
+#include <thread>
 
 namespace baregpu::nv_test_kernels {
 std::span<const std::byte> find_object(std::string_view name);
@@ -25,8 +26,8 @@ constexpr unsigned kSubchCompute = 1;
 
 struct ComputeRig : Rig {
     uint64_t image_va = 0, program_va = 0;
-    ComputeRig() {
-        auto image = nv_test_kernels::find_object("nv_fill.o");
+    explicit ComputeRig(const char* object = "nv_fill.o", const char* kernel = "fill", uint32_t kernarg_size = 16) {
+        auto image = nv_test_kernels::find_object(object);
         REQUIRE(!image.empty());
         image_va = map(image.size(), true);
         std::memcpy(host(image_va), image.data(), image.size());
@@ -37,8 +38,8 @@ struct ComputeRig : Rig {
         prog.image_va = image_va;
         prog.image_size = image.size();
         prog.image_hash = baregpu_host_program_hash(image.data(), image.size());
-        std::strncpy(prog.kernel, "fill", sizeof prog.kernel - 1);
-        prog.kernarg_size = 16;  // fill: 1 buffer, 2 values
+        std::strncpy(prog.kernel, kernel, sizeof prog.kernel - 1);
+        prog.kernarg_size = kernarg_size;  // fill: 1 buffer, 2 values
         std::memcpy(host(program_va), &prog, sizeof prog);
     }
     // A fill(dst, n, value) QMD at qmd_va with its kernargs at cb_va.
@@ -174,4 +175,36 @@ TEST_CASE("compute launch faults: wrong QMD version, unmapped kernel buffer", "[
         CHECK(f->what.find("kernel buffer 0") != std::string::npos);
         CHECK(rig.read64(sems) == 0);  // no release for a grid that did not run
     }
+}
+
+TEST_CASE("while a kernel runs, queries keep their timeouts and the doorbell does not wait", "[nv][sim][compute]") {
+    ComputeRig rig("nv_wait_flag.o", "wait_flag", 8);
+    uint64_t state = rig.map(4096, true), cb = rig.map(4096), qmd_va = rig.map(4096), sems = rig.map(4096);
+    std::memcpy(rig.host(cb), &state, 8);
+    Qmd q(QmdVersion::v03_00);
+    q.set_grid(1, 1, 1);
+    q.set_block(1, 1, 1);
+    q.set_program_address(rig.program_va);
+    q.set_constant_buffer(0, cb, 16);
+    q.set_release_semaphore(0, sems, 1);
+    rig.put_qmd(qmd_va, q);
+    auto mem = buffer(64);
+    PushBuffer pb(mem);
+    rig.launch(pb, qmd_va);
+    REQUIRE(rig.submit(pb));
+    auto* flags = reinterpret_cast<volatile uint32_t*>(rig.host(state));
+    auto deadline = std::chrono::steady_clock::now() + kTimeout;
+    while (flags[1] == 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+    REQUIRE(flags[1] == 1);  // the kernel is running now
+    auto before = std::chrono::steady_clock::now();
+    CHECK_FALSE(rig.engines.wait_idle(kToken, 20ms));  // returns at its timeout, not when the kernel ends
+    CHECK(rig.engines.status(kToken) == nvsim::ChannelStatus::running);
+    CHECK(rig.engines.doorbell(kToken));
+    CHECK(std::chrono::steady_clock::now() - before < 5s);
+    CHECK(rig.read64(sems) == 0);
+    flags[0] = 1;
+    REQUIRE(rig.engines.wait_idle(kToken, kTimeout));
+    CHECK(flags[2] == 2);
+    CHECK(rig.read64(sems) == 1);
+    CHECK_FALSE(rig.engines.fault(kToken));
 }

@@ -233,7 +233,22 @@ GpuEngines::Step GpuEngines::launch_qmd(Channel& c, unsigned subchannel, uint64_
     };
     const uint64_t ctas = uint64_t{grid[0]} * grid[1] * grid[2];
     const auto begin = std::chrono::steady_clock::now();
-    if (ctas != 0) pool_->run(ctas, cta, &launch);
+    if (ctas != 0) {
+        // The CTAs touch only VRAM / host memory, the image and `args`: let queries and doorbells in meanwhile.
+        kernel_running_ = true;
+        if (engine_lock_) engine_lock_->unlock();
+        try {
+            pool_->run(ctas, cta, &launch);
+        } catch (...) {
+            if (engine_lock_) engine_lock_->lock();
+            kernel_running_ = false;
+            progress_cv_.notify_all();
+            throw;
+        }
+        if (engine_lock_) engine_lock_->lock();
+        kernel_running_ = false;
+        progress_cv_.notify_all();
+    }
     if (port_)
         port_->spend_ns(static_cast<uint64_t>(std::max<int64_t>(
             1, std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - begin).count())));

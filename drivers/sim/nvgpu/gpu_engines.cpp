@@ -51,7 +51,8 @@ void GpuEngines::register_channel(uint32_t token, ChannelState state) {
 }
 
 void GpuEngines::unregister_channel(uint32_t token) {
-    std::lock_guard lock(mutex_);
+    std::unique_lock lock(mutex_);
+    progress_cv_.wait(lock, [&] { return !kernel_running_; });  // the running kernel's channel stays valid
     channels_.erase(token);
     {
         std::lock_guard bell(bell_mutex_);
@@ -62,7 +63,8 @@ void GpuEngines::unregister_channel(uint32_t token) {
 }
 
 void GpuEngines::reset() {
-    std::lock_guard lock(mutex_);
+    std::unique_lock lock(mutex_);
+    progress_cv_.wait(lock, [&] { return !kernel_running_; });
     channels_.clear();
     {
         std::lock_guard bell(bell_mutex_);
@@ -162,6 +164,7 @@ void GpuEngines::engine_thread() {
         // Take the doorbells only with mutex_ held, so that a waiter (which checks `pending` and rung_
         // under mutex_) never sees a doorbell in neither place.
         std::unique_lock lock(mutex_);
+        engine_lock_ = &lock;
         std::vector<uint32_t> rung;
         {
             std::lock_guard bell(bell_mutex_);
@@ -198,6 +201,7 @@ void GpuEngines::engine_thread() {
         faults_pending_.clear();
         auto on_nonstall = on_nonstall_;
         auto on_fault = on_fault_;
+        engine_lock_ = nullptr;
         lock.unlock();
         if (on_nonstall)
             for (uint32_t t : nonstall) on_nonstall(t);

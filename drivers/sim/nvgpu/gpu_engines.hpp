@@ -8,7 +8,8 @@
 // Threading: doorbell() only queues the token and wakes the engine thread, as the USERMODE
 // doorbell does on hardware (clc361.h NVC361_NOTIFY_CHANNEL_PENDING); it takes its own small lock,
 // never the one the engine thread holds while it executes, so a BAR0 write does not wait for a
-// kernel or a long copy to finish. The thread runs channels
+// kernel or a long copy to finish; while a kernel's CTAs run the engine lock is released too, so
+// status queries and waits keep their timeouts (unregister / reset wait for the kernel). The thread runs channels
 // until each is idle (GPGet == GPPut), faulted, or waiting on a semaphore acquire; waiting channels
 // are re-polled (hardware re-checks an acquire on a timer, clc56f.h SEM_EXECUTE ACQ_*). Waits in
 // the API take a timeout and return false when it passes.
@@ -100,6 +101,8 @@ private:
     struct HostImage;                              // a loaded host-code object (compute_engine.cpp)
     std::map<std::pair<uint64_t, uint64_t>, std::shared_ptr<HostImage>> images_;  // (image_va, image_hash)
     std::vector<std::byte> shared_;                // workgroup memory, one slice per pool thread
+    std::unique_lock<std::mutex>* engine_lock_ = nullptr;  // the engine thread's hold on mutex_
+    bool kernel_running_ = false;  // mutex_ is released while CTAs run; channels stay put meanwhile
     std::thread thread_;
 
     void engine_thread();
