@@ -66,6 +66,14 @@ void Ad102Model::connect(pci::sim::SimPort& port) {
                                                      const std::string& src) { violation(w, where, src); });
     rm_->set_server(options_.server);
     rm_->set_device_id(kAd102DeviceId);
+    engines_ = std::make_unique<GpuEngines>(port.device_name(), port.bar_memory(1), &port);
+}
+
+void Ad102Model::disconnect() { engines_.reset(); }
+
+GpuEngines& Ad102Model::engines() {
+    if (!engines_) throw Error("", "AD102 model: engines() before the model is attached to a bus");
+    return *engines_;
 }
 
 std::span<std::byte> Ad102Model::vram() { return port().bar_memory(1); }
@@ -85,6 +93,7 @@ void Ad102Model::function_reset() {
     std::lock_guard lock(mutex_);
     ++resets_;
     power_on();
+    if (engines_) engines_->reset();
 }
 
 void Ad102Model::violation(const std::string& what, const std::string& where, const std::string& source) {
@@ -156,6 +165,12 @@ void Ad102Model::mmio_write(unsigned bar, uint64_t offset, unsigned /*width*/, u
             sec2_.power_on();
             regs_.erase(reg::kPgc6BsiSecureScratch14);
         }
+        return;
+    }
+    if (r == reg::kVirtualFunctionDoorbell) {
+        if (!engines_ || !engines_->doorbell(v))
+            violation(fmt::format("doorbell rung with work submit token {:#x}, which names no channel", v),
+                      "NV_VIRTUAL_FUNCTION_DOORBELL (BAR0 0xbb0090)", "dev_vm.h, clc361.h NOTIFY_CHANNEL_PENDING");
         return;
     }
     if (r == reg::kPfbPriMmuWpr2AddrLo || r == reg::kPfbPriMmuWpr2AddrHi) {

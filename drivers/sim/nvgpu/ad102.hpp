@@ -8,6 +8,7 @@
 
 #include "drivers/pci/sim_device_model.hpp"
 #include "falcon.hpp"
+#include "gpu_engines.hpp"
 #include "gsp_rm.hpp"
 #include "gsp_rpc_server.hpp"
 #include "vbios_image.hpp"
@@ -44,6 +45,7 @@ public:
 
     pci::sim::DeviceSpec spec() const override;
     void connect(pci::sim::SimPort& port) override;
+    void disconnect() override;  // stops the engine thread
     uint64_t mmio_read(unsigned bar, uint64_t offset, unsigned width) override;
     void mmio_write(unsigned bar, uint64_t offset, unsigned width, uint64_t value) override;
     void function_reset() override;  // everything back to power-on, WPR2 down
@@ -52,6 +54,9 @@ public:
     std::span<std::byte> vram();
     const VbiosImage& vbios() const { return vbios_; }
     void set_server(std::shared_ptr<GspRpcServer> server);
+    // The channel engines (PBDMA, copy engine, compute; gpu_engines.hpp): the RM model registers
+    // channels here; a BAR0 write of a token to the doorbell (registers.hpp) runs them. Valid once attached.
+    GpuEngines& engines();
 
     // ---- fault knobs ----
     void corrupt_next_reply();       // the next reply's checksum will not hold
@@ -81,6 +86,7 @@ private:
     std::map<uint32_t, uint32_t> regs_;
     FalconModel gsp_{"GSP", 0x110000}, sec2_{"SEC2", 0x840000};
     std::unique_ptr<GspRmModel> rm_;
+    std::unique_ptr<GpuEngines> engines_;
     uint32_t wpr2_lo_ = 0, wpr2_hi_ = 0;
     uint64_t frts_offset_ = 0;
     unsigned gfw_reads_ = 0;

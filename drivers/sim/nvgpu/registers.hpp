@@ -36,6 +36,11 @@ inline constexpr uint32_t kFalconSpan = 0x2000;  // falcon + falcon2 + RISC-V wi
 inline constexpr uint32_t kGspQueueHead0 = 0x110c00;  // NV_PGSP_QUEUE_HEAD(0): the command doorbell
 inline constexpr uint32_t kGspQueueTail0 = 0x110c80;  // NV_PGSP_QUEUE_TAIL(0)
 
+// The channel doorbell: NV_VIRTUAL_FUNCTION_DOORBELL 0x30090 in the VF window that BAR0 shows at
+// NV_VIRTUAL_FUNCTION_FULL_PHYS_OFFSET 0xb80000 (turing/tu102/dev_vm.h); the same register as the
+// usermode class's NOTIFY_CHANNEL_PENDING 0x90 (class/clc361.h). Data: the channel's work submit token.
+inline constexpr uint32_t kVirtualFunctionDoorbell = 0xb80000 + 0x30090;
+
 // Falcon-relative (dev_falcon_v4.h).
 inline constexpr uint32_t kMailbox0 = 0x040, kMailbox1 = 0x044;
 inline constexpr uint32_t kFalconOs = 0x080;

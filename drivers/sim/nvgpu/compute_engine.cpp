@@ -1,0 +1,285 @@
+// The compute class behind a subchannel bound to AMPERE_COMPUTE_A/B or ADA_COMPUTE_A: a QMD V03
+// launch (SEND_PCAS_A = QMD address >> 8, then SEND_SIGNALING_PCAS2_B with PCAS_ACTION SCHEDULE or
+// INVALIDATE_COPY_SCHEDULE; clc6c0.h 0x02b4 / 0x02c0) runs a host-code kernel (ARCHITECTURE.md,
+// code objects): the QMD's program address points at a struct baregpu_host_program
+// (drivers/hostcode/host_program.h) naming a host ELF in GPU memory and the kernel; constant buffer 0
+// holds the HCQ kernarg block (num_buffers u64 GPU VAs, then u32 values), whose buffer VAs are
+// translated through the MMU to host pointers into VRAM (or the bus's host memory) in a copy. Every
+// CTA runs on drivers/hostcode's thread pool. Then the QMD's release semaphores are written and a
+// dependent QMD is scheduled.
+// QMD V03_00 fields, open-gpu-doc classes/compute/clc6c0qmd.h (NVC6C0_QMDV03_00_*), typed here on
+// the model's own: QMD_VERSION 579:576, QMD_MAJOR_VERSION 583:580, CTA_RASTER_WIDTH 415:384,
+// HEIGHT 431:416, DEPTH 463:448, CTA_THREAD_DIMENSION0/1/2 607:592 / 623:608 / 639:624,
+// CONSTANT_BUFFER_VALID(i) 640+i, CONSTANT_BUFFER_ADDR_LOWER(i) 1055+64i:1024+64i, ADDR_UPPER(i)
+// 1072+64i:1056+64i, SIZE_SHIFTED4(i) 1087+64i:1075+64i, PROGRAM_ADDRESS_LOWER 1567:1536, UPPER
+// 1584:1568, RELEASE0_ADDRESS_LOWER 799:768, UPPER 807:800, ENABLE 823, PAYLOAD64B 829,
+// STRUCTURE_SIZE 831:830 (0 FOUR_WORDS, 1 ONE_WORD, 2 TWO_WORDS), PAYLOAD_LOWER 863:832, UPPER 895:864,
+// RELEASE1_* the same + 128 bits, DEPENDENT_QMD0_POINTER 511:480 (>> 8), ENABLE 512, ACTION 515:513
+// (1 SCHEDULE, 3 INVALIDATE_COPY_SCHEDULE).
+#include "gpu_engines.hpp"
+#include "gpu_engines_internal.hpp"
+
+#include "base/error.hpp"
+#include "drivers/hostcode/elf_loader.hpp"
+#include "drivers/hostcode/host_program.h"
+#include "drivers/hostcode/kernel_abi.h"
+#include "drivers/hostcode/thread_pool.hpp"
+
+#include <fmt/format.h>
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstring>
+
+namespace baregpu::sim::nvgpu {
+
+namespace {
+constexpr uint32_t SEND_PCAS_A = 0x02b4, SEND_SIGNALING_PCAS2_B = 0x02c0;
+constexpr unsigned kQmdBytes = 256;
+constexpr unsigned kMaxDependentDepth = 64;       // model limit on a QMD chain
+constexpr uint64_t kMaxImageBytes = 64ull << 20;   // model limit on a host code object
+constexpr uint32_t kMaxKernargBytes = 4096;
+constexpr size_t kImageCacheEntries = 16;
+
+struct QmdWords {
+    std::array<uint32_t, kQmdBytes / 4> w{};
+    uint64_t get(unsigned hi, unsigned lo) const {  // MW(hi:lo), at most 32 bits, within one word
+        uint32_t word = w[lo / 32];
+        unsigned width = hi - lo + 1;
+        return width == 32 ? word : (word >> (lo % 32)) & ((1u << width) - 1);
+    }
+};
+}  // namespace
+
+struct GpuEngines::HostImage {
+    hostcode::ElfObject object;
+    void* memory;
+    uint64_t size;
+    HostImage(hostcode::ElfObject o, void* m, uint64_t s) : object(std::move(o)), memory(m), size(s) {}
+    ~HostImage() { ::munmap(memory, size); }
+    HostImage(const HostImage&) = delete;
+    HostImage& operator=(const HostImage&) = delete;
+};
+
+GpuEngines::Step GpuEngines::compute_method(Channel& c, unsigned subchannel, uint32_t method, uint32_t data) {
+    c.methods[subchannel][method / 4] = data;
+    if (method != SEND_SIGNALING_PCAS2_B) return Step::ok;
+    uint32_t action = data & 0xf;  // PCAS_ACTION 3:0: 0 NOP, 1 INVALIDATE, 2 SCHEDULE, 3 INVALIDATE_COPY_SCHEDULE
+    if (action == 0 || action == 1) return Step::ok;
+    if (action != 2 && action != 3) {
+        EngineFault e;
+        e.kind = EngineFault::Kind::bad_method;
+        e.subchannel = subchannel;
+        e.method = method;
+        e.data = data;
+        e.what = fmt::format("SEND_SIGNALING_PCAS2_B PCAS_ACTION {} is not defined (clc6c0.h)", action);
+        return stop(c, e);
+    }
+    return launch_qmd(c, subchannel, uint64_t{c.mthd(subchannel, SEND_PCAS_A)} << 8, 0);
+}
+
+std::shared_ptr<GpuEngines::HostImage> GpuEngines::load_image(Channel& c, uint64_t image_va, uint64_t image_size,
+                                                              uint64_t image_hash, std::string& what) {
+    auto key = std::make_pair(image_va, image_hash);
+    if (auto it = images_.find(key); it != images_.end()) return it->second;
+    if (image_size == 0 || image_size > kMaxImageBytes) {
+        what = fmt::format("image_size {} is 0 or above the model's {} byte limit", image_size, kMaxImageBytes);
+        return nullptr;
+    }
+    std::vector<std::byte> bytes(image_size);
+    if (auto f = mmu_.read(c.state.page_directory_base, c.state.mmu_format, image_va, bytes)) {
+        mmu_fault(c, *f, "the host code object read");
+        return nullptr;
+    }
+    const uint64_t hash = baregpu_host_program_hash(bytes.data(), bytes.size());
+    if (hash != image_hash) {
+        what = fmt::format("image_hash {:#x} does not match the FNV-1a 64 {:#x} of the {} bytes at {:#x}", image_hash,
+                           hash, image_size, image_va);
+        return nullptr;
+    }
+    try {
+        auto object = hostcode::ElfObject::parse(bytes, device_, fmt::format("code object at {:#x}", image_va));
+        const auto layout = object.layout();
+        void* mem = ::mmap(nullptr, layout.size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (mem == MAP_FAILED) throw SystemError(device_, "cannot map a host code object", errno);
+        auto image = std::make_shared<HostImage>(std::move(object), mem, layout.size);
+        static const hostcode::Import imports[] = {
+            {"memcpy", reinterpret_cast<uint64_t>(&::memcpy)},
+            {"memmove", reinterpret_cast<uint64_t>(&::memmove)},
+            {"memset", reinterpret_cast<uint64_t>(&::memset)},
+            {"memcmp", reinterpret_cast<uint64_t>(&::memcmp)},
+        };
+        image->object.link({static_cast<std::byte*>(mem), layout.size}, reinterpret_cast<uint64_t>(mem), imports);
+        auto* m = static_cast<unsigned char*>(mem);  // W^X, as the CPU device does
+        if (::mprotect(m + layout.exec_begin, layout.ro_begin - layout.exec_begin, PROT_READ | PROT_EXEC) != 0 ||
+            ::mprotect(m + layout.ro_begin, layout.rw_begin - layout.ro_begin, PROT_READ) != 0)
+            throw SystemError(device_, "cannot protect a host code object", errno);
+        if (images_.size() >= kImageCacheEntries) images_.erase(images_.begin());
+        images_[key] = image;
+        return image;
+    } catch (const SystemError&) {
+        throw;
+    } catch (const Error& e) {
+        what = e.what();
+        return nullptr;
+    }
+}
+
+GpuEngines::Step GpuEngines::launch_qmd(Channel& c, unsigned subchannel, uint64_t qmd_va, unsigned depth) {
+    const uint64_t pdb = c.state.page_directory_base;
+    const MmuFormat format = c.state.mmu_format;
+    auto refuse = [&](const std::string& why) {
+        EngineFault e;
+        e.kind = EngineFault::Kind::bad_launch;
+        e.subchannel = subchannel;
+        e.method = SEND_SIGNALING_PCAS2_B;
+        e.address = qmd_va;
+        e.what = fmt::format("QMD launch at {:#x} (class {:#x}, subchannel {}): {}", qmd_va, c.classes[subchannel],
+                             subchannel, why);
+        return stop(c, e);
+    };
+    QmdWords q;
+    if (auto f = mmu_.read(pdb, format, qmd_va, std::as_writable_bytes(std::span(q.w)))) return mmu_fault(c, *f, "a QMD read");
+    if (q.get(583, 580) != 3 || q.get(579, 576) != 0)
+        return refuse(fmt::format("QMD_MAJOR_VERSION.QMD_VERSION is {}.{}; this class reads V03_00 (clc6c0qmd.h)",
+                                  q.get(583, 580), q.get(579, 576)));
+    const std::array<uint32_t, 3> grid{static_cast<uint32_t>(q.get(415, 384)), static_cast<uint32_t>(q.get(431, 416)),
+                                       static_cast<uint32_t>(q.get(463, 448))};
+    const std::array<uint32_t, 3> block{static_cast<uint32_t>(q.get(607, 592)), static_cast<uint32_t>(q.get(623, 608)),
+                                        static_cast<uint32_t>(q.get(639, 624))};
+    if (block[0] == 0 || block[1] == 0 || block[2] == 0)
+        return refuse(fmt::format("CTA_THREAD_DIMENSION {}x{}x{} has a zero", block[0], block[1], block[2]));
+    if (q.get(640, 640) == 0) return refuse("CONSTANT_BUFFER_VALID(0) is not set: the kernargs live in constant buffer 0");
+    const uint64_t cb0 = q.get(1055, 1024) | (q.get(1072, 1056) << 32);
+    const uint64_t cb0_size = q.get(1087, 1075) << 4;
+    const uint64_t program = q.get(1567, 1536) | (q.get(1584, 1568) << 32);
+
+    baregpu_host_program prog{};
+    if (auto f = mmu_.read(pdb, format, program, std::as_writable_bytes(std::span(&prog, 1))))
+        return mmu_fault(c, *f, "the host program descriptor read");
+    if (program % BAREGPU_HOST_PROGRAM_ALIGN != 0)
+        return refuse(fmt::format("PROGRAM_ADDRESS {:#x} is not {}-byte aligned", program, BAREGPU_HOST_PROGRAM_ALIGN));
+    if (prog.magic != BAREGPU_HOST_PROGRAM_MAGIC || prog.version != BAREGPU_HOST_PROGRAM_VERSION)
+        return refuse(fmt::format("PROGRAM_ADDRESS {:#x} is not a host program: magic {:#x} version {} (want {:#x} "
+                                  "version {})", program, prog.magic, prog.version, BAREGPU_HOST_PROGRAM_MAGIC,
+                                  BAREGPU_HOST_PROGRAM_VERSION));
+    const char* nul = static_cast<const char*>(std::memchr(prog.kernel, 0, sizeof prog.kernel));
+    if (nul == nullptr || nul == prog.kernel) return refuse("the host program's kernel name is empty or not NUL-terminated");
+    const std::string kernel_name(prog.kernel, static_cast<size_t>(nul - prog.kernel));
+    std::string what;
+    auto image = load_image(c, prog.image_va, prog.image_size, prog.image_hash, what);
+    if (c.fault) return Step::fault;
+    if (!image) return refuse(what);
+    const hostcode::KernelEntry* k = nullptr;
+    for (const auto& entry : image->object.kernels())
+        if (entry.name == kernel_name) k = &entry;
+    if (k == nullptr) return refuse(fmt::format("the code object at {:#x} has no kernel '{}'", prog.image_va, kernel_name));
+    const uint64_t threads = uint64_t{block[0]} * block[1] * block[2];
+    if (threads > k->max_threads)
+        return refuse(fmt::format("CTA_THREAD_DIMENSION product {} exceeds kernel '{}''s max_threads {}", threads,
+                                  k->name, k->max_threads));
+    if (prog.kernarg_size != k->kernarg_size || k->kernarg_size > kMaxKernargBytes)
+        return refuse(fmt::format("the host program's kernarg_size {} differs from kernel '{}''s {}", prog.kernarg_size,
+                                  k->name, k->kernarg_size));
+    if (cb0_size < k->kernarg_size)
+        return refuse(fmt::format("constant buffer 0 holds {} bytes, kernel '{}' takes {} bytes of kernargs", cb0_size,
+                                  k->name, k->kernarg_size));
+
+    // The kernargs, each buffer VA replaced by the host address of its first byte. A buffer must be
+    // physically contiguous from there (one leaf, or consecutive VRAM): the model does not mirror.
+    alignas(64) std::array<std::byte, kMaxKernargBytes> args{};
+    if (auto f = mmu_.read(pdb, format, cb0, std::span(args).first(k->kernarg_size)))
+        return mmu_fault(c, *f, "the constant buffer 0 (kernargs) read");
+    for (uint32_t i = 0; i < k->num_buffers; ++i) {
+        uint64_t va = 0;
+        std::memcpy(&va, args.data() + i * 8, 8);
+        auto r = mmu_.translate(pdb, format, va, MmuAccess::write);
+        if (auto* f = std::get_if<MmuFault>(&r)) return mmu_fault(c, *f, fmt::format("kernel buffer {}", i).c_str());
+        const auto& t = std::get<MmuTranslation>(r);
+        std::byte* host = t.vram ? vram_.data() + t.address : (port_ ? port_->dma_host_memory(BusAddress(t.address), 1) : nullptr);
+        if (host == nullptr) return refuse(fmt::format("buffer {} at {:#x}: system memory the bus cannot alias", i, va));
+        const auto addr = reinterpret_cast<uint64_t>(host);
+        std::memcpy(args.data() + i * 8, &addr, 8);
+    }
+
+    if (!pool_) pool_ = std::make_unique<hostcode::ThreadPool>(std::max(1u, std::thread::hardware_concurrency()));
+    struct Launch {
+        baregpu_kernel_fn fn;
+        const std::byte* args;
+        std::array<uint32_t, 3> grid, block;
+        std::byte* shared;
+        uint64_t shared_stride;
+    };
+    const uint64_t stride = (uint64_t{k->shared_bytes} + 63) / 64 * 64;
+    if (shared_.size() < stride * pool_->threads() + 64) shared_.resize(stride * pool_->threads() + 64);
+    auto* shared_base = reinterpret_cast<std::byte*>((reinterpret_cast<uintptr_t>(shared_.data()) + 63) & ~uintptr_t{63});
+    Launch launch{reinterpret_cast<baregpu_kernel_fn>(reinterpret_cast<uintptr_t>(image->memory) + k->offset), args.data(),
+                  grid, block, shared_base, stride};
+    auto cta = [](void* context, uint64_t g, unsigned thread) {
+        const Launch& l = *static_cast<const Launch*>(context);
+        baregpu_dispatch d{};
+        d.group_id[0] = static_cast<uint32_t>(g % l.grid[0]);
+        d.group_id[1] = static_cast<uint32_t>(g / l.grid[0] % l.grid[1]);
+        d.group_id[2] = static_cast<uint32_t>(g / (uint64_t{l.grid[0]} * l.grid[1]));
+        for (int i = 0; i < 3; ++i) {
+            d.grid[i] = l.grid[i];
+            d.block[i] = l.block[i];
+        }
+        d.thread = thread;
+        d.shared = l.shared_stride != 0 ? l.shared + uint64_t{thread} * l.shared_stride : nullptr;
+        l.fn(l.args, &d);
+    };
+    const uint64_t ctas = uint64_t{grid[0]} * grid[1] * grid[2];
+    const auto begin = std::chrono::steady_clock::now();
+    if (ctas != 0) {
+        // The CTAs touch only VRAM / host memory, the image and `args`: let queries and doorbells in meanwhile.
+        kernel_running_ = true;
+        if (engine_lock_) engine_lock_->unlock();
+        try {
+            pool_->run(ctas, cta, &launch);
+        } catch (...) {
+            if (engine_lock_) engine_lock_->lock();
+            kernel_running_ = false;
+            progress_cv_.notify_all();
+            throw;
+        }
+        if (engine_lock_) engine_lock_->lock();
+        kernel_running_ = false;
+        progress_cv_.notify_all();
+    }
+    if (port_)
+        port_->spend_ns(static_cast<uint64_t>(std::max<int64_t>(
+            1, std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - begin).count())));
+    ++c.kernels;
+
+    // Release semaphores 0 and 1 (RELEASE1 fields are RELEASE0's + 128 bits).
+    for (unsigned r = 0; r < 2; ++r) {
+        const unsigned o = r * 128;
+        if (q.get(823 + o, 823 + o) == 0) continue;
+        const uint64_t va = q.get(799 + o, 768 + o) | (q.get(807 + o, 800 + o) << 32);
+        const bool payload64 = q.get(829 + o, 829 + o) != 0;
+        const uint64_t structure = q.get(831 + o, 830 + o);
+        const uint64_t payload = q.get(863 + o, 832 + o) | (payload64 ? q.get(895 + o, 864 + o) << 32 : 0);
+        std::byte b[16];
+        std::memcpy(b, &payload, 8);
+        const uint64_t ts = now_ns();
+        std::memcpy(b + 8, &ts, 8);
+        const size_t bytes = structure == 0 ? 16 : payload64 ? 8 : 4;  // FOUR_WORDS: payload, then the timestamp at +8
+        if (!write_bytes(c, va, std::span<const std::byte>(b, bytes), "a QMD release semaphore")) return Step::fault;
+    }
+    // Dependent QMD 0.
+    if (q.get(512, 512) != 0) {
+        const uint64_t action = q.get(515, 513), next = q.get(511, 480) << 8;
+        if (action != 1 && action != 3)
+            return refuse(fmt::format("DEPENDENT_QMD0_ACTION {} is not modelled (SCHEDULE 1 and "
+                                      "INVALIDATE_COPY_SCHEDULE 3 are)", action));
+        if (depth + 1 >= kMaxDependentDepth)
+            return refuse(fmt::format("dependent QMD chain longer than the model's {}", kMaxDependentDepth));
+        return launch_qmd(c, subchannel, next, depth + 1);
+    }
+    return Step::ok;
+}
+
+}  // namespace baregpu::sim::nvgpu
