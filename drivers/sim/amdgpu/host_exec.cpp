@@ -1,10 +1,9 @@
 #include "drivers/sim/amdgpu/host_exec.hpp"
 
 #include "base/error.hpp"
-#include "drivers/hostcode/elf_loader.hpp"
+#include "drivers/hostcode/loaded_object.hpp"
 #include "drivers/hostcode/host_program.h"
 #include "drivers/hostcode/kernel_abi.h"
-#include "drivers/hostcode/thread_pool.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -24,15 +23,7 @@ constexpr uint32_t kMaxKernargBytes = 4096;
 }  // namespace
 
 struct HostExecutor::Image {
-    Image(hostcode::ElfObject o, void* m, size_t b) : object(std::move(o)), memory(m), bytes(b) {}
-    ~Image() {
-        if (memory != nullptr) ::munmap(memory, bytes);
-    }
-    Image(const Image&) = delete;
-    Image& operator=(const Image&) = delete;
-    hostcode::ElfObject object;
-    void* memory;
-    size_t bytes;
+    std::shared_ptr<hostcode::LoadedObject> loaded;
     uint64_t last_use = 0;
 };
 
@@ -158,24 +149,8 @@ std::shared_ptr<HostExecutor::Image> HostExecutor::load(uint64_t image_va, uint6
         return nullptr;
     }
     try {
-        hostcode::ElfObject object = hostcode::ElfObject::parse(bytes, "sim-am", fmt::format("code object at {}", hex(image_va)));
-        const auto& layout = object.layout();
-        void* mem = ::mmap(nullptr, layout.size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (mem == MAP_FAILED) throw SystemError("sim-am", "cannot map a host code object", errno);
-        auto image = std::make_shared<Image>(std::move(object), mem, layout.size);
-        static const hostcode::Import imports[] = {
-            {"memcpy", reinterpret_cast<uint64_t>(&::memcpy)},
-            {"memmove", reinterpret_cast<uint64_t>(&::memmove)},
-            {"memset", reinterpret_cast<uint64_t>(&::memset)},
-            {"memcmp", reinterpret_cast<uint64_t>(&::memcmp)},
-        };
-        const auto base = reinterpret_cast<uint64_t>(mem);
-        image->object.link({static_cast<std::byte*>(mem), layout.size}, base, imports);
-        // W^X as the CPU device does: code read+execute, constants read-only, data writable.
-        auto* m = static_cast<unsigned char*>(mem);
-        if (::mprotect(m + layout.exec_begin, layout.ro_begin - layout.exec_begin, PROT_READ | PROT_EXEC) != 0 ||
-            ::mprotect(m + layout.ro_begin, layout.rw_begin - layout.ro_begin, PROT_READ) != 0)
-            throw SystemError("sim-am", "cannot protect a host code object", errno);
+        auto image = std::make_shared<Image>();
+        image->loaded = hostcode::LoadedObject::load(bytes, "sim-am", fmt::format("code object at {}", hex(image_va)));
         if (images_.size() >= kImageCacheEntries) {
             auto oldest = std::min_element(images_.begin(), images_.end(),
                                            [](const auto& a, const auto& b) { return a.second->last_use < b.second->last_use; });
@@ -219,8 +194,7 @@ HostExecutor::Outcome HostExecutor::run(const Dispatch& d, std::string& what) {
     std::shared_ptr<Image> image = load(prog.image_va, prog.image_size, prog.image_hash, what);
     if (!image) return Outcome::refused;
     const hostcode::KernelEntry* k = nullptr;
-    for (const auto& entry : image->object.kernels())
-        if (entry.name == kernel_name) k = &entry;
+    k = image->loaded->find(kernel_name);
     if (k == nullptr) {
         what = fmt::format("the code object at {} has no kernel '{}'", hex(prog.image_va), kernel_name);
         return Outcome::refused;
@@ -267,42 +241,16 @@ HostExecutor::Outcome HostExecutor::run(const Dispatch& d, std::string& what) {
         std::memcpy(args.data() + i * 8, &addr, 8);
     }
 
-    // Every workgroup, on the pool's hardware_concurrency host threads (the engine thread is
-    // thread 0), each thread with its own shared_bytes of workgroup memory.
-    if (!pool_) pool_ = std::make_unique<hostcode::ThreadPool>(std::max(1u, std::thread::hardware_concurrency()));
-    struct Launch {
-        baregpu_kernel_fn fn;
-        const std::byte* args;
-        std::array<uint32_t, 3> grid, block;
-        std::byte* shared;
-        uint64_t shared_stride;
-    };
-    const uint64_t stride = (uint64_t{k->shared_bytes} + 63) / 64 * 64;
-    if (shared_.size() < stride * pool_->threads() + 64) shared_.resize(stride * pool_->threads() + 64);
-    auto* shared_base = reinterpret_cast<std::byte*>((reinterpret_cast<uintptr_t>(shared_.data()) + 63) & ~uintptr_t{63});
-    Launch launch{reinterpret_cast<baregpu_kernel_fn>(reinterpret_cast<uintptr_t>(image->memory) + k->offset), args.data(),
-                  d.grid, d.block, shared_base, stride};
-    auto workgroup = [](void* context, uint64_t g, unsigned thread) {
-        const Launch& l = *static_cast<const Launch*>(context);
-        baregpu_dispatch bd{};
-        bd.group_id[0] = static_cast<uint32_t>(g % l.grid[0]);
-        bd.group_id[1] = static_cast<uint32_t>(g / l.grid[0] % l.grid[1]);
-        bd.group_id[2] = static_cast<uint32_t>(g / (uint64_t{l.grid[0]} * l.grid[1]));
-        for (int i = 0; i < 3; ++i) {
-            bd.grid[i] = l.grid[i];
-            bd.block[i] = l.block[i];
-        }
-        bd.thread = thread;
-        bd.shared = l.shared_stride != 0 ? l.shared + uint64_t{thread} * l.shared_stride : nullptr;
-        l.fn(l.args, &bd);
-    };
+    // Every workgroup, on one host thread per core (the engine thread is thread 0), each with its
+    // own shared_bytes of workgroup memory (drivers/hostcode/grid_launcher.hpp).
+    const baregpu_kernel_fn fn = image->loaded->entry(*k);
     const uint64_t groups = uint64_t{d.grid[0]} * d.grid[1] * d.grid[2];
     const auto begin = std::chrono::steady_clock::now();
     if (groups != 0) {
         // Only the pool, the mirror and the image are used from here on, none of them the chip's
         // state: the model's lock may go (reset() waits, see busy_).
         busy_ = true;
-        auto all = [&] { pool_->run(groups, workgroup, &launch); };
+        auto all = [&] { launcher_.run(fn, args.data(), d.grid, d.block, k->shared_bytes); };
         try {
             if (unlocked)
                 unlocked(all);

@@ -17,6 +17,7 @@
 // registers or TLB invalidation count change, or when a buffer's translation disagrees with it.
 #pragma once
 
+#include "drivers/hostcode/grid_launcher.hpp"
 #include "drivers/sim/amdgpu/chip.hpp"
 #include "drivers/sim/amdgpu/gmc.hpp"
 #include "drivers/sim/amdgpu/pm4_engine.hpp"
@@ -29,9 +30,6 @@
 #include <string>
 #include <vector>
 
-namespace baregpu::hostcode {
-class ThreadPool;
-}
 
 namespace baregpu::sim::amdgpu {
 
@@ -98,8 +96,7 @@ private:
     MirrorKey key_;
     std::map<std::pair<uint64_t, uint64_t>, std::shared_ptr<Image>> images_;
     uint64_t use_counter_ = 0;
-    std::unique_ptr<hostcode::ThreadPool> pool_;  // made at the first dispatch
-    std::vector<std::byte> shared_;               // workgroup memory, one slice per pool thread
+    hostcode::GridLauncher launcher_;
 };
 
 }  // namespace baregpu::sim::amdgpu

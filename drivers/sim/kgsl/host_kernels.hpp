@@ -6,6 +6,7 @@
 // after the model checked that each one lies in a mapped GPU object.
 #pragma once
 
+
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -14,9 +15,8 @@
 #include <string>
 #include <vector>
 
-namespace baregpu::hostcode {
-class ThreadPool;
-}
+#include "drivers/hostcode/grid_launcher.hpp"
+#include "drivers/hostcode/loaded_object.hpp"
 
 namespace baregpu::sim::kgsl {
 
@@ -31,13 +31,11 @@ public:
     std::string run(SimKgsl& device, uint64_t program, std::span<const uint8_t> constants, const uint32_t grid[3], const uint32_t block[3]);
 
 private:
-    struct Image;
-    std::shared_ptr<Image> load(SimKgsl& device, uint64_t image_va, uint64_t image_size, uint64_t image_hash, std::string& what);
+    std::shared_ptr<hostcode::LoadedObject> load(SimKgsl& device, uint64_t image_va, uint64_t image_size, uint64_t image_hash, std::string& what);
 
     std::mutex mutex_;  // one dispatch at a time on the pool
-    std::map<std::pair<uint64_t, uint64_t>, std::shared_ptr<Image>> images_;
-    std::unique_ptr<hostcode::ThreadPool> pool_;
-    std::vector<std::byte> shared_;
+    std::map<std::pair<uint64_t, uint64_t>, std::shared_ptr<hostcode::LoadedObject>> images_;
+    hostcode::GridLauncher launcher_;
 };
 
 }  // namespace baregpu::sim::kgsl

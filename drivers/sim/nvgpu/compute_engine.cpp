@@ -20,10 +20,9 @@
 #include "gpu_engines_internal.hpp"
 
 #include "base/error.hpp"
-#include "drivers/hostcode/elf_loader.hpp"
+#include "drivers/hostcode/loaded_object.hpp"
 #include "drivers/hostcode/host_program.h"
 #include "drivers/hostcode/kernel_abi.h"
-#include "drivers/hostcode/thread_pool.hpp"
 
 #include <fmt/format.h>
 #include <sys/mman.h>
@@ -53,16 +52,6 @@ struct QmdWords {
 };
 }  // namespace
 
-struct GpuEngines::HostImage {
-    hostcode::ElfObject object;
-    void* memory;
-    uint64_t size;
-    HostImage(hostcode::ElfObject o, void* m, uint64_t s) : object(std::move(o)), memory(m), size(s) {}
-    ~HostImage() { ::munmap(memory, size); }
-    HostImage(const HostImage&) = delete;
-    HostImage& operator=(const HostImage&) = delete;
-};
-
 GpuEngines::Step GpuEngines::compute_method(Channel& c, unsigned subchannel, uint32_t method, uint32_t data) {
     c.methods[subchannel][method / 4] = data;
     if (method != SEND_SIGNALING_PCAS2_B) return Step::ok;
@@ -80,7 +69,7 @@ GpuEngines::Step GpuEngines::compute_method(Channel& c, unsigned subchannel, uin
     return launch_qmd(c, subchannel, uint64_t{c.mthd(subchannel, SEND_PCAS_A)} << 8, 0);
 }
 
-std::shared_ptr<GpuEngines::HostImage> GpuEngines::load_image(Channel& c, uint64_t image_va, uint64_t image_size,
+std::shared_ptr<hostcode::LoadedObject> GpuEngines::load_image(Channel& c, uint64_t image_va, uint64_t image_size,
                                                               uint64_t image_hash, std::string& what) {
     auto key = std::make_pair(image_va, image_hash);
     if (auto it = images_.find(key); it != images_.end()) return it->second;
@@ -100,22 +89,7 @@ std::shared_ptr<GpuEngines::HostImage> GpuEngines::load_image(Channel& c, uint64
         return nullptr;
     }
     try {
-        auto object = hostcode::ElfObject::parse(bytes, device_, fmt::format("code object at {:#x}", image_va));
-        const auto layout = object.layout();
-        void* mem = ::mmap(nullptr, layout.size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (mem == MAP_FAILED) throw SystemError(device_, "cannot map a host code object", errno);
-        auto image = std::make_shared<HostImage>(std::move(object), mem, layout.size);
-        static const hostcode::Import imports[] = {
-            {"memcpy", reinterpret_cast<uint64_t>(&::memcpy)},
-            {"memmove", reinterpret_cast<uint64_t>(&::memmove)},
-            {"memset", reinterpret_cast<uint64_t>(&::memset)},
-            {"memcmp", reinterpret_cast<uint64_t>(&::memcmp)},
-        };
-        image->object.link({static_cast<std::byte*>(mem), layout.size}, reinterpret_cast<uint64_t>(mem), imports);
-        auto* m = static_cast<unsigned char*>(mem);  // W^X, as the CPU device does
-        if (::mprotect(m + layout.exec_begin, layout.ro_begin - layout.exec_begin, PROT_READ | PROT_EXEC) != 0 ||
-            ::mprotect(m + layout.ro_begin, layout.rw_begin - layout.ro_begin, PROT_READ) != 0)
-            throw SystemError(device_, "cannot protect a host code object", errno);
+        auto image = hostcode::LoadedObject::load(bytes, device_, fmt::format("code object at {:#x}", image_va));
         if (images_.size() >= kImageCacheEntries) images_.erase(images_.begin());
         images_[key] = image;
         return image;
@@ -172,9 +146,7 @@ GpuEngines::Step GpuEngines::launch_qmd(Channel& c, unsigned subchannel, uint64_
     auto image = load_image(c, prog.image_va, prog.image_size, prog.image_hash, what);
     if (c.fault) return Step::fault;
     if (!image) return refuse(what);
-    const hostcode::KernelEntry* k = nullptr;
-    for (const auto& entry : image->object.kernels())
-        if (entry.name == kernel_name) k = &entry;
+    const hostcode::KernelEntry* k = image->find(kernel_name);
     if (k == nullptr) return refuse(fmt::format("the code object at {:#x} has no kernel '{}'", prog.image_va, kernel_name));
     const uint64_t threads = uint64_t{block[0]} * block[1] * block[2];
     if (threads > k->max_threads)
@@ -204,33 +176,7 @@ GpuEngines::Step GpuEngines::launch_qmd(Channel& c, unsigned subchannel, uint64_
         std::memcpy(args.data() + i * 8, &addr, 8);
     }
 
-    if (!pool_) pool_ = std::make_unique<hostcode::ThreadPool>(std::max(1u, std::thread::hardware_concurrency()));
-    struct Launch {
-        baregpu_kernel_fn fn;
-        const std::byte* args;
-        std::array<uint32_t, 3> grid, block;
-        std::byte* shared;
-        uint64_t shared_stride;
-    };
-    const uint64_t stride = (uint64_t{k->shared_bytes} + 63) / 64 * 64;
-    if (shared_.size() < stride * pool_->threads() + 64) shared_.resize(stride * pool_->threads() + 64);
-    auto* shared_base = reinterpret_cast<std::byte*>((reinterpret_cast<uintptr_t>(shared_.data()) + 63) & ~uintptr_t{63});
-    Launch launch{reinterpret_cast<baregpu_kernel_fn>(reinterpret_cast<uintptr_t>(image->memory) + k->offset), args.data(),
-                  grid, block, shared_base, stride};
-    auto cta = [](void* context, uint64_t g, unsigned thread) {
-        const Launch& l = *static_cast<const Launch*>(context);
-        baregpu_dispatch d{};
-        d.group_id[0] = static_cast<uint32_t>(g % l.grid[0]);
-        d.group_id[1] = static_cast<uint32_t>(g / l.grid[0] % l.grid[1]);
-        d.group_id[2] = static_cast<uint32_t>(g / (uint64_t{l.grid[0]} * l.grid[1]));
-        for (int i = 0; i < 3; ++i) {
-            d.grid[i] = l.grid[i];
-            d.block[i] = l.block[i];
-        }
-        d.thread = thread;
-        d.shared = l.shared_stride != 0 ? l.shared + uint64_t{thread} * l.shared_stride : nullptr;
-        l.fn(l.args, &d);
-    };
+    const baregpu_kernel_fn fn = image->entry(*k);
     const uint64_t ctas = uint64_t{grid[0]} * grid[1] * grid[2];
     const auto begin = std::chrono::steady_clock::now();
     if (ctas != 0) {
@@ -238,7 +184,7 @@ GpuEngines::Step GpuEngines::launch_qmd(Channel& c, unsigned subchannel, uint64_
         kernel_running_ = true;
         if (engine_lock_) engine_lock_->unlock();
         try {
-            pool_->run(ctas, cta, &launch);
+            launcher_.run(fn, args.data(), grid, block, k->shared_bytes);
         } catch (...) {
             if (engine_lock_) engine_lock_->lock();
             kernel_running_ = false;

@@ -1,7 +1,6 @@
 #include "gpu_engines.hpp"
 
 #include "base/error.hpp"
-#include "drivers/hostcode/thread_pool.hpp"
 #include "gpu_engines_internal.hpp"
 
 #include <fmt/format.h>

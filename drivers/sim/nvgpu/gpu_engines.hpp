@@ -16,6 +16,8 @@
 #pragma once
 
 #include "channel.hpp"
+#include "drivers/hostcode/grid_launcher.hpp"
+#include "drivers/hostcode/loaded_object.hpp"
 #include "mmu.hpp"
 
 #include <array>
@@ -32,10 +34,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-namespace baregpu::hostcode {
-class ThreadPool;
-}
 
 namespace baregpu::sim::nvgpu {
 
@@ -97,10 +95,8 @@ private:
     std::function<void(const EngineFault&)> on_fault_;
     std::vector<uint32_t> nonstall_pending_;
     std::vector<EngineFault> faults_pending_;
-    std::unique_ptr<hostcode::ThreadPool> pool_;  // made at the first launch
-    struct HostImage;                              // a loaded host-code object (compute_engine.cpp)
-    std::map<std::pair<uint64_t, uint64_t>, std::shared_ptr<HostImage>> images_;  // (image_va, image_hash)
-    std::vector<std::byte> shared_;                // workgroup memory, one slice per pool thread
+    hostcode::GridLauncher launcher_;
+    std::map<std::pair<uint64_t, uint64_t>, std::shared_ptr<hostcode::LoadedObject>> images_;  // (image_va, image_hash)
     std::unique_lock<std::mutex>* engine_lock_ = nullptr;  // the engine thread's hold on mutex_
     bool kernel_running_ = false;  // mutex_ is released while CTAs run; channels stay put meanwhile
     std::thread thread_;
@@ -125,7 +121,7 @@ private:
     // compute_engine.cpp
     Step compute_method(Channel& c, unsigned subchannel, uint32_t method, uint32_t data);
     Step launch_qmd(Channel& c, unsigned subchannel, uint64_t qmd_va, unsigned depth);
-    std::shared_ptr<HostImage> load_image(Channel& c, uint64_t image_va, uint64_t image_size, uint64_t image_hash,
+    std::shared_ptr<hostcode::LoadedObject> load_image(Channel& c, uint64_t image_va, uint64_t image_size, uint64_t image_hash,
                                           std::string& what);
 };
 
