@@ -5,6 +5,7 @@
 
 #include "drivers/am/registers.hpp"
 #include "drivers/pci/pci_device.hpp"
+#include "drivers/pci/poll.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -12,21 +13,7 @@
 
 namespace baregpu::am {
 
-// Polls `check` until it returns true or `timeout` passes on the device clock. Returns whether it
-// succeeded; callers turn false into a TimeoutError that names what they waited for.
-// A template, not std::function: queue teardown and TLB flushes poll on the HCQ hot path (memory
-// retiring during submit), which must not allocate.
-template <class Check>
-bool poll_until(pci::PciDevice& device, std::chrono::nanoseconds timeout, Check&& check) {
-    const std::chrono::nanoseconds start = device.now();
-    std::chrono::nanoseconds pause = std::chrono::microseconds(1);
-    for (;;) {
-        if (check()) return true;
-        if (device.now() - start >= timeout) return check();
-        device.delay(pause);
-        pause = std::min<std::chrono::nanoseconds>(pause * 2, std::chrono::milliseconds(1));
-    }
-}
+using pci::poll_until;  // drivers/pci/poll.hpp
 
 // Waits until (reg & mask) == expected. Throws TimeoutError naming `why`, the register, its
 // address, expected and last value.
