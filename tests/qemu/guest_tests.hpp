@@ -21,4 +21,8 @@ void group_not_viable();
 void nvme_registers();
 void nvme_identify_and_read();
 
+// The USB batch, a separate dynamically linked program (guest_usb_main.cpp): our libusb backend
+// against a FunctionFS gadget on dummy_hcd (usb_libusb_test.cpp).
+void libusb_echo_gadget();
+
 }  // namespace baregpu::qemu

@@ -27,6 +27,8 @@ SKIP = 77
 # What the guest loads, by name; dependencies come from modinfo. vfio_iommu_type1 is only a soft
 # dependency of vfio (the recipe's order), and nvme makes the bridge's IOMMU group not viable.
 MODULES = ["vfio", "vfio_iommu_type1", "vfio-pci", "nvme"]
+# For the USB batch: a virtual host + device controller pair and FunctionFS (recipe, USB part).
+USB_MODULES = ["dummy_hcd", "usb_f_fs"]
 LBA0_SIGNATURE = b"baregpu qemu nvme LBA 0"  # nvme_test.cpp reads it back
 MARK_TEST = "@@BAREGPU-TEST "
 MARK_DONE = "@@BAREGPU-BATCH DONE"
@@ -42,6 +44,10 @@ for m in $(/bin/busybox cat /modules.order); do
 done
 /guest_tests $(/bin/busybox cat /test_args)
 echo "@@BAREGPU-GUEST EXIT $? $(/bin/busybox cat /proc/uptime)"
+if [ -x /guest_usb_tests ]; then
+    LD_LIBRARY_PATH=/lib/guest /guest_usb_tests $(/bin/busybox cat /test_args)
+    echo "@@BAREGPU-GUEST USB EXIT $? $(/bin/busybox cat /proc/uptime)"
+fi
 /bin/busybox poweroff -f
 """
 
@@ -133,7 +139,20 @@ def cpio_newc(entries):
     return bytes(out)
 
 
-def build_initramfs(workdir, guest, busybox, version, test_args):
+def shared_libraries(program):
+    """(path, is_loader) of every shared library `program` needs, from ldd."""
+    out = subprocess.run(["ldd", str(program)], capture_output=True, text=True, check=True).stdout
+    libs = []
+    for line in out.splitlines():
+        words = line.split()
+        if "=>" in words and len(words) >= 3 and words[2].startswith("/"):
+            libs.append((words[2], False))
+        elif words and words[0].startswith("/"):
+            libs.append((words[0], True))  # the dynamic loader, needed at its own path
+    return libs
+
+
+def build_initramfs(workdir, guest, guest_usb, busybox, version, test_args):
     entries = [("bin", stat.S_IFDIR | 0o755, b""), ("lib", stat.S_IFDIR | 0o755, b""),
                ("lib/modules", stat.S_IFDIR | 0o755, b"")]
     entries.append(("init", stat.S_IFREG | 0o755, INIT.encode()))
@@ -145,8 +164,27 @@ def build_initramfs(workdir, guest, busybox, version, test_args):
     else:
         shutil.copyfile(guest, stripped)
     entries.append(("guest_tests", stat.S_IFREG | 0o755, stripped.read_bytes()))
+    modules = MODULES
+    if guest_usb:
+        modules = MODULES + USB_MODULES
+        entries.append(("guest_usb_tests", stat.S_IFREG | 0o755, Path(guest_usb).read_bytes()))
+        entries.append(("lib/guest", stat.S_IFDIR | 0o755, b""))
+        dirs = {"lib", "lib/guest"}
+        for path, is_loader in shared_libraries(guest_usb):
+            data = Path(path).read_bytes()  # follows the symlink to the real file
+            if is_loader:
+                parent = str(Path(path).parent).lstrip("/")
+                parts = Path(parent).parts
+                for i in range(1, len(parts) + 1):
+                    d = "/".join(parts[:i])
+                    if d not in dirs:
+                        dirs.add(d)
+                        entries.append((d, stat.S_IFDIR | 0o755, b""))
+                entries.append((path.lstrip("/"), stat.S_IFREG | 0o755, data))
+            else:
+                entries.append((f"lib/guest/{Path(path).name}", stat.S_IFREG | 0o755, data))
     order = []
-    for path in resolve_modules(version, MODULES):
+    for path in resolve_modules(version, modules):
         name = Path(path).name.removesuffix(".xz").removesuffix(".zst")
         entries.append((f"lib/modules/{name}", stat.S_IFREG | 0o644, module_bytes(path)))
         order.append(name)
@@ -182,9 +220,9 @@ def qemu_command(qemu, kernel, initramfs, workdir, break_dma):
 
 
 def run_qemu(command, timeout, log_path):
-    """Streams the console to stdout and the log; returns (lines, finished, seconds)."""
+    """Streams the console to stdout and the log; returns (lines, batch-done markers, seconds)."""
     start = time.monotonic()
-    lines, finished = [], False
+    lines, finished = [], 0
     with open(log_path, "w") as log, subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                                       stderr=subprocess.STDOUT) as proc:
         sel = selectors.DefaultSelector()
@@ -210,7 +248,7 @@ def run_qemu(command, timeout, log_path):
                 lines.append(line)
                 log.write(line + "\n")
                 print(line, flush=True)
-                finished = finished or line.startswith(MARK_DONE)
+                finished += line.startswith(MARK_DONE)
         proc.wait(timeout=10)
     return lines, finished, time.monotonic() - start
 
@@ -218,6 +256,7 @@ def run_qemu(command, timeout, log_path):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--guest", required=True, help="the static guest_tests binary")
+    parser.add_argument("--guest-usb", help="the dynamically linked guest_usb_tests binary (optional)")
     parser.add_argument("--workdir", required=True, help="where the initramfs, disk images and console log go")
     parser.add_argument("--timeout", type=float, default=240, help="hard limit on the whole boot and batch, seconds")
     parser.add_argument("--break-dma", action="store_true",
@@ -244,13 +283,16 @@ def main():
 
     workdir = Path(args.workdir)
     workdir.mkdir(parents=True, exist_ok=True)
-    initramfs, order = build_initramfs(workdir, Path(args.guest), busybox, version, args.tests)
+    initramfs, order = build_initramfs(workdir, Path(args.guest), args.guest_usb, busybox, version,
+                                       args.tests)
     make_disk(workdir / "nvme0.img", LBA0_SIGNATURE)
     make_disk(workdir / "nvme1.img", b"")
     print(f"qemu-vfio: kernel {kernel}, modules {' '.join(order)}, initramfs {initramfs.stat().st_size} bytes")
     command = qemu_command(qemu, kernel, initramfs, workdir, args.break_dma)
     print("qemu-vfio: " + " ".join(command), flush=True)
-    lines, finished, seconds = run_qemu(command, args.timeout, workdir / "console.log")
+    programs = 2 if args.guest_usb else 1
+    lines, done_markers, seconds = run_qemu(command, args.timeout, workdir / "console.log")
+    finished = done_markers == programs
 
     results = []
     for line in lines:
