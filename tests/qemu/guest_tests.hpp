@@ -24,5 +24,8 @@ void nvme_identify_and_read();
 // The USB batch, a separate dynamically linked program (guest_usb_main.cpp): our libusb backend
 // against a FunctionFS gadget on dummy_hcd (usb_libusb_test.cpp).
 void libusb_echo_gadget();
+// drivers/usb's transport and the usb PciDevice backend against the bridge model served through
+// FunctionFS (usb_asm24_test.cpp).
+void usb_asm24_transport_tlps();
 
 }  // namespace baregpu::qemu

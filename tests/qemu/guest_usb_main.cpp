@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
     using namespace baregpu::qemu;
     const std::array tests{
         GuestTest{"libusb-echo-gadget-dummy-hcd", libusb_echo_gadget},
+        GuestTest{"usb-asm24-transport-config-and-memory-tlps", usb_asm24_transport_tlps},
     };
     std::vector<std::string> only(argv + 1, argv + argc);
     return run_batch(tests, only, std::chrono::seconds(60)) == 0 ? 0 : 1;

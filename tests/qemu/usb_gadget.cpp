@@ -17,6 +17,7 @@
 #include <string>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
 #include <vector>
@@ -175,7 +176,28 @@ void bulk_echo_loop() {
 
 }  // namespace
 
+void stop_gadget(pid_t pid) {
+    ::kill(pid, SIGTERM);
+    ::waitpid(pid, nullptr, 0);
+    std::string g = kGadget;
+    int fd = ::open((g + "/UDC").c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        (void)!::write(fd, "\n", 1);
+        ::close(fd);
+    }
+    ::umount(kFfs);
+    ::unlink((g + "/configs/c.1/ffs.usb0").c_str());
+    for (const char* dir : {"/configs/c.1", "/functions/ffs.usb0", "/strings/0x409", ""}) ::rmdir((g + dir).c_str());
+}
+
+std::string gadget_bulk_out_path() { return fmt::format("{}/ep1", kFfs); }
+std::string gadget_bulk_in_path() { return fmt::format("{}/ep2", kFfs); }
+
 pid_t start_echo_gadget() {
+    return start_gadget({0x174c, 0x2464, "ASM24xx echo gadget"}, [](int ep0) { serve(ep0); });
+}
+
+pid_t start_gadget(const GadgetSpec& spec, const std::function<void(int ep0)>& serve_ep0) {
     if (!std::filesystem::exists("/sys/class/udc/dummy_udc.0")) {
         throw SkipTest{"no /sys/class/udc/dummy_udc.0: dummy_hcd is not loaded (the harness loads it when the kernel "
                        "has it)"};
@@ -187,11 +209,11 @@ pid_t start_echo_gadget() {
     }
     std::string g = kGadget;
     make_dir(g);
-    write_file(g + "/idVendor", "0x174c");
-    write_file(g + "/idProduct", "0x2464");
+    write_file(g + "/idVendor", fmt::format("0x{:04x}", spec.vendor_id));
+    write_file(g + "/idProduct", fmt::format("0x{:04x}", spec.product_id));
     make_dir(g + "/strings/0x409");
     write_file(g + "/strings/0x409/manufacturer", "baregpu tests/qemu");
-    write_file(g + "/strings/0x409/product", "ASM24xx echo gadget");
+    write_file(g + "/strings/0x409/product", spec.product);
     write_file(g + "/strings/0x409/serialnumber", "0001");
     make_dir(g + "/configs/c.1");
     make_dir(g + "/functions/ffs.usb0");
@@ -209,7 +231,10 @@ pid_t start_echo_gadget() {
     std::fflush(stdout);
     pid_t pid = ::fork();
     if (pid < 0) throw TestFailure{fmt::format("fork: {}", std::strerror(errno))};
-    if (pid == 0) serve(ep0);
+    if (pid == 0) {
+        serve_ep0(ep0);
+        ::_exit(0);
+    }
     ::close(ep0);
     // The function is ready (descriptors written): bind the gadget to the dummy controller.
     write_file(g + "/UDC", "dummy_udc.0");

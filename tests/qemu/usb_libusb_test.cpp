@@ -20,10 +20,7 @@ namespace {
 
 struct GadgetProcess {
     pid_t pid;
-    ~GadgetProcess() {
-        ::kill(pid, SIGTERM);
-        ::waitpid(pid, nullptr, 0);
-    }
+    ~GadgetProcess() { stop_gadget(pid); }
 };
 
 }  // namespace
