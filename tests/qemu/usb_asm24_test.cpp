@@ -14,6 +14,8 @@
 #include <csignal>
 #include <cstdio>
 #include <fmt/format.h>
+#include <fstream>
+#include <string>
 #include <sys/wait.h>
 #include <thread>
 #include <vector>
@@ -59,6 +61,12 @@ void usb_asm24_transport_tlps() {
     check(in == out, fmt::format("{}: 4 KiB written to SRAM at bus 0x{:x} through bulk OUT came back different through "
                                  "bulk IN",
                                  dev->name(), window.value()));
+    dev.reset();
+    std::ifstream violations(kAsm24GadgetViolations);
+    std::string first;
+    check(!std::getline(violations, first),
+          fmt::format("the bridge model behind the gadget recorded a violation or stalled: {} (all in {})", first,
+                      kAsm24GadgetViolations));
     std::printf("config and memory TLPs, and SRAM through the bulk engine, round-trip through libusb and the Linux "
                 "USB stack\n");
 }

@@ -34,9 +34,20 @@ struct BulkJobs {
     std::deque<sim::asm24::SimAsm24Bridge::ArmedTransfer> jobs;
 };
 
-void log_error(const char* what, const std::exception& e) {
-    std::printf("asm24 gadget: %s: %s\n", what, e.what());
+void record(const std::string& line) {
+    std::printf("asm24 gadget: %s\n", line.c_str());
     std::fflush(stdout);
+    if (FILE* f = std::fopen(kAsm24GadgetViolations, "a")) {
+        std::fprintf(f, "%s\n", line.c_str());
+        std::fclose(f);
+    }
+}
+
+void log_error(const char* what, const std::exception& e) { record(std::string(what) + ": " + e.what()); }
+
+void report_violations(sim::asm24::SimAsm24Bridge& bridge) {
+    for (const sim::asm24::Violation& v : bridge.violations()) record("violation: " + v.describe());
+    bridge.clear_violations();
 }
 
 // Moves exactly `bytes` through a FunctionFS endpoint file, riding out endpoint resets
@@ -82,6 +93,7 @@ void bulk_loop(sim::asm24::SimAsm24Bridge& bridge, BulkJobs& queue) {
         } catch (const std::exception& e) {
             log_error("bulk", e);
         }
+        report_violations(bridge);
     }
 }
 
@@ -134,6 +146,7 @@ void bulk_loop(sim::asm24::SimAsm24Bridge& bridge, BulkJobs& queue) {
                 (void)!::read(ep0, &answered, 0);  // status stage of a request with no data
             }
         }
+        report_violations(bridge);
         if (auto armed = bridge.armed()) {
             std::lock_guard lock(queue.mutex);
             queue.jobs.push_back(*armed);
@@ -145,6 +158,7 @@ void bulk_loop(sim::asm24::SimAsm24Bridge& bridge, BulkJobs& queue) {
 }  // namespace
 
 pid_t start_asm24_gadget() {
+    std::remove(kAsm24GadgetViolations);
     return start_gadget({a24::kCustomVendor, a24::kCustomProduct, "custom ASM2464 firmware (emulated, tests/qemu)"},
                         [](int ep0) { serve_bridge(ep0); });
 }

@@ -12,4 +12,9 @@ namespace baregpu::qemu {
 // Starts it (custom-firmware IDs 3801:0001) in a forked process; returns the pid.
 pid_t start_asm24_gadget();
 
+// Every protocol violation the model recorded and every request it stalled is appended here
+// (one line each), so that the host-side test can require a clean run: the gadget's process
+// cannot throw into the test.
+inline constexpr const char* kAsm24GadgetViolations = "/tmp/asm24-gadget-violations";
+
 }  // namespace baregpu::qemu
