@@ -5,7 +5,9 @@
 #   ./bootstrap.sh run     build, then run the main job: `baregpu devices` (what this machine has),
 #                          then `baregpu bench` on the default device (the first GPU, else cpu)
 #   ./bootstrap.sh test    build, then run every test twice: the normal build and an ASan+UBSan build;
-#                          the long suites (fuzzing, QEMU, soak) run in their brief form
+#                          the long suites (fuzzing, QEMU, soak) run in their brief form; the QEMU
+#                          batch (tests/qemu) runs once, from the normal build, and skips (77)
+#                          saying why when qemu, a kernel or busybox is missing
 #       --long             the long suites at full length
 #       --no-sanitizers    skip the ASan+UBSan pass (local iteration only; CI always runs it)
 set -euo pipefail
@@ -15,6 +17,8 @@ packages=(
     g++ clang meson ninja-build pkg-config python3
     libpci-dev pci.ids libusb-1.0-0-dev libdrm-dev libfmt-dev catch2 libzstd-dev liblzma-dev
     llvm-19-dev llvm-19 lld-19 libclang-rt-14-dev libopenblas-dev
+    # tests/qemu: a Debian kernel booted under QEMU with a static busybox initramfs
+    qemu-system-x86 linux-image-amd64 busybox-static kmod
 )
 
 install_missing() {

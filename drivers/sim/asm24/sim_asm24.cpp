@@ -342,6 +342,12 @@ size_t SimAsm24Bridge::control(uint8_t request_type, uint8_t request, uint16_t v
     m.stall("unknown vendor request", where);
 }
 
+std::optional<SimAsm24Bridge::ArmedTransfer> SimAsm24Bridge::armed() const {
+    std::lock_guard lock(impl_->mutex);
+    if (!impl_->pending_bulk) return std::nullopt;
+    return ArmedTransfer{impl_->pending_bulk->endpoint, impl_->pending_bulk->bytes};
+}
+
 size_t SimAsm24Bridge::bulk(uint8_t endpoint, std::span<std::byte> data, std::chrono::milliseconds) {
     std::lock_guard lock(impl_->mutex);
     Impl& m = *impl_;

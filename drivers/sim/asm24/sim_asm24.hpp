@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -85,6 +86,15 @@ public:
     size_t reap(Tag tag) override;
     std::chrono::nanoseconds now() override { return std::chrono::nanoseconds(clock_ns_.load()); }
     void sleep(std::chrono::nanoseconds duration) override { clock_ns_.fetch_add(static_cast<uint64_t>(duration.count())); }
+
+    // The bulk data phase the last request armed (a 0xF0 stream or a 0xF2 SRAM arm): which
+    // endpoint and how many bytes; nullopt when none is pending. A device-side adapter needs it
+    // to know what to send on bulk IN (tests/qemu serves this model through FunctionFS).
+    struct ArmedTransfer {
+        uint8_t endpoint = 0;
+        uint64_t bytes = 0;
+    };
+    std::optional<ArmedTransfer> armed() const;
 
     // For tests and benchmarks.
     void inject(Fault fault);
