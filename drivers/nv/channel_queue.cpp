@@ -1,0 +1,394 @@
+#include "drivers/nv/channel_queue.hpp"
+
+#include "base/error.hpp"
+#include "drivers/nv/ce_methods.hpp"
+#include "drivers/nv/compute_methods.hpp"
+#include "drivers/nv/hcq_device.hpp"
+#include "drivers/nv/program.hpp"
+#include "drivers/nv/qmd.hpp"
+#include "hcq/clock.hpp"
+#include "hcq/program.hpp"
+#include "hcq/signal.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <fmt/format.h>
+#include <thread>
+
+namespace baregpu::nv {
+
+namespace {
+
+// clc6c0.h NVC6C0_NO_OPERATION (and clc7b5.h NVC7B5_NOP): data ignored.
+constexpr uint32_t kNoOperation = 0x0100;
+// The exec command's first NO_OPERATION data word: "BGKA" little-endian. Ours; the class ignores it.
+constexpr uint32_t kExecMagic = 0x414b4742;
+constexpr size_t kQmdAt = 64, kArgsAt = 128;  // dwords into an exec command
+constexpr uint64_t kAlign = 256;              // compute commands: QMD alignment (SEND_PCAS_A >> 8)
+constexpr size_t kFenceDwords = 6;            // SEM_ADDR_LO..SEM_EXECUTE
+// NV_VIRTUAL_FUNCTION_DOORBELL (tu102/dev_vm.h: VF window 0xb80000 + 0x30090; clc361.h NOTIFY_CHANNEL_PENDING).
+constexpr uint32_t kDoorbell = 0xbb0090;
+constexpr uint64_t kUserdGpGet = 0x88, kUserdGpPut = 0x8c;  // clc56f.h AmpereAControlGPFifo
+constexpr uint64_t kCopyChunk = 1ull << 31;
+
+uint32_t lo(uint64_t v) { return static_cast<uint32_t>(v); }
+uint32_t hi(uint64_t v) { return static_cast<uint32_t>(v >> 32); }
+
+struct Header {
+    unsigned sec_op, subchannel;
+    uint32_t method;  // byte offset
+    uint32_t count;
+    size_t dwords() const { return sec_op == 4 ? 1 : 1 + size_t{count}; }
+};
+Header decode(uint32_t h) { return {h >> 29, (h >> 13) & 7, (h & 0xfff) << 2, (h >> 16) & 0x1fff}; }
+
+std::span<uint32_t> words_of(std::span<std::byte> b) { return {reinterpret_cast<uint32_t*>(b.data()), b.size() / 4}; }
+
+// NO_OPERATION filler of exactly n dwords on `subchannel`.
+void fill(uint32_t* w, size_t n, unsigned subchannel) {
+    if (n == 0) return;
+    if (n == 1) {
+        w[0] = method_immediate(subchannel, kNoOperation, 0);
+        return;
+    }
+    w[0] = method_nonincr(subchannel, kNoOperation, static_cast<uint32_t>(n - 1));
+    std::fill(w + 1, w + n, 0u);
+}
+
+// Fills in the addresses of every exec command in `w` (which lives at GPU VA `va`).
+void fixup(std::span<uint32_t> w, uint64_t va) {
+    for (size_t i = 0; i < w.size();) {
+        const Header h = decode(w[i]);
+        if (h.sec_op == 3 && h.subchannel == kComputeSubchannel && h.method == kNoOperation && h.count > kArgsAt &&
+            w[i + 1] == kExecMagic) {
+            const uint64_t qmd_va = va + (i + kQmdAt) * 4, args_va = va + (i + kArgsAt) * 4;
+            const uint32_t args_bytes = w[i + 2];
+            Qmd q(QmdVersion::v03_00, w.subspan(i + kQmdAt, 64));
+            q.set_constant_buffer(0, args_va, args_bytes);
+            std::copy(q.words().begin(), q.words().end(), w.begin() + static_cast<ptrdiff_t>(i + kQmdAt));
+            const size_t next = i + h.dwords();  // SEND_PCAS_A
+            w[next + 1] = static_cast<uint32_t>(qmd_va >> 8);
+        }
+        i += h.dwords();
+    }
+}
+
+}  // namespace
+
+ChannelQueue::ChannelQueue(NvHcqDevice& device, Config config)
+    : Engine(config.kind, config.name), device_(device), config_(std::move(config)) {
+    const uint64_t r = config_.ring_bytes;
+    if (r < 65536 || (r & (r - 1)) != 0)
+        throw Error(device.name(), fmt::format("{}: command ring of {} bytes: a power of two of at least 64 KiB is needed", name(), r));
+    const uint32_t e = config_.gpfifo_entries;
+    if (e < 4 || (e & (e - 1)) != 0 || e > (1u << 20))
+        throw Error(device.name(), fmt::format("{}: {} GPFIFO entries: a power of two from 4 to 2^20 is needed", name(), e));
+}
+
+ChannelQueue::~ChannelQueue() { stop(); }
+
+void ChannelQueue::start() {
+    // The GP ring and its USERD right after it (tinygrad's layout; the RM model's USERD simplification).
+    userd_offset_ = (uint64_t{config_.gpfifo_entries} * 8 + 511) & ~uint64_t{511};
+    channel_mem_ = device_.allocate_owned(userd_offset_ + 4096, {.cpu_access = true, .uncached = true});
+    std::memset(channel_mem_.cpu(), 0, userd_offset_ + 4096);
+    ring_ = device_.allocate_owned(config_.ring_bytes, {.host = true, .uncached = true});
+    control_ = device_.allocate_owned(4096, {.host = true, .uncached = true});
+    std::memset(control_.cpu(), 0, 4096);
+    gpfifo_.emplace(std::span(reinterpret_cast<uint64_t*>(channel_mem_.cpu()), config_.gpfifo_entries));
+
+    RmDevice& rm = device_.rm();
+    std::lock_guard lock(device_.rm_mutex());
+    rm_memory_ = rm.alloc_vram(userd_offset_ + 4096, 4096);
+    RmChannelSpec spec;
+    spec.engine_class = compute() ? rm.classes().compute : rm.classes().copy;
+    spec.memory = rm_memory_;
+    spec.gpfifo_va = channel_mem_.address().value();
+    spec.entries = config_.gpfifo_entries;
+    spec.userd_offset = userd_offset_;
+    RmChannel ch = rm.create_channel(spec);
+    rm_channel_ = ch.channel;
+    // The compute channel's GRCE: the copy class on subchannel 4, for timestamps.
+    if (compute()) rm.rm().alloc_empty(rm.client(), rm_channel_, rm.classes().copy);
+    token_ = ch.work_submit_token;
+    rm.schedule();
+    device_.channel_opened(token_, name());
+    started_ = true;
+
+    // Bind the classes to their subchannels.
+    uint32_t words[8];
+    PushBuffer pb(words);
+    if (compute()) compute_set_object(pb, kComputeSubchannel, static_cast<ComputeClass>(rm.classes().compute));
+    ce_set_object(pb, kCopySubchannel, static_cast<CopyClass>(rm.classes().copy));
+    std::lock_guard q(mutex_);
+    const uint64_t at = reserve(pb.size_dwords() * 4);
+    std::memcpy(ring_.cpu() + at, words, pb.size_dwords() * 4);
+    wptr_ += pb.size_dwords() * 4;
+    push_entry(ring_.address().value() + at, pb.size_dwords() * 4);
+    ring_doorbell();
+}
+
+void ChannelQueue::stop() noexcept {
+    if (!started_) return;
+    started_ = false;
+    device_.channel_closed(token_);
+    try {
+        std::lock_guard lock(device_.rm_mutex());
+        device_.rm().free_object(device_.rm().channel_group(), rm_channel_);
+        device_.rm().free_object(device_.rm().device(), rm_memory_);
+    } catch (...) {
+        // GSP gone or hung: nothing more to take down.
+    }
+}
+
+void ChannelQueue::release() noexcept {
+    gpfifo_.reset();
+    channel_mem_ = {};
+    ring_ = {};
+    control_ = {};
+}
+
+uint32_t* ChannelQueue::append(hcq::CommandBuffer& out, size_t dwords) {
+    const size_t padded = compute() ? (dwords + 63) & ~size_t{63} : dwords;
+    auto* w = reinterpret_cast<uint32_t*>(out.append(padded * 4));
+    fill(w + dwords, padded - dwords, kComputeSubchannel);
+    return w;
+}
+
+void ChannelQueue::encode_wait(hcq::CommandBuffer& out, GpuVirtualAddress signal, uint64_t value) {
+    uint32_t* w = append(out, 6);
+    PushBuffer(std::span(w, 6)).sem_acquire_geq(signal.value(), value);
+}
+
+void ChannelQueue::encode_signal(hcq::CommandBuffer& out, GpuVirtualAddress signal, uint64_t value) {
+    uint32_t* w = append(out, 6);
+    PushBuffer(std::span(w, 6)).sem_release(signal.value(), value, /*timestamp=*/true);
+}
+
+void ChannelQueue::encode_timestamp(hcq::CommandBuffer& out, GpuVirtualAddress dst) {
+    uint32_t* w = append(out, 15);
+    PushBuffer pb(std::span(w, 15));
+    const uint64_t scratch = control_.address().value() + 0x100;
+    pb.sem_release(scratch, 0, /*timestamp=*/true);
+    ce_copy(pb, kCopySubchannel, scratch + 8, dst.value(), 8);
+}
+
+void ChannelQueue::encode_memory_barrier(hcq::CommandBuffer& out) {
+    uint32_t* w = append(out, 2);
+    PushBuffer(std::span(w, 2)).incr(kHostSubchannel, host::WFI, {0});
+}
+
+void ChannelQueue::encode_exec(hcq::CommandBuffer& out, const hcq::Program& program, std::span<const std::byte> kernargs,
+                               hcq::Dim3 grid, hcq::Dim3 block) {
+    if (!compute()) throw std::logic_error("the NV copy queue records no launches");
+    const auto& p = static_cast<const NvProgram&>(program);
+    const uint32_t args_bytes = static_cast<uint32_t>(std::max<size_t>(16, (kernargs.size() + 15) & ~size_t{15}));
+    const size_t args_dwords = args_bytes / 4;
+    const size_t launch_at = kArgsAt + args_dwords;
+    uint32_t* w = append(out, launch_at + 4);
+    w[0] = method_nonincr(kComputeSubchannel, kNoOperation, static_cast<uint32_t>(launch_at - 1));
+    std::fill(w + 1, w + launch_at, 0u);
+    w[1] = kExecMagic;
+    w[2] = args_bytes;
+    Qmd q(QmdVersion::v03_00);
+    q.set_grid(grid.x, grid.y, grid.z);
+    q.set_block(block.x, block.y, block.z);
+    q.set_program_address(p.program_address());
+    q.set_constant_buffer(0, 0, args_bytes);  // the address: where the command lands (fixup)
+    q.invalidate_caches();
+    std::copy(q.words().begin(), q.words().end(), w + kQmdAt);
+    if (!kernargs.empty()) std::memcpy(w + kArgsAt, kernargs.data(), kernargs.size());
+    PushBuffer pb(std::span(w + launch_at, 4));
+    compute_launch(pb, kComputeSubchannel, 0, compute::kPcasActionSchedule);
+}
+
+void ChannelQueue::encode_copy(hcq::CommandBuffer& out, GpuVirtualAddress dst, GpuVirtualAddress src, uint64_t size) {
+    if (compute()) throw std::logic_error("the NV compute queue records no copies: copies go to the copy queue");
+    for (uint64_t done = 0; done < size;) {
+        const uint64_t n = std::min(size - done, kCopyChunk);
+        uint32_t* w = append(out, 9);
+        PushBuffer pb(std::span(w, 9));
+        ce_copy(pb, kCopySubchannel, src.value() + done, dst.value() + done, n);
+        done += n;
+    }
+}
+
+void ChannelQueue::patch(std::span<std::byte> command, hcq::Field field, uint64_t value) {
+    std::span<uint32_t> w = words_of(command);
+    for (size_t i = 0; i < w.size(); i += decode(w[i]).dwords()) {
+        const Header h = decode(w[i]);
+        if (h.subchannel == kHostSubchannel && h.method == host::SEM_ADDR_LO && h.count == 5 &&
+            (field == hcq::Field::signal_address || field == hcq::Field::signal_value)) {
+            const size_t at = field == hcq::Field::signal_address ? 1 : 3;
+            w[i + at] = lo(value);
+            w[i + at + 1] = hi(value);
+            return;
+        }
+        if (h.subchannel == kCopySubchannel && h.method == ce::OFFSET_IN_UPPER && h.count == 4) {
+            if (field == hcq::Field::timestamp_address || field == hcq::Field::copy_dst) {
+                w[i + 3] = hi(value);
+                w[i + 4] = lo(value);
+                return;
+            }
+            if (field == hcq::Field::copy_src) {
+                w[i + 1] = hi(value);
+                w[i + 2] = lo(value);
+                return;
+            }
+        }
+        if (h.subchannel == kCopySubchannel && h.method == ce::LINE_LENGTH_IN && field == hcq::Field::copy_size) {
+            if (value == 0 || value > 0xffffffffu) throw std::out_of_range("NV copy: a patched size must be 1 .. 2^32 - 1 bytes");
+            w[i + 1] = lo(value);
+            return;
+        }
+    }
+    throw std::logic_error(fmt::format("{}: no field {} in this command", name(), static_cast<int>(field)));
+}
+
+void ChannelQueue::patch_exec_args(std::span<std::byte> command, uint32_t offset, std::span<const std::byte> bytes) {
+    const size_t at = kArgsAt * 4 + offset;
+    if (at + bytes.size() > command.size()) throw std::out_of_range("kernel argument patch outside the exec command");
+    std::memcpy(command.data() + at, bytes.data(), bytes.size());
+}
+
+void ChannelQueue::patch_exec_dims(std::span<std::byte> command, hcq::Dim3 grid, hcq::Dim3 block) {
+    std::span<uint32_t> w = words_of(command);
+    Qmd q(QmdVersion::v03_00, w.subspan(kQmdAt, 64));
+    q.set_grid(grid.x, grid.y, grid.z);
+    q.set_block(block.x, block.y, block.z);
+    std::copy(q.words().begin(), q.words().end(), w.begin() + kQmdAt);
+}
+
+void ChannelQueue::relocate(std::span<std::byte> commands, GpuVirtualAddress address) {
+    if (compute() && address.value() % kAlign != 0)
+        throw Error(device_.name(), fmt::format("{}: bound commands at {:#x} are not 256-byte aligned", name(), address.value()));
+    fixup(words_of(commands), address.value());
+}
+
+uint32_t ChannelQueue::userd_gp_get() const {
+    uint32_t v;
+    std::memcpy(&v, channel_mem_.cpu() + userd_offset_ + kUserdGpGet, 4);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    return v;
+}
+
+uint64_t ChannelQueue::completed_ticket() const noexcept {
+    return control_ ? hcq::load_acquire(*reinterpret_cast<const uint64_t*>(control_.cpu())) : 0;
+}
+
+void ChannelQueue::wait_for_space(uint64_t bytes) {
+    auto used = [&] { return wptr_ - completed_ticket(); };
+    if (used() + bytes <= config_.ring_bytes) return;
+    const uint64_t deadline = hcq::host_now_ns() + static_cast<uint64_t>(hcq::default_timeout().count());
+    while (used() + bytes > config_.ring_bytes) {
+        device_.check_usable();
+        device_.check_faults();
+        if (hcq::host_now_ns() > deadline)
+            throw TimeoutError(device_.name(), fmt::format("{}: the command ring stayed full ({} bytes needed); {}", name(), bytes, describe()));
+        std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+}
+
+uint64_t ChannelQueue::reserve(uint64_t bytes) {
+    // Caller holds mutex_. 256-aligned start; no submission wraps the ring end.
+    uint64_t start = (wptr_ + kAlign - 1) & ~(kAlign - 1);
+    if (start % config_.ring_bytes + bytes > config_.ring_bytes) start = (start / config_.ring_bytes + 1) * config_.ring_bytes;
+    wait_for_space(start - wptr_ + bytes);
+    wptr_ = start;
+    return start % config_.ring_bytes;
+}
+
+void ChannelQueue::push_entry(uint64_t va, uint64_t bytes) {
+    const GpEntry e = gp_entry(va, static_cast<uint32_t>(bytes / 4));
+    const uint64_t deadline = hcq::host_now_ns() + static_cast<uint64_t>(hcq::default_timeout().count());
+    bool timed_out = false;
+    const bool ok = gpfifo_->push(e, [&] { return userd_gp_get(); }, [&] {
+        device_.check_usable();
+        device_.check_faults();
+        if (hcq::host_now_ns() > deadline) {
+            timed_out = true;
+            return false;
+        }
+        std::this_thread::sleep_for(std::chrono::microseconds(20));
+        return true;
+    });
+    if (!ok) {
+        throw TimeoutError(device_.name(), fmt::format("{}: the GPFIFO stayed full ({} entries, GPGet {} put {}) for {} ms{}; {}", name(),
+                                                       gpfifo_->size(), userd_gp_get(), gpfifo_->put(),
+                                                       hcq::default_timeout().count() / 1000000, timed_out ? "" : " (device failed)",
+                                                       describe()));
+    }
+}
+
+void ChannelQueue::ring_doorbell() {
+    // research nv_qcom_usb.md A.5: USERD.GPPut, a barrier, then the doorbell with the work-submit token.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    const uint32_t put = gpfifo_->put();
+    std::memcpy(channel_mem_.cpu() + userd_offset_ + kUserdGpPut, &put, 4);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    device_.pci().bar(0).write32(BarOffset(kDoorbell), token_);
+}
+
+uint64_t ChannelQueue::submit(std::span<const std::byte> commands) {
+    if (commands.size() > max_submit_bytes()) {
+        throw UnsupportedError(device_.name(), fmt::format("{}: {} bytes of commands do not fit in the {}-byte ring; bind() the queue",
+                                                           name(), commands.size(), config_.ring_bytes));
+    }
+    std::lock_guard lock(mutex_);
+    const uint64_t bytes = commands.size() + kFenceDwords * 4;
+    const uint64_t at = reserve(bytes);
+    std::byte* dst = ring_.cpu() + at;
+    std::memcpy(dst, commands.data(), commands.size());
+    fixup(std::span(reinterpret_cast<uint32_t*>(dst), commands.size() / 4), ring_.address().value() + at);
+    const uint64_t ticket = wptr_ + bytes;
+    PushBuffer(std::span(reinterpret_cast<uint32_t*>(dst + commands.size()), kFenceDwords))
+        .sem_release(control_.address().value(), ticket, /*timestamp=*/false);
+    wptr_ = ticket;
+    push_entry(ring_.address().value() + at, bytes);
+    ring_doorbell();
+    return ticket;
+}
+
+uint64_t ChannelQueue::submit_bound(GpuVirtualAddress commands, uint64_t size) {
+    std::lock_guard lock(mutex_);
+    const uint64_t at = reserve(kFenceDwords * 4);
+    const uint64_t ticket = wptr_ + kFenceDwords * 4;
+    PushBuffer(std::span(reinterpret_cast<uint32_t*>(ring_.cpu() + at), kFenceDwords))
+        .sem_release(control_.address().value(), ticket, /*timestamp=*/false);
+    wptr_ = ticket;
+    push_entry(commands.value(), size);
+    push_entry(ring_.address().value() + at, kFenceDwords * 4);
+    ring_doorbell();
+    return ticket;
+}
+
+void ChannelQueue::wait_ticket(uint64_t ticket, hcq::Duration timeout) {
+    const uint64_t deadline = hcq::host_now_ns() + static_cast<uint64_t>(timeout.count());
+    for (unsigned spin = 0; completed_ticket() < ticket; ++spin) {
+        device_.check_usable();
+        if (spin % 64 == 0) device_.check_faults();
+        if (hcq::host_now_ns() > deadline) {
+            throw TimeoutError(device_.name(), fmt::format("{}: submission {} not done after {} ms; {}", name(), ticket,
+                                                           std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count(),
+                                                           describe()));
+        }
+        if (spin > 256) std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+}
+
+uint64_t ChannelQueue::max_submit_bytes() const {
+    // One submission never wraps: the ring less the fence and the worst 256-byte alignment.
+    return config_.ring_bytes - kFenceDwords * 4 - kAlign;
+}
+
+std::string ChannelQueue::describe() const {
+    const uint32_t get = channel_mem_ ? userd_gp_get() : 0;
+    return fmt::format("{} (channel token {}): GPFIFO {:#x} of {} entries, put {} GPGet {}; command ring {:#x}, wptr {}, "
+                       "completed ticket {}",
+                       name(), token_, channel_mem_ ? channel_mem_.address().value() : 0, config_.gpfifo_entries,
+                       gpfifo_ ? gpfifo_->put() : 0, get, ring_ ? ring_.address().value() : 0, hcq::load_acquire(wptr_),
+                       completed_ticket());
+}
+
+}  // namespace baregpu::nv
