@@ -177,7 +177,7 @@ std::shared_ptr<hcq::Device> open_sim_nv(const hcq::DeviceUri& uri) {
     engines.set_hooks({}, [m](const sim::nvgpu::EngineFault& f) {
         using Kind = sim::nvgpu::EngineFault::Kind;
         const uint32_t xid = f.kind == Kind::mmu ? kXidMmuFault : f.kind == Kind::bad_gp_entry ? kXidPbdmaError : kXidGrException;
-        const char* kind = f.kind == Kind::mmu            ? "MMU fault"
+        const char* kind = f.kind == Kind::mmu            ? "MMU page fault"
                            : f.kind == Kind::bad_method   ? "bad method"
                            : f.kind == Kind::bad_class    ? "bad class"
                            : f.kind == Kind::bad_launch   ? "bad launch"

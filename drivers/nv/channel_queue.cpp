@@ -150,33 +150,51 @@ void ChannelQueue::release() noexcept {
 }
 
 uint32_t* ChannelQueue::append(hcq::CommandBuffer& out, size_t dwords) {
-    const size_t padded = compute() ? (dwords + 63) & ~size_t{63} : dwords;
+    // HCQ commands are multiples of 8 bytes; compute ones 256 (the QMD alignment). The copy queue's
+    // filler is an immediate host WFI (harmless: the engine is idle between commands anyway), the
+    // compute queue's a compute NO_OPERATION.
+    const size_t padded = compute() ? (dwords + 63) & ~size_t{63} : (dwords + 1) & ~size_t{1};
     auto* w = reinterpret_cast<uint32_t*>(out.append(padded * 4));
-    fill(w + dwords, padded - dwords, kComputeSubchannel);
+    if (compute()) {
+        fill(w + dwords, padded - dwords, kComputeSubchannel);
+    } else if (padded != dwords) {
+        w[dwords] = method_immediate(kHostSubchannel, host::WFI, 0);
+    }
     return w;
 }
 
+void ChannelQueue::emit(hcq::CommandBuffer& out, const PushBuffer& pb) {
+    const std::span<const uint32_t> w = pb.dwords();
+    std::copy(w.begin(), w.end(), append(out, w.size()));
+}
+
 void ChannelQueue::encode_wait(hcq::CommandBuffer& out, GpuVirtualAddress signal, uint64_t value) {
-    uint32_t* w = append(out, 6);
-    PushBuffer(std::span(w, 6)).sem_acquire_geq(signal.value(), value);
+    uint32_t w[16];
+    PushBuffer pb(w);
+    // ACQ_STRICT_GEQ: HCQ signals are plain 64-bit counters (ACQ_CIRC_GEQ's wrap-aware compare would
+    // take ~0 as "before" 2^32 + 1).
+    emit(out, pb.semaphore(signal.value(), value, SemExecute{.operation = SemOperation::acq_strict_geq, .payload_64bit = true}));
 }
 
 void ChannelQueue::encode_signal(hcq::CommandBuffer& out, GpuVirtualAddress signal, uint64_t value) {
-    uint32_t* w = append(out, 6);
-    PushBuffer(std::span(w, 6)).sem_release(signal.value(), value, /*timestamp=*/true);
+    uint32_t w[16];
+    PushBuffer pb(w);
+    emit(out, pb.sem_release(signal.value(), value, /*timestamp=*/true));
 }
 
 void ChannelQueue::encode_timestamp(hcq::CommandBuffer& out, GpuVirtualAddress dst) {
-    uint32_t* w = append(out, 15);
-    PushBuffer pb(std::span(w, 15));
+    uint32_t w[32];
+    PushBuffer pb(w);
     const uint64_t scratch = control_.address().value() + 0x100;
     pb.sem_release(scratch, 0, /*timestamp=*/true);
     ce_copy(pb, kCopySubchannel, scratch + 8, dst.value(), 8);
+    emit(out, pb);
 }
 
 void ChannelQueue::encode_memory_barrier(hcq::CommandBuffer& out) {
-    uint32_t* w = append(out, 2);
-    PushBuffer(std::span(w, 2)).incr(kHostSubchannel, host::WFI, {0});
+    uint32_t w[4];
+    PushBuffer pb(w);
+    emit(out, pb.incr(kHostSubchannel, host::WFI, {0}));
 }
 
 void ChannelQueue::encode_exec(hcq::CommandBuffer& out, const hcq::Program& program, std::span<const std::byte> kernargs,
@@ -207,9 +225,10 @@ void ChannelQueue::encode_copy(hcq::CommandBuffer& out, GpuVirtualAddress dst, G
     if (compute()) throw std::logic_error("the NV compute queue records no copies: copies go to the copy queue");
     for (uint64_t done = 0; done < size;) {
         const uint64_t n = std::min(size - done, kCopyChunk);
-        uint32_t* w = append(out, 9);
-        PushBuffer pb(std::span(w, 9));
+        uint32_t w[32];
+        PushBuffer pb(w);
         ce_copy(pb, kCopySubchannel, src.value() + done, dst.value() + done, n);
+        emit(out, pb);
         done += n;
     }
 }
@@ -384,11 +403,39 @@ uint64_t ChannelQueue::max_submit_bytes() const {
 
 std::string ChannelQueue::describe() const {
     const uint32_t get = channel_mem_ ? userd_gp_get() : 0;
-    return fmt::format("{} (channel token {}): GPFIFO {:#x} of {} entries, put {} GPGet {}; command ring {:#x}, wptr {}, "
-                       "completed ticket {}",
-                       name(), token_, channel_mem_ ? channel_mem_.address().value() : 0, config_.gpfifo_entries,
-                       gpfifo_ ? gpfifo_->put() : 0, get, ring_ ? ring_.address().value() : 0, hcq::load_acquire(wptr_),
-                       completed_ticket());
+    const uint32_t put = gpfifo_ ? gpfifo_->put() : 0;
+    const uint32_t pending = (put + config_.gpfifo_entries - get) % config_.gpfifo_entries;
+    std::string doing = "idle";
+    if (pending != 0 && channel_mem_ && ring_) {
+        // What the PBDMA stopped at: the segment of the GP entry at GPGet (ENTRY0 GET 31:2, ENTRY1 GET_HI 7:0,
+        // LENGTH 30:10), when it lies in the command ring.
+        uint64_t raw;
+        std::memcpy(&raw, channel_mem_.cpu() + uint64_t{get} * 8, 8);
+        const uint64_t va = (raw & 0xfffffffcu) | ((raw >> 32) & 0xff) << 32;
+        const uint64_t dwords = (raw >> 42) & 0x1fffff;
+        const uint64_t base = ring_.address().value();
+        doing = fmt::format("executing the commands at {:#x}", va);
+        if (va >= base && va + dwords * 4 <= base + config_.ring_bytes) {
+            const auto* w = reinterpret_cast<const uint32_t*>(ring_.cpu() + (va - base));
+            for (uint64_t i = 0; i < dwords; i += decode(w[i]).dwords()) {
+                const Header h = decode(w[i]);
+                if (h.subchannel == kHostSubchannel && h.method == host::SEM_ADDR_LO && h.count == 5 && (w[i + 5] & 7) != 1) {
+                    doing = fmt::format("executing wait for {:#x} >= {}", uint64_t{w[i + 1]} | uint64_t{w[i + 2]} << 32,
+                                        uint64_t{w[i + 3]} | uint64_t{w[i + 4]} << 32);
+                    break;
+                }
+                if (h.subchannel == kComputeSubchannel && h.method == kNoOperation && h.sec_op == 3 && i + 1 < dwords &&
+                    w[i + 1] == kExecMagic) {
+                    doing = "executing a kernel launch";
+                    break;
+                }
+            }
+        }
+    }
+    return fmt::format("{} (channel token {}): GPFIFO {:#x} of {} entries, rptr={} wptr={} (GPGet / GPPut), {} entries pending, {}; "
+                       "command ring {:#x}, {} bytes written, completed ticket {}",
+                       name(), token_, channel_mem_ ? channel_mem_.address().value() : 0, config_.gpfifo_entries, get, put, pending,
+                       doing, ring_ ? ring_.address().value() : 0, hcq::load_acquire(wptr_), completed_ticket());
 }
 
 }  // namespace baregpu::nv

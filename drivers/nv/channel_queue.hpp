@@ -4,7 +4,7 @@
 // timestamps.
 //
 // Commands (pushbuffer method streams, gpfifo.hpp / compute_methods.hpp / ce_methods.hpp encodings):
-//   wait       host SEM_* ACQ_CIRC_GEQ, 64-bit (clc56f.h)
+//   wait       host SEM_* ACQ_STRICT_GEQ, 64-bit (clc56f.h)
 //   signal     host SEM_* RELEASE with RELEASE_TIMESTAMP: value at the signal, GPU time at +8 (HCQ's layout)
 //   timestamp  host RELEASE_TIMESTAMP into the queue's 16-byte scratch, then a CE copy of its time word
 //              to the destination (NVIDIA semaphores only write {payload, time} pairs, never a bare time)
@@ -42,7 +42,7 @@ public:
         hcq::QueueKind kind = hcq::QueueKind::compute;
         std::string name;
         uint32_t gpfifo_entries = 1024;   // power of two
-        uint64_t ring_bytes = 1ull << 20; // command ring, power of two >= 64 KiB
+        uint64_t ring_bytes = 4ull << 20; // command ring, power of two >= 64 KiB
     };
     ChannelQueue(NvHcqDevice& device, Config config);
     ~ChannelQueue() override;
@@ -78,6 +78,7 @@ private:
     bool compute() const { return config_.kind == hcq::QueueKind::compute; }
     // Pads a compute command to a multiple of 256 bytes (a no-op for the copy queue).
     uint32_t* append(hcq::CommandBuffer& out, size_t dwords);
+    void emit(hcq::CommandBuffer& out, const PushBuffer& pb);
     uint32_t userd_gp_get() const;
     void wait_for_space(uint64_t bytes);
     // Places `bytes` at the next 256-aligned ring position (wrapping to the ring start when they do

@@ -12,6 +12,7 @@
 #include "hcq/program.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <fmt/format.h>
 #include <thread>
@@ -218,6 +219,19 @@ std::shared_ptr<hcq::Program> NvHcqDevice::load_program_impl(std::span<const std
     return std::make_shared<NvProgram>(*this, std::move(info), std::move(code));
 }
 
+NvProgram::~NvProgram() {
+    static_cast<NvHcqDevice&>(device()).program_unloaded(code_.address(), code_.size(), name());
+}
+
+void NvHcqDevice::program_unloaded(GpuVirtualAddress code, uint64_t size, const std::string& kernel) noexcept {
+    try {
+        std::lock_guard lock(fault_mutex_);
+        if (unloaded_.size() >= 64) unloaded_.erase(unloaded_.begin());
+        unloaded_.push_back({code.value(), code.value() + size, kernel});
+    } catch (...) {
+    }
+}
+
 // ---- faults ----
 
 bool NvHcqDevice::check_faults() noexcept {
@@ -231,13 +245,27 @@ bool NvHcqDevice::check_faults() noexcept {
         const size_t first = errors_seen_;
         errors_seen_ = log.os_errors.size();
         const uint32_t chid = first < log.os_error_chids.size() ? log.os_error_chids[first] : 0;
-        std::string queue;
+        const std::string& text = log.os_errors[first];
+        std::string queue, unloaded;
         {
             std::lock_guard f(fault_mutex_);
             auto it = channels_.find(chid);
             queue = it != channels_.end() ? it->second : "no queue of this device";
+            // GSP's text names the faulting VA ("... VA 0x..."): a launch of a program unloaded since.
+            const size_t at = text.find("VA 0x");
+            if (at != std::string::npos) {
+                const uint64_t va = std::strtoull(text.c_str() + at + 3, nullptr, 16);
+                for (auto u = unloaded_.rbegin(); u != unloaded_.rend(); ++u) {
+                    if (va >= (u->begin & ~(kPage - 1)) && va < u->end) {
+                        unloaded = fmt::format("a kernel launch found no program is loaded at {:#x}: kernel '{}' was unloaded and its "
+                                               "code unmapped; ",
+                                               va, u->kernel);
+                        break;
+                    }
+                }
+            }
         }
-        fail(fmt::format("GSP-RM reported an error on channel {} ({}): {}{}; queues: {}; {}", chid, queue, log.os_errors[first],
+        fail(fmt::format("{}GSP-RM reported an error on channel {} ({}): {}{}; queues: {}; {}", unloaded, chid, queue, text,
                          errors_seen_ - first > 1 ? fmt::format(" (and {} more)", errors_seen_ - first - 1) : "",
                          compute_->describe(), copy_->describe()));
         return true;

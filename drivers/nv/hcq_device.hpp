@@ -32,7 +32,7 @@ class ChannelQueue;
 struct NvHcqOptions {
     std::string name;                          // the HCQ name ("sim-nv:ad102")
     uint32_t gpfifo_entries = 1024;            // per channel, power of two
-    uint64_t compute_ring_bytes = 1ull << 20;  // command rings, power of two
+    uint64_t compute_ring_bytes = 4ull << 20;  // command rings, power of two (a launch takes >= 768 bytes)
     uint64_t copy_ring_bytes = 1ull << 20;
     uint64_t va_bytes = 64ull << 30;           // the HCQ VA window at kVaBase (below 2^40: GP entries, QMDs)
     uint64_t memory_bytes = 0;                 // what buffers may map at once; 0: the VRAM heap
@@ -65,6 +65,9 @@ public:
     hcq::Buffer allocate_owned(uint64_t size, const hcq::BufferOptions& options) { return memory().allocate(size, options, nullptr); }
     void channel_opened(uint32_t token, std::string queue);
     void channel_closed(uint32_t token) noexcept;
+
+    // A program's code range that is going away (NvProgram's destructor).
+    void program_unloaded(GpuVirtualAddress code, uint64_t size, const std::string& kernel) noexcept;
 
     struct MemoryStats {
         VramStats vram;
@@ -101,6 +104,11 @@ private:
     std::mutex fault_mutex_;
     size_t errors_seen_ = 0;
     std::map<uint32_t, std::string> channels_;  // token -> queue name, under fault_mutex_
+    struct Unloaded {
+        uint64_t begin = 0, end = 0;
+        std::string kernel;
+    };
+    std::vector<Unloaded> unloaded_;  // the most recent ones, under fault_mutex_
 
     std::unique_ptr<ChannelQueue> compute_, copy_;
 };

@@ -12,6 +12,9 @@ class NvProgram final : public hcq::Program {
 public:
     NvProgram(hcq::Device& device, hcq::KernelInfo info, hcq::Buffer code)
         : Program(device, std::move(info)), code_(std::move(code)) {}
+    // Tells the device where the code was, so that a launch recorded earlier that still names it is
+    // reported as a launch of an unloaded program rather than as a bare page fault.
+    ~NvProgram() override;
     // The QMD's PROGRAM_ADDRESS.
     uint64_t program_address() const { return code_.address().value(); }
 
