@@ -132,7 +132,7 @@ std::shared_ptr<hcq::Device> open_sim_nv(const hcq::DeviceUri& uri) {
     options.staging_bytes = uri.option_u64("staging", options.staging_bytes);
     options.staging_slots = static_cast<uint32_t>(uri.option_u64("staging_slots", options.staging_slots));
     const uint64_t vram = uri.option_u64("vram", 1ull << 30);
-    uri.reject_unused("ring, compute_ring, copy_ring (command ring bytes, powers of two of at least 64 KiB), gpfifo_entries "
+    uri.reject_unused("ring, compute_ring, copy_ring (command ring bytes, powers of two of at least 4 KiB), gpfifo_entries "
                       "(GP entries per channel, a power of two), memory (bytes buffers may map), staging, staging_slots "
                       "(copy_in/copy_out slots), vram (the model's VRAM bytes, default 1 GiB)");
 

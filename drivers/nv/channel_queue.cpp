@@ -24,8 +24,13 @@ namespace {
 constexpr uint32_t kNoOperation = 0x0100;
 // The exec command's first NO_OPERATION data word: "BGKA" little-endian. Ours; the class ignores it.
 constexpr uint32_t kExecMagic = 0x414b4742;
-constexpr size_t kQmdAt = 64, kArgsAt = 128;  // dwords into an exec command
-constexpr uint64_t kAlign = 256;              // compute commands: QMD alignment (SEND_PCAS_A >> 8)
+// An exec command: [0] NO_OPERATION header, [1] magic, [2] argument bytes, [3] where the QMD is (dwords from
+// the command's start; 0 = not placed yet: kQmdAt), then 64 dwords of slack, the QMD (64 dwords) and the
+// arguments, then SEND_PCAS_A / SEND_SIGNALING_PCAS2_B. Where the command lands, the QMD and the arguments
+// move down into the slack to the first 256-byte aligned address (SEND_PCAS_A is QMD >> 8; the arguments,
+// constant buffer 0, follow at +256).
+constexpr size_t kExecHeader = 4, kQmdDwords = 64, kQmdAt = kExecHeader + 64;
+constexpr uint64_t kAlign = 8;  // where submissions are placed in the ring
 constexpr size_t kFenceDwords = 6;            // SEM_ADDR_LO..SEM_EXECUTE
 // NV_VIRTUAL_FUNCTION_DOORBELL (tu102/dev_vm.h: VF window 0xb80000 + 0x30090; clc361.h NOTIFY_CHANNEL_PENDING).
 constexpr uint32_t kDoorbell = 0xbb0090;
@@ -56,17 +61,29 @@ void fill(uint32_t* w, size_t n, unsigned subchannel) {
     std::fill(w + 1, w + n, 0u);
 }
 
-// Fills in the addresses of every exec command in `w` (which lives at GPU VA `va`).
+bool is_exec(std::span<const uint32_t> w, size_t i) {
+    const Header h = decode(w[i]);
+    return h.sec_op == 3 && h.subchannel == kComputeSubchannel && h.method == kNoOperation && h.count > kQmdAt + kQmdDwords &&
+           i + 1 < w.size() && w[i + 1] == kExecMagic;
+}
+size_t qmd_at(std::span<const uint32_t> command) { return command[3] != 0 ? command[3] : kQmdAt; }
+
+// Moves every exec command's QMD and arguments in `w` (which lives at GPU VA `va`) to their aligned place
+// and fills in the addresses.
 void fixup(std::span<uint32_t> w, uint64_t va) {
     for (size_t i = 0; i < w.size();) {
         const Header h = decode(w[i]);
-        if (h.sec_op == 3 && h.subchannel == kComputeSubchannel && h.method == kNoOperation && h.count > kArgsAt &&
-            w[i + 1] == kExecMagic) {
-            const uint64_t qmd_va = va + (i + kQmdAt) * 4, args_va = va + (i + kArgsAt) * 4;
+        if (is_exec(w, i)) {
             const uint32_t args_bytes = w[i + 2];
-            Qmd q(QmdVersion::v03_00, w.subspan(i + kQmdAt, 64));
-            q.set_constant_buffer(0, args_va, args_bytes);
-            std::copy(q.words().begin(), q.words().end(), w.begin() + static_cast<ptrdiff_t>(i + kQmdAt));
+            const size_t from = i + qmd_at(w.subspan(i)), block = kQmdDwords + args_bytes / 4;
+            size_t to = i + kExecHeader;
+            while ((va + to * 4) % 256 != 0) ++to;
+            std::memmove(&w[to], &w[from], block * 4);
+            w[i + 3] = static_cast<uint32_t>(to - i);
+            const uint64_t qmd_va = va + to * 4;
+            Qmd q(QmdVersion::v03_00, w.subspan(to, kQmdDwords));
+            q.set_constant_buffer(0, qmd_va + kQmdDwords * 4, args_bytes);
+            std::copy(q.words().begin(), q.words().end(), w.begin() + static_cast<ptrdiff_t>(to));
             const size_t next = i + h.dwords();  // SEND_PCAS_A
             w[next + 1] = static_cast<uint32_t>(qmd_va >> 8);
         }
@@ -79,8 +96,8 @@ void fixup(std::span<uint32_t> w, uint64_t va) {
 ChannelQueue::ChannelQueue(NvHcqDevice& device, Config config)
     : Engine(config.kind, config.name), device_(device), config_(std::move(config)) {
     const uint64_t r = config_.ring_bytes;
-    if (r < 65536 || (r & (r - 1)) != 0)
-        throw Error(device.name(), fmt::format("{}: command ring of {} bytes: a power of two of at least 64 KiB is needed", name(), r));
+    if (r < 4096 || (r & (r - 1)) != 0)
+        throw Error(device.name(), fmt::format("{}: command ring of {} bytes: a power of two of at least 4 KiB is needed", name(), r));
     const uint32_t e = config_.gpfifo_entries;
     if (e < 4 || (e & (e - 1)) != 0 || e > (1u << 20))
         throw Error(device.name(), fmt::format("{}: {} GPFIFO entries: a power of two from 4 to 2^20 is needed", name(), e));
@@ -150,10 +167,9 @@ void ChannelQueue::release() noexcept {
 }
 
 uint32_t* ChannelQueue::append(hcq::CommandBuffer& out, size_t dwords) {
-    // HCQ commands are multiples of 8 bytes; compute ones 256 (the QMD alignment). The copy queue's
-    // filler is an immediate host WFI (harmless: the engine is idle between commands anyway), the
-    // compute queue's a compute NO_OPERATION.
-    const size_t padded = compute() ? (dwords + 63) & ~size_t{63} : (dwords + 1) & ~size_t{1};
+    // HCQ commands are multiples of 8 bytes. The copy queue's filler is an immediate host WFI (harmless:
+    // the engine is idle between commands anyway), the compute queue's a compute NO_OPERATION.
+    const size_t padded = (dwords + 1) & ~size_t{1};
     auto* w = reinterpret_cast<uint32_t*>(out.append(padded * 4));
     if (compute()) {
         fill(w + dwords, padded - dwords, kComputeSubchannel);
@@ -203,12 +219,13 @@ void ChannelQueue::encode_exec(hcq::CommandBuffer& out, const hcq::Program& prog
     const auto& p = static_cast<const NvProgram&>(program);
     const uint32_t args_bytes = static_cast<uint32_t>(std::max<size_t>(16, (kernargs.size() + 15) & ~size_t{15}));
     const size_t args_dwords = args_bytes / 4;
-    const size_t launch_at = kArgsAt + args_dwords;
+    const size_t args_at = kQmdAt + kQmdDwords, launch_at = args_at + args_dwords;
     uint32_t* w = append(out, launch_at + 4);
     w[0] = method_nonincr(kComputeSubchannel, kNoOperation, static_cast<uint32_t>(launch_at - 1));
     std::fill(w + 1, w + launch_at, 0u);
     w[1] = kExecMagic;
     w[2] = args_bytes;
+    w[3] = 0;  // not placed
     Qmd q(QmdVersion::v03_00);
     q.set_grid(grid.x, grid.y, grid.z);
     q.set_block(block.x, block.y, block.z);
@@ -216,7 +233,7 @@ void ChannelQueue::encode_exec(hcq::CommandBuffer& out, const hcq::Program& prog
     q.set_constant_buffer(0, 0, args_bytes);  // the address: where the command lands (fixup)
     q.invalidate_caches();
     std::copy(q.words().begin(), q.words().end(), w + kQmdAt);
-    if (!kernargs.empty()) std::memcpy(w + kArgsAt, kernargs.data(), kernargs.size());
+    if (!kernargs.empty()) std::memcpy(w + args_at, kernargs.data(), kernargs.size());
     PushBuffer pb(std::span(w + launch_at, 4));
     compute_launch(pb, kComputeSubchannel, 0, compute::kPcasActionSchedule);
 }
@@ -266,22 +283,21 @@ void ChannelQueue::patch(std::span<std::byte> command, hcq::Field field, uint64_
 }
 
 void ChannelQueue::patch_exec_args(std::span<std::byte> command, uint32_t offset, std::span<const std::byte> bytes) {
-    const size_t at = kArgsAt * 4 + offset;
+    const size_t at = (qmd_at(words_of(command)) + kQmdDwords) * 4 + offset;
     if (at + bytes.size() > command.size()) throw std::out_of_range("kernel argument patch outside the exec command");
     std::memcpy(command.data() + at, bytes.data(), bytes.size());
 }
 
 void ChannelQueue::patch_exec_dims(std::span<std::byte> command, hcq::Dim3 grid, hcq::Dim3 block) {
     std::span<uint32_t> w = words_of(command);
-    Qmd q(QmdVersion::v03_00, w.subspan(kQmdAt, 64));
+    const size_t at = qmd_at(w);
+    Qmd q(QmdVersion::v03_00, w.subspan(at, kQmdDwords));
     q.set_grid(grid.x, grid.y, grid.z);
     q.set_block(block.x, block.y, block.z);
-    std::copy(q.words().begin(), q.words().end(), w.begin() + kQmdAt);
+    std::copy(q.words().begin(), q.words().end(), w.begin() + static_cast<ptrdiff_t>(at));
 }
 
 void ChannelQueue::relocate(std::span<std::byte> commands, GpuVirtualAddress address) {
-    if (compute() && address.value() % kAlign != 0)
-        throw Error(device_.name(), fmt::format("{}: bound commands at {:#x} are not 256-byte aligned", name(), address.value()));
     fixup(words_of(commands), address.value());
 }
 
@@ -397,7 +413,7 @@ void ChannelQueue::wait_ticket(uint64_t ticket, hcq::Duration timeout) {
 }
 
 uint64_t ChannelQueue::max_submit_bytes() const {
-    // One submission never wraps: the ring less the fence and the worst 256-byte alignment.
+    // One submission never wraps: the ring less the fence and the worst placement alignment.
     return config_.ring_bytes - kFenceDwords * 4 - kAlign;
 }
 
@@ -425,7 +441,7 @@ std::string ChannelQueue::describe() const {
                     break;
                 }
                 if (h.subchannel == kComputeSubchannel && h.method == kNoOperation && h.sec_op == 3 && i + 1 < dwords &&
-                    w[i + 1] == kExecMagic) {
+                    w[i + 1] == kExecMagic) {  // an exec command
                     doing = "executing a kernel launch";
                     break;
                 }

@@ -9,11 +9,11 @@
 //   timestamp  host RELEASE_TIMESTAMP into the queue's 16-byte scratch, then a CE copy of its time word
 //              to the destination (NVIDIA semaphores only write {payload, time} pairs, never a bare time)
 //   barrier    host WFI
-//   exec       a compute NO_OPERATION (clc6c0.h 0x100, non-incrementing) whose data carries the QMD V03 at
-//              +256 and the kernel arguments (constant buffer 0) at +512 of the command, then SEND_PCAS_A /
-//              SEND_SIGNALING_PCAS2_B SCHEDULE of that QMD. The QMD's addresses are filled in where the
-//              command lands (submit / relocate); the QMD needs 256-byte alignment, so every compute
-//              command is a multiple of 256 bytes (NO_OPERATION padding) and placed 256-byte aligned.
+//   exec       a compute NO_OPERATION (clc6c0.h 0x100, non-incrementing) whose data carries 256 bytes of
+//              slack, the QMD V03 and the kernel arguments (constant buffer 0, right after the QMD), then
+//              SEND_PCAS_A / SEND_SIGNALING_PCAS2_B SCHEDULE of that QMD. Where the command lands (submit /
+//              relocate) the QMD and arguments move to the first 256-byte aligned address in the slack
+//              (SEND_PCAS_A is QMD >> 8) and their addresses are filled in.
 //   copy       CE OFFSET_IN/OUT, LINE_LENGTH_IN, LAUNCH_DMA pitch 1-D (chunks of < 4 GiB)
 //
 // Submission: the commands are copied into the queue's command ring (host memory, not wrapping inside
@@ -42,7 +42,7 @@ public:
         hcq::QueueKind kind = hcq::QueueKind::compute;
         std::string name;
         uint32_t gpfifo_entries = 1024;   // power of two
-        uint64_t ring_bytes = 4ull << 20; // command ring, power of two >= 64 KiB
+        uint64_t ring_bytes = 1ull << 20; // command ring, power of two >= 4 KiB
     };
     ChannelQueue(NvHcqDevice& device, Config config);
     ~ChannelQueue() override;
@@ -76,12 +76,12 @@ public:
 
 private:
     bool compute() const { return config_.kind == hcq::QueueKind::compute; }
-    // Pads a compute command to a multiple of 256 bytes (a no-op for the copy queue).
+    // Appends `dwords` padded to a multiple of 8 bytes with a filler method.
     uint32_t* append(hcq::CommandBuffer& out, size_t dwords);
     void emit(hcq::CommandBuffer& out, const PushBuffer& pb);
     uint32_t userd_gp_get() const;
     void wait_for_space(uint64_t bytes);
-    // Places `bytes` at the next 256-aligned ring position (wrapping to the ring start when they do
+    // Places `bytes` at the next 8-byte aligned ring position (wrapping to the ring start when they do
     // not fit before its end); returns the ring offset.
     uint64_t reserve(uint64_t bytes);
     void push_entry(uint64_t va, uint64_t bytes);

@@ -32,7 +32,7 @@ class ChannelQueue;
 struct NvHcqOptions {
     std::string name;                          // the HCQ name ("sim-nv:ad102")
     uint32_t gpfifo_entries = 1024;            // per channel, power of two
-    uint64_t compute_ring_bytes = 4ull << 20;  // command rings, power of two (a launch takes >= 768 bytes)
+    uint64_t compute_ring_bytes = 1ull << 20;  // command rings, power of two (a launch takes >= 560 bytes)
     uint64_t copy_ring_bytes = 1ull << 20;
     uint64_t va_bytes = 64ull << 30;           // the HCQ VA window at kVaBase (below 2^40: GP entries, QMDs)
     uint64_t memory_bytes = 0;                 // what buffers may map at once; 0: the VRAM heap
