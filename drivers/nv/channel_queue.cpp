@@ -336,13 +336,19 @@ uint64_t ChannelQueue::reserve(uint64_t bytes) {
 
 void ChannelQueue::push_entry(uint64_t va, uint64_t bytes) {
     const GpEntry e = gp_entry(va, static_cast<uint32_t>(bytes / 4));
-    const uint64_t deadline = hcq::host_now_ns() + static_cast<uint64_t>(hcq::default_timeout().count());
-    bool timed_out = false;
-    const bool ok = gpfifo_->push(e, [&] { return userd_gp_get(); }, [&] {
-        device_.check_usable();
-        device_.check_faults();
-        if (hcq::host_now_ns() > deadline) {
-            timed_out = true;
+    if (gpfifo_->try_push(e, userd_gp_get())) return;  // the common case: no waiting, nothing allocated
+    // Full: wait for GPGet (bounded; faults end the wait). One pointer captured: std::function keeps it inline.
+    struct Wait {
+        ChannelQueue* q;
+        uint64_t deadline;
+        bool timed_out = false;
+    } w{this, hcq::host_now_ns() + static_cast<uint64_t>(hcq::default_timeout().count())};
+    Wait* wp = &w;
+    const bool ok = gpfifo_->push(e, [wp] { return wp->q->userd_gp_get(); }, [wp] {
+        wp->q->device_.check_usable();
+        wp->q->device_.check_faults();
+        if (hcq::host_now_ns() > wp->deadline) {
+            wp->timed_out = true;
             return false;
         }
         std::this_thread::sleep_for(std::chrono::microseconds(20));
@@ -351,7 +357,7 @@ void ChannelQueue::push_entry(uint64_t va, uint64_t bytes) {
     if (!ok) {
         throw TimeoutError(device_.name(), fmt::format("{}: the GPFIFO stayed full ({} entries, GPGet {} put {}) for {} ms{}; {}", name(),
                                                        gpfifo_->size(), userd_gp_get(), gpfifo_->put(),
-                                                       hcq::default_timeout().count() / 1000000, timed_out ? "" : " (device failed)",
+                                                       hcq::default_timeout().count() / 1000000, w.timed_out ? "" : " (device failed)",
                                                        describe()));
     }
 }
