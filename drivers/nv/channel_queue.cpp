@@ -113,23 +113,33 @@ void ChannelQueue::start() {
     ring_ = device_.allocate_owned(config_.ring_bytes, {.host = true, .uncached = true});
     control_ = device_.allocate_owned(4096, {.host = true, .uncached = true});
     std::memset(control_.cpu(), 0, 4096);
-    gpfifo_.emplace(std::span(reinterpret_cast<uint64_t*>(channel_mem_.cpu()), config_.gpfifo_entries));
+    open_channel();
+}
 
+void ChannelQueue::open_channel() {
+    std::lock_guard q(mutex_);
+    open_channel_locked();
+}
+
+void ChannelQueue::open_channel_locked() {
+    gpfifo_.emplace(std::span(reinterpret_cast<uint64_t*>(channel_mem_.cpu()), config_.gpfifo_entries));
     RmDevice& rm = device_.rm();
-    std::lock_guard lock(device_.rm_mutex());
-    rm_memory_ = rm.alloc_vram(userd_offset_ + 4096, 4096);
-    RmChannelSpec spec;
-    spec.engine_class = compute() ? rm.classes().compute : rm.classes().copy;
-    spec.memory = rm_memory_;
-    spec.gpfifo_va = channel_mem_.address().value();
-    spec.entries = config_.gpfifo_entries;
-    spec.userd_offset = userd_offset_;
-    RmChannel ch = rm.create_channel(spec);
-    rm_channel_ = ch.channel;
-    // The compute channel's GRCE: the copy class on subchannel 4, for timestamps.
-    if (compute()) rm.rm().alloc_empty(rm.client(), rm_channel_, rm.classes().copy);
-    token_ = ch.work_submit_token;
-    rm.schedule();
+    {
+        std::lock_guard lock(device_.rm_mutex());
+        rm_memory_ = rm.alloc_vram(userd_offset_ + 4096, 4096);
+        RmChannelSpec spec;
+        spec.engine_class = compute() ? rm.classes().compute : rm.classes().copy;
+        spec.memory = rm_memory_;
+        spec.gpfifo_va = channel_mem_.address().value();
+        spec.entries = config_.gpfifo_entries;
+        spec.userd_offset = userd_offset_;
+        RmChannel ch = rm.create_channel(spec);
+        rm_channel_ = ch.channel;
+        // The compute channel's GRCE: the copy class on subchannel 4, for timestamps.
+        if (compute()) rm.rm().alloc_empty(rm.client(), rm_channel_, rm.classes().copy);
+        token_ = ch.work_submit_token;
+        rm.schedule();
+    }
     device_.channel_opened(token_, name());
     started_ = true;
 
@@ -138,7 +148,6 @@ void ChannelQueue::start() {
     PushBuffer pb(words);
     if (compute()) compute_set_object(pb, kComputeSubchannel, static_cast<ComputeClass>(rm.classes().compute));
     ce_set_object(pb, kCopySubchannel, static_cast<CopyClass>(rm.classes().copy));
-    std::lock_guard q(mutex_);
     const uint64_t at = reserve(pb.size_dwords() * 4);
     std::memcpy(ring_.cpu() + at, words, pb.size_dwords() * 4);
     wptr_ += pb.size_dwords() * 4;
@@ -157,6 +166,16 @@ void ChannelQueue::stop() noexcept {
     } catch (...) {
         // GSP gone or hung: nothing more to take down.
     }
+}
+
+void ChannelQueue::restart() {
+    std::lock_guard q(mutex_);
+    // RM frees the faulted channel (the engines forget it) and allocates a new one on the same memory:
+    // GP ring and USERD zeroed, everything handed out so far counts as done (tickets stay monotonic).
+    stop();
+    std::memset(channel_mem_.cpu(), 0, userd_offset_ + 4096);
+    hcq::store_release(*reinterpret_cast<uint64_t*>(control_.cpu()), wptr_);
+    open_channel_locked();
 }
 
 void ChannelQueue::release() noexcept {

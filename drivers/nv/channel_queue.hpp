@@ -53,6 +53,8 @@ public:
     // Frees the RM channel (RM unregisters it from the engines). Idempotent, never throws.
     void stop() noexcept;
     void release() noexcept;
+    // After a fault: RM frees the channel and allocates a new one on the same memory (a new token).
+    void restart();
 
     uint32_t token() const { return token_; }
 
@@ -76,6 +78,8 @@ public:
 
 private:
     bool compute() const { return config_.kind == hcq::QueueKind::compute; }
+    void open_channel();
+    void open_channel_locked();  // caller holds mutex_
     // Appends `dwords` padded to a multiple of 8 bytes with a filler method.
     uint32_t* append(hcq::CommandBuffer& out, size_t dwords);
     void emit(hcq::CommandBuffer& out, const PushBuffer& pb);

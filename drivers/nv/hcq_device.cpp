@@ -275,6 +275,18 @@ bool NvHcqDevice::check_faults() noexcept {
     }
 }
 
+void NvHcqDevice::recover() {
+    std::lock_guard lock(submission_mutex());
+    {
+        std::lock_guard rm(rm_mutex_);
+        gsp_->rpc().poll_events();
+        errors_seen_ = gsp_->rpc().events().os_errors.size();
+    }
+    compute_->restart();
+    copy_->restart();
+    clear_failure();
+}
+
 void NvHcqDevice::sleep_for_signal(const hcq::SignalSlot&, uint64_t, uint64_t deadline_ns) {
     if (check_faults()) return;
     const uint64_t now = hcq::host_now_ns();

@@ -54,6 +54,8 @@ public:
 
     void sleep_for_signal(const hcq::SignalSlot& slot, uint64_t target, uint64_t deadline_ns) override;
     void host_signal_written() noexcept override {}
+    // After a channel error: both channels re-created by RM on the same memory, GSP's errors so far taken.
+    void recover() override;
 
     // Drains GSP's status queue: a channel error fails the device. Returns true when it did.
     bool check_faults() noexcept;
