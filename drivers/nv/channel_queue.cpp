@@ -148,10 +148,13 @@ void ChannelQueue::open_channel_locked() {
     PushBuffer pb(words);
     if (compute()) compute_set_object(pb, kComputeSubchannel, static_cast<ComputeClass>(rm.classes().compute));
     ce_set_object(pb, kCopySubchannel, static_cast<CopyClass>(rm.classes().copy));
-    const uint64_t at = reserve(pb.size_dwords() * 4);
+    const uint64_t bytes = pb.size_dwords() * 4 + kFenceDwords * 4;
+    const uint64_t at = reserve(bytes);
     std::memcpy(ring_.cpu() + at, words, pb.size_dwords() * 4);
-    wptr_ += pb.size_dwords() * 4;
-    push_entry(ring_.address().value() + at, pb.size_dwords() * 4);
+    wptr_ += bytes;
+    PushBuffer(std::span(reinterpret_cast<uint32_t*>(ring_.cpu() + at + pb.size_dwords() * 4), kFenceDwords))
+        .sem_release(control_.address().value(), wptr_, /*timestamp=*/false);
+    push_entry(ring_.address().value() + at, bytes);
     ring_doorbell();
 }
 
@@ -331,26 +334,29 @@ uint64_t ChannelQueue::completed_ticket() const noexcept {
     return control_ ? hcq::load_acquire(*reinterpret_cast<const uint64_t*>(control_.cpu())) : 0;
 }
 
-void ChannelQueue::wait_for_space(uint64_t bytes) {
-    auto used = [&] { return wptr_ - completed_ticket(); };
-    if (used() + bytes <= config_.ring_bytes) return;
+void ChannelQueue::wait_completed(uint64_t position, uint64_t bytes) {
+    if (completed_ticket() >= position) return;
     const uint64_t deadline = hcq::host_now_ns() + static_cast<uint64_t>(hcq::default_timeout().count());
-    while (used() + bytes > config_.ring_bytes) {
+    while (completed_ticket() < position) {
         device_.check_usable();
         device_.check_faults();
         if (hcq::host_now_ns() > deadline)
-            throw TimeoutError(device_.name(), fmt::format("{}: the command ring stayed full ({} bytes needed); {}", name(), bytes, describe()));
+            throw TimeoutError(device_.name(), fmt::format("{}: the command ring stayed full ({} bytes needed, waiting for ticket {}); {}",
+                                                           name(), bytes, position, describe()));
         std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
 }
 
 uint64_t ChannelQueue::reserve(uint64_t bytes) {
-    // Caller holds mutex_. 256-aligned start; no submission wraps the ring end.
+    // Caller holds mutex_. kAlign-aligned start; no submission wraps the ring end (the rest of the lap is skipped).
+    const uint64_t ring = config_.ring_bytes;
     uint64_t start = (wptr_ + kAlign - 1) & ~(kAlign - 1);
-    if (start % config_.ring_bytes + bytes > config_.ring_bytes) start = (start / config_.ring_bytes + 1) * config_.ring_bytes;
-    wait_for_space(start - wptr_ + bytes);
+    if (start % ring + bytes > ring) start = (start / ring + 1) * ring;
+    // [start, start + bytes) reuses ring bytes last written at positions start - ring ..: those that were
+    // written (below wptr_) must have completed.
+    if (start + bytes > ring) wait_completed(std::min(start + bytes - ring, wptr_), bytes);
     wptr_ = start;
-    return start % config_.ring_bytes;
+    return start % ring;
 }
 
 void ChannelQueue::push_entry(uint64_t va, uint64_t bytes) {

@@ -84,7 +84,8 @@ private:
     uint32_t* append(hcq::CommandBuffer& out, size_t dwords);
     void emit(hcq::CommandBuffer& out, const PushBuffer& pb);
     uint32_t userd_gp_get() const;
-    void wait_for_space(uint64_t bytes);
+    // Blocks (default timeout, fault polling) until completed_ticket() >= position.
+    void wait_completed(uint64_t position, uint64_t bytes);
     // Places `bytes` at the next 8-byte aligned ring position (wrapping to the ring start when they do
     // not fit before its end); returns the ring offset.
     uint64_t reserve(uint64_t bytes);
