@@ -4,6 +4,8 @@
 #include "drivers/am/am_device.hpp"
 #include "drivers/am/hcq_device.hpp"
 #include "drivers/cpu/cpu_device.hpp"
+#include "drivers/nv/gsp_boot.hpp"
+#include "drivers/nv/hcq_device.hpp"
 #include "drivers/pci/bar.hpp"
 #include "drivers/pci/device_lock.hpp"
 #include "drivers/pci/enumerate.hpp"
@@ -18,9 +20,16 @@
 #include "drivers/sim/edu.hpp"
 #include "drivers/sim/kgsl/kgsl_abi.hpp"
 #include "drivers/sim/kgsl/sim_kgsl.hpp"
+#include "drivers/sim/nvgpu/ad102.hpp"
+#include "drivers/sim/nvgpu/rm_gsp_server.hpp"
+#include "drivers/sim/nvgpu/rm_model.hpp"
+#include "drivers/sim/nvgpu/synthetic_gsp.hpp"
+#include "firmware-loader/search_path.hpp"
 #include "drivers/usb/libusb_backend.hpp"
 
 #include <fmt/format.h>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -59,6 +68,8 @@ const SimulatedModel kSimulatedModels[] = {
      [] { return make_navi(sim::amdgpu::Asic::navi31, /*ephemeral=*/true); }},
     {"sim-am:navi48", "AMD Navi48 / RX 9070 XT (RDNA4), driven by drivers/am", true,
      [] { return make_navi(sim::amdgpu::Asic::navi48, /*ephemeral=*/true); }},
+    {"sim-nv:ad102", "NVIDIA AD102 / RTX 4090 (Ada), GSP-RM booted and driven by drivers/nv (NVPCI)", true,
+     [] { return std::unique_ptr<pci::sim::SimDeviceModel>(sim::nvgpu::make_ad102()); }},
 };
 
 // What the model presents on the simulated bus: "1234:11e8, BAR0 1 MiB".
@@ -92,6 +103,97 @@ std::string field(std::string_view cpuinfo, std::string_view key) {
         if (!value.empty()) return std::string(value);
     }
     return "";
+}
+
+// "sim-nv:ad102?...": the simulated AD102 booted through GSP by drivers/nv (NVPCI), its RM the
+// model's RmModel behind GSP-RM; the RM model announces channels to the model's engines and the
+// engines' faults come back as GSP OS_ERROR_LOG events (what real GSP-RM posts for a channel error).
+constexpr const char* kAd102Booter = "nvidia/ad102/gsp/booter_load-570.144.bin";
+constexpr const char* kAd102Bootloader = "nvidia/ad102/gsp/bootloader-570.144.bin";
+// Xid numbers GSP-RM reports in rpc_os_error_log_v17_00.exceptType (ROBUST_CHANNEL_* in nverror.h).
+constexpr uint32_t kXidMmuFault = 31, kXidGrException = 13, kXidPbdmaError = 32;
+
+struct SimNv {
+    pci::sim::SimBus bus;
+    sim::nvgpu::Ad102Model* model = nullptr;
+    std::shared_ptr<sim::nvgpu::RmModel> rm;
+};
+
+std::shared_ptr<hcq::Device> open_sim_nv(const hcq::DeviceUri& uri) {
+    if (uri.name() != "sim-nv:ad102") throw Error(uri.name(), "unknown simulated NVIDIA GPU: the model is sim-nv:ad102");
+    nv::NvHcqOptions options;
+    options.name = uri.name();
+    const uint64_t ring = uri.option_u64("ring", 0);
+    if (ring != 0) options.compute_ring_bytes = options.copy_ring_bytes = ring;
+    options.compute_ring_bytes = uri.option_u64("compute_ring", options.compute_ring_bytes);
+    options.copy_ring_bytes = uri.option_u64("copy_ring", options.copy_ring_bytes);
+    options.gpfifo_entries = static_cast<uint32_t>(uri.option_u64("gpfifo_entries", options.gpfifo_entries));
+    options.memory_bytes = uri.option_u64("memory", 0);
+    options.staging_bytes = uri.option_u64("staging", options.staging_bytes);
+    options.staging_slots = static_cast<uint32_t>(uri.option_u64("staging_slots", options.staging_slots));
+    const uint64_t vram = uri.option_u64("vram", 1ull << 30);
+    uri.reject_unused("ring, compute_ring, copy_ring (command ring bytes, powers of two of at least 4 KiB), gpfifo_entries "
+                      "(GP entries per channel, a power of two), memory (bytes buffers may map), staging, staging_slots "
+                      "(copy_in/copy_out slots), vram (the model's VRAM bytes, default 1 GiB)");
+
+    // The real ad102 booter / bootloader from the firmware search path; the GSP-RM ELF is the
+    // model's synthetic stand-in (drivers/sim/nvgpu/synthetic_gsp.hpp): gsp-570.144.bin is not available.
+    const fw::FirmwareSearchPath path = fw::FirmwareSearchPath::from_environment();
+    std::optional<std::filesystem::path> booter = path.find(kAd102Booter);
+    if (!booter) {
+        throw Error(uri.name(), fmt::format("{} is not in the firmware search path ($BAREGPU_FIRMWARE_PATH, /lib/firmware/updates, "
+                                                    "/lib/firmware); sim-nv:ad102 boots GSP with the real ad102 booter",
+                                                    kAd102Booter));
+    }
+    nv::GspFirmware firmware;
+    firmware.booter_name = kAd102Booter;
+    firmware.bootloader_name = kAd102Bootloader;
+    firmware.gsp_name = "synthetic gsp-570.144.bin (drivers/sim/nvgpu)";
+    firmware.booter_load = path.load(kAd102Booter).bytes;
+    firmware.bootloader = path.load(kAd102Bootloader).bytes;
+    firmware.gsp_elf = sim::nvgpu::synthetic_gsp_elf();
+
+    auto sim = std::make_shared<SimNv>();
+    sim->rm = std::make_shared<sim::nvgpu::RmModel>();
+    sim::nvgpu::Ad102Options o;
+    o.server = std::make_shared<sim::nvgpu::RmGspServer>(sim->rm);
+    // booter <dir>/nvidia/ad102/gsp/...: the model wants <dir>.
+    o.firmware_dir = booter->parent_path().parent_path().parent_path().parent_path().string();
+    o.vram_bytes = vram;
+    auto model = sim::nvgpu::make_ad102(std::move(o));
+    sim->model = model.get();
+    std::unique_ptr<pci::PciDevice> pci = sim->bus.open(sim->bus.attach(std::move(model)));
+
+    // RM <-> engines: channels RM allocates run on the engines; engine faults are posted by GSP-RM.
+    sim::nvgpu::GpuEngines& engines = sim->model->engines();
+    sim::nvgpu::RmEngineHooks hooks;
+    hooks.channel_allocated = [&engines](const sim::nvgpu::RmChannelInfo& c) {
+        engines.register_channel(c.token, {c.gpfifo_va, c.gpfifo_entries, c.userd_va, c.page_directory_base, sim::nvgpu::MmuFormat::v2,
+                                           c.name});
+    };
+    hooks.channel_freed = [&engines](uint32_t token) { engines.unregister_channel(token); };
+    sim->rm->set_engine_hooks(std::move(hooks));
+    sim::nvgpu::Ad102Model* m = sim->model;
+    engines.set_hooks({}, [m](const sim::nvgpu::EngineFault& f) {
+        using Kind = sim::nvgpu::EngineFault::Kind;
+        const uint32_t xid = f.kind == Kind::mmu ? kXidMmuFault : f.kind == Kind::bad_gp_entry ? kXidPbdmaError : kXidGrException;
+        const char* kind = f.kind == Kind::mmu            ? "MMU page fault"
+                           : f.kind == Kind::bad_method   ? "bad method"
+                           : f.kind == Kind::bad_class    ? "bad class"
+                           : f.kind == Kind::bad_launch   ? "bad launch"
+                                                          : "bad GP entry";
+        const std::string text = fmt::format("Xid {}: {} at VA {:#x}: {}", xid, kind, f.address, f.what);
+        // rpc_os_error_log_v17_00 {exceptType, runlistId, chid, errString[0x100]}
+        std::vector<std::byte> payload(12 + 0x100);
+        std::memcpy(payload.data(), &xid, 4);
+        std::memcpy(payload.data() + 8, &f.token, 4);
+        std::memcpy(payload.data() + 12, text.data(), std::min<size_t>(text.size(), 0xff));
+        m->post_event(0x1006 /* NV_VGPU_MSG_EVENT_OS_ERROR_LOG */, payload);
+    });
+
+    std::unique_ptr<nv::GspDevice> gsp = nv::GspDevice::open(*pci, firmware);
+    options.keepalive = sim;
+    return nv::NvHcqDevice::create(std::move(pci), std::move(gsp), std::move(options));
 }
 
 }  // namespace
@@ -245,6 +347,12 @@ void register_backends(hcq::Registry& registry) {
     sim_am.enumerate = [] { return std::vector<std::string>{"sim-am:navi31", "sim-am:navi48"}; };
     sim_am.open = open_sim_am;
     registry.add(std::move(sim_am));
+    hcq::Backend sim_nv;
+    sim_nv.scheme = "sim-nv";
+    sim_nv.description = "the simulated AD102 (drivers/sim/nvgpu) booted through GSP by drivers/nv (NVPCI); kernels run as host code";
+    sim_nv.enumerate = [] { return std::vector<std::string>{"sim-nv:ad102"}; };
+    sim_nv.open = open_sim_nv;
+    registry.add(std::move(sim_nv));
     qcom::register_qcom_backend(registry);
     hcq::Backend sim_qcom;
     sim_qcom.scheme = "sim-qcom";

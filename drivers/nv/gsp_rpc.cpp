@@ -88,11 +88,24 @@ void GspRpc::service(const gsp::RpcMessage& m) {
         for (size_t i = 12; i < m.payload.size() && m.payload[i] != std::byte{0}; ++i)
             text.push_back(static_cast<char>(m.payload[i]));
         events_.os_errors.push_back(text);
+        uint32_t chid = 0;
+        if (m.payload.size() >= 12) std::memcpy(&chid, m.payload.data() + 8, 4);
+        events_.os_error_chids.push_back(chid);
     } else if (m.function == gsp::kEvMmuFaultQueued) {
         ++events_.mmu_faults;
     }
     auto it = handlers_.find(m.function);
     if (it != handlers_.end()) it->second(m);
+}
+
+size_t GspRpc::poll_events() {
+    if (!reader_) return 0;
+    size_t n = 0;
+    while (auto m = reader_->receive()) {
+        service(*m);
+        ++n;
+    }
+    return n;
 }
 
 RpcReply GspRpc::wait_for(uint32_t function, std::optional<uint32_t> sequence, std::chrono::nanoseconds timeout) {

@@ -31,6 +31,7 @@ struct RpcReply {
 // What GSP reported asynchronously (kept for the error that ends a hang; also logged by the owner).
 struct GspEventLog {
     std::vector<std::string> os_errors;  // OS_ERROR_LOG text (rpc_os_error_log_v17_00.errString)
+    std::vector<uint32_t> os_error_chids;  // ... and its chid, one per os_errors entry
     unsigned mmu_faults = 0;             // MMU_FAULT_QUEUED events
 };
 
@@ -56,6 +57,9 @@ public:
     RpcReply wait_for(uint32_t function, std::optional<uint32_t> sequence,
                       std::chrono::nanoseconds timeout = std::chrono::seconds(10));
 
+    // Services what GSP posted so far (events only: no call is outstanding), without waiting.
+    // Returns how many messages it read. Same threading rule as call().
+    size_t poll_events();
     // Handlers for asynchronous events (the boot installs the CPU sequencer's). OS_ERROR_LOG and
     // MMU_FAULT_QUEUED are recorded in events() whether or not a handler is set.
     void on_event(uint32_t function, EventHandler handler) { handlers_[function] = std::move(handler); }

@@ -223,6 +223,11 @@ const QmdLayout& qmd_layout(QmdVersion v) {
     throw Error("", "unknown QMD version");
 }
 
+Qmd::Qmd(QmdVersion version, std::span<const uint32_t> words) : layout_(&qmd_layout(version)) {
+    const size_t n = std::min<size_t>(words.size(), layout_->size_bytes / 4);
+    std::copy_n(words.begin(), n, words_.begin());
+}
+
 Qmd::Qmd(QmdVersion version) : layout_(&qmd_layout(version)) {
     set(layout_->qmd_major_version, layout_->major_version);
     set(layout_->qmd_minor_version, layout_->minor_version);

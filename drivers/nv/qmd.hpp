@@ -85,6 +85,9 @@ class Qmd {
 public:
     // Zeroed, with QMD_MAJOR/MINOR_VERSION set (and QMD_TYPE = GRID_CTA in V04/V05).
     explicit Qmd(QmdVersion version);
+    // An encoded QMD of `version` (its first size_bytes / 4 words are taken as they are), to patch fields
+    // of a QMD that already lives in command memory and write words() back.
+    Qmd(QmdVersion version, std::span<const uint32_t> words);
 
     QmdVersion version() const { return layout_->version; }
     const QmdLayout& layout() const { return *layout_; }

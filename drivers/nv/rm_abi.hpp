@@ -48,6 +48,7 @@ inline constexpr uint32_t NV0000_CTRL_CMD_GPU_GET_ID_INFO_V2 = 0x205;           
 inline constexpr uint32_t NV0080_CTRL_CMD_GPU_GET_CLASSLIST_V2 = 0x800292;      // ctrl0080gpu.h
 inline constexpr uint32_t NVA06C_CTRL_CMD_GPFIFO_SCHEDULE = 0xa06c0101;         // ctrla06c.h
 inline constexpr uint32_t NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN = 0xc36f0108;  // ctrlc36f.h
+inline constexpr uint32_t NV90F1_CTRL_CMD_VASPACE_COPY_SERVER_RESERVED_PDES = 0x90f10106;  // ctrl90f1.h
 
 // "NV0080_CTRL_CMD_GPU_GET_CLASSLIST_V2 (0x800292)".
 std::string control_name(uint32_t cmd);
@@ -234,6 +235,27 @@ struct NvA06cCtrlGpfifoScheduleParams {
     uint8_t bSkipSubmit;
     uint8_t bSkipEnable;
 };
+
+// ctrl90f1.h (570.144) NV90F1_CTRL_VASPACE_COPY_SERVER_RESERVED_PDES_PARAMS: the client's page
+// directory levels (root first) for a VA range, mirrored by GSP-RM (tinygrad's NVPCI golden context).
+inline constexpr uint32_t GMMU_FMT_MAX_LEVELS = 6;
+inline constexpr uint32_t GMMU_APERTURE_VIDEO = 1;  // gpu_vaspace.c: levels in VRAM
+struct Nv90f1CtrlCopyServerReservedPdesParams {
+    uint32_t hSubDevice;
+    uint32_t subDeviceId;
+    uint64_t pageSize;
+    uint64_t virtAddrLo;
+    uint64_t virtAddrHi;
+    uint32_t numLevelsToCopy;
+    struct Level {
+        uint64_t physAddress;
+        uint64_t size;
+        uint32_t aperture;
+        uint8_t pageShift;
+    } levels[GMMU_FMT_MAX_LEVELS];
+};
+static_assert(sizeof(Nv90f1CtrlCopyServerReservedPdesParams) == 184 &&
+              offsetof(Nv90f1CtrlCopyServerReservedPdesParams, levels) == 40);
 
 // ctrlc36f.h NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN_PARAMS.
 struct NvC36fCtrlGetWorkSubmitTokenParams {

@@ -116,6 +116,18 @@ RmChannel RmDevice::create_channel(const RmChannelSpec& spec) {
     return channel;
 }
 
+void RmDevice::copy_server_reserved_pdes(uint64_t root, uint64_t root_bytes, uint8_t root_page_shift, uint64_t va_lo,
+                                         uint64_t va_hi) {
+    Nv90f1CtrlCopyServerReservedPdesParams p{};
+    p.hSubDevice = subdevice_;
+    p.pageSize = uint64_t{1} << root_page_shift;
+    p.virtAddrLo = va_lo;
+    p.virtAddrHi = va_hi;
+    p.numLevelsToCopy = 1;
+    p.levels[0] = {root, root_bytes, GMMU_APERTURE_VIDEO, root_page_shift};
+    rm_.control(client_, vaspace_, NV90F1_CTRL_CMD_VASPACE_COPY_SERVER_RESERVED_PDES, p);
+}
+
 void RmDevice::schedule() {
     NvA06cCtrlGpfifoScheduleParams params{1, 0, 0};
     rm_.control(client_, channel_group_, NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, params);

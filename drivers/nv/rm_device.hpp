@@ -66,6 +66,10 @@ public:
     // VRAM (NV1_MEMORY_USER) of `size` bytes, physically contiguous.
     NvHandle alloc_vram(uint64_t size, uint64_t alignment);
     RmChannel create_channel(const RmChannelSpec& spec);
+    // NV90F1_CTRL_CMD_VASPACE_COPY_SERVER_RESERVED_PDES on the VA space: the driver-owned root page
+    // directory (VRAM offset `root`, `root_bytes`) that covers [va_lo, va_hi]; GSP-RM then runs the
+    // channels of this VA space on the driver's page tables (research nv_qcom_usb.md A.3 step 10).
+    void copy_server_reserved_pdes(uint64_t root, uint64_t root_bytes, uint8_t root_page_shift, uint64_t va_lo, uint64_t va_hi);
     // NVA06C_CTRL_CMD_GPFIFO_SCHEDULE on the channel group, once its channels exist.
     void schedule();
     void free_object(NvHandle parent, NvHandle object) { rm_.free(client_, parent, object); }

@@ -105,3 +105,49 @@ TEST_CASE("nvpci: a GSP-RM that stops answering gives a TimeoutError naming the 
     CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
     b.model->stop_replying(false);
 }
+
+TEST_CASE("nvpci: VASPACE_COPY_SERVER_RESERVED_PDES hands RM the page directory; channels then reach the engines' hooks") {
+    Booted b;
+    std::vector<nvsim::RmChannelInfo> announced;
+    std::vector<uint32_t> freed;
+    b.rm->set_engine_hooks({[&](const nvsim::RmChannelInfo& c) { announced.push_back(c); },
+                            [&](uint32_t token) { freed.push_back(token); }});
+    NvpciTransport transport(b.gsp->rpc(), "nvpci:sim-nv:ad102");
+    Rm rm(transport);
+    NvHandle client = rm.alloc_client();
+    {
+        auto gpu = RmDevice::open(transport, client, RmBranch::r570);
+        NvHandle area = gpu->alloc_vram(0x300000, 0x200000);
+        // Before the page directory is known, RM accepts the channel but cannot run it.
+        gpu->create_channel({gpu->classes().copy, area, 0x1000000000, 0x100, 0x800});
+        CHECK(announced.empty());
+        // A level outside VRAM (GMMU_APERTURE_SYS_COH = 4) is refused; so is a range not aligned to pageSize.
+        Nv90f1CtrlCopyServerReservedPdesParams p{};
+        p.pageSize = 1ull << 47;
+        p.virtAddrHi = (1ull << 47) - 1;
+        p.numLevelsToCopy = 1;
+        p.levels[0] = {0x400000, 0x1000, 4, 47};
+        try {
+            rm.control(client, gpu->vaspace(), NV90F1_CTRL_CMD_VASPACE_COPY_SERVER_RESERVED_PDES, p);
+            FAIL("a system-memory page directory was accepted");
+        } catch (const RmError& e) {
+            CHECK(e.status() == NV_ERR_INVALID_ARGUMENT);
+            CHECK_THAT(e.what(), Contains("NV90F1_CTRL_CMD_VASPACE_COPY_SERVER_RESERVED_PDES"));
+        }
+        p.levels[0].aperture = GMMU_APERTURE_VIDEO;
+        p.virtAddrLo = 0x1000;
+        CHECK_THROWS_AS(rm.control(client, gpu->vaspace(), NV90F1_CTRL_CMD_VASPACE_COPY_SERVER_RESERVED_PDES, p), RmError);
+        gpu->copy_server_reserved_pdes(0x400000, 0x1000, 47, 0, (1ull << 47) - 1);
+        RmChannel ch = gpu->create_channel({gpu->classes().compute, area, 0x1000100000, 0x100, 0x100800});
+        REQUIRE(announced.size() == 1);
+        CHECK(announced[0].token == ch.work_submit_token);
+        CHECK(announced[0].gpfifo_va == 0x1000100000);
+        CHECK(announced[0].gpfifo_entries == 0x100);
+        CHECK(announced[0].userd_va == 0x1000100000 + 0x100800);  // the documented USERD simplification
+        CHECK(announced[0].page_directory_base == 0x400000);
+        CHECK(freed.empty());
+    }
+    CHECK(freed == std::vector<uint32_t>{announced[0].token});  // freed with the device subtree
+    rm.free(client, client, client);
+    CHECK(b.bus.violations().empty());
+}

@@ -21,6 +21,8 @@ const char* channel_status_name(ChannelStatus s) {
 
 GpuEngines::GpuEngines(std::string device, std::span<std::byte> vram, pci::sim::SimPort* port)
     : device_(std::move(device)), vram_(vram), port_(port), mmu_(vram, port) {
+    rung_.reserve(64);
+    rung_taken_.reserve(64);
     thread_ = std::thread([this] { engine_thread(); });
 }
 
@@ -77,7 +79,8 @@ bool GpuEngines::doorbell(uint32_t token) {
     {
         std::lock_guard bell(bell_mutex_);
         if (!tokens_.count(token)) return false;
-        rung_.push_back(token);
+        // One entry per channel: a second doorbell before the engine thread took the first adds nothing.
+        if (std::find(rung_.begin(), rung_.end(), token) == rung_.end()) rung_.push_back(token);
     }
     bell_cv_.notify_all();
     return true;
@@ -164,13 +167,13 @@ void GpuEngines::engine_thread() {
         // under mutex_) never sees a doorbell in neither place.
         std::unique_lock lock(mutex_);
         engine_lock_ = &lock;
-        std::vector<uint32_t> rung;
         {
             std::lock_guard bell(bell_mutex_);
-            rung.swap(rung_);
+            rung_taken_.swap(rung_);
         }
-        for (uint32_t token : rung)
+        for (uint32_t token : rung_taken_)
             if (auto it = channels_.find(token); it != channels_.end()) it->second->pending = true;
+        rung_taken_.clear();
         waiting = false;
         for (auto& [token, c] : channels_) {
             if (c->fault) continue;

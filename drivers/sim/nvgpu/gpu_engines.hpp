@@ -88,6 +88,9 @@ private:
     std::condition_variable bell_cv_;
     std::set<uint32_t> tokens_;   // registered channels, for doorbell()'s answer
     std::vector<uint32_t> rung_;  // doorbells not yet taken by the engine thread
+    // What the engine thread took (swapped with rung_, cleared after use): the two buffers keep their
+    // capacity, so a doorbell (on the ringing CPU thread) does not allocate once warmed up.
+    std::vector<uint32_t> rung_taken_;
     bool stop_ = false;           // under bell_mutex_
     mutable std::condition_variable progress_cv_;
     std::map<uint32_t, std::unique_ptr<Channel>> channels_;

@@ -65,6 +65,14 @@ inline constexpr uint32_t kCtrlGetIdInfoV2 = 0x205, kGetIdInfoV2Params = 32;
 inline constexpr uint32_t kCtrlGetClasslistV2 = 0x800292, kGetClasslistV2Params = 404;
 inline constexpr uint32_t kCtrlGpfifoSchedule = 0xa06c0101, kGpfifoScheduleParams = 3;
 inline constexpr uint32_t kCtrlWorkSubmitToken = 0xc36f0108, kWorkSubmitTokenParams = 4;
+// ctrl90f1.h NV90F1_CTRL_CMD_VASPACE_COPY_SERVER_RESERVED_PDES (570.144): hSubDevice 0, subDeviceId 4,
+// pageSize 8, virtAddrLo 16, virtAddrHi 24, numLevelsToCopy 32, levels[GMMU_FMT_MAX_LEVELS = 6] from 40,
+// 24 bytes each {physAddress 0, size 8, aperture 16, pageShift 20}; 184 bytes.
+inline constexpr uint32_t kCtrlCopyServerReservedPdes = 0x90f10106, kCopyServerReservedPdesParams = 184;
+inline constexpr size_t kPdesSubdevice = 0, kPdesPageSize = 8, kPdesVirtLo = 16, kPdesVirtHi = 24, kPdesNumLevels = 32,
+                        kPdesLevels = 40, kPdesLevelBytes = 24, kPdesLevelPhys = 0, kPdesLevelSize = 8, kPdesLevelAperture = 16;
+inline constexpr uint32_t kPdesMaxLevels = 6;
+inline constexpr uint32_t kGmmuApertureVideo = 1;  // GMMU_APERTURE_VIDEO (gpu_vaspace.c fills it for VRAM levels)
 
 template <class T>
 T load(std::span<const std::byte> bytes, size_t offset) {

@@ -55,6 +55,7 @@ bool control_target_ok(uint32_t cmd, uint32_t cls) {
         case kCtrlGetClasslistV2: return cls == kDevice;
         case kCtrlGpfifoSchedule: return cls == kChannelGroup;
         case kCtrlWorkSubmitToken: return is_gpfifo(cls);
+        case kCtrlCopyServerReservedPdes: return cls == kVaspace;
         default: return false;
     }
 }
@@ -66,6 +67,7 @@ uint32_t control_size(uint32_t cmd) {
         case kCtrlGetClasslistV2: return kGetClasslistV2Params;
         case kCtrlGpfifoSchedule: return kGpfifoScheduleParams;
         case kCtrlWorkSubmitToken: return kWorkSubmitTokenParams;
+        case kCtrlCopyServerReservedPdes: return kCopyServerReservedPdesParams;
         default: return 0;
     }
 }
@@ -228,6 +230,7 @@ uint32_t RmModel::alloc_locked(uint32_t client, uint32_t parent, uint32_t* objec
     if (is_gpfifo(cls)) created.token = next_token_++;
     owner.objects[handle] = created;
     *object = handle;
+    if (is_gpfifo(cls)) channel_allocated(owner, client, handle, params);
     return kOk;
 }
 
@@ -355,6 +358,32 @@ uint32_t RmModel::control_locked(uint32_t client, uint32_t object, uint32_t cmd,
             return kOk;
         }
         case kCtrlWorkSubmitToken: store<uint32_t>(params, 0, o->second.token); return kOk;
+        case kCtrlCopyServerReservedPdes: {
+            // gpu_vaspace.c gvaspaceCopyServerReservedPdes: unicast (a subdevice of this device, or 0),
+            // 1..GMMU_FMT_MAX_LEVELS levels, the range aligned to pageSize; level 0 is the root
+            // directory the client wrote, which RM then uses as the VA space's page directory.
+            uint32_t sub = load<uint32_t>(params, kPdesSubdevice);
+            if (sub != 0) {
+                auto s = c->second.objects.find(sub);
+                if (s == c->second.objects.end() || s->second.cls != kSubdevice || s->second.parent != o->second.parent)
+                    return kErrInvalidObjectHandle;
+            }
+            uint64_t page = load<uint64_t>(params, kPdesPageSize), lo = load<uint64_t>(params, kPdesVirtLo),
+                     hi = load<uint64_t>(params, kPdesVirtHi);
+            uint32_t levels = load<uint32_t>(params, kPdesNumLevels);
+            if (levels == 0 || levels > kPdesMaxLevels || page == 0 || !is_power_of_two(page) || lo % page != 0 ||
+                (hi + 1) % page != 0 || hi < lo)
+                return kErrInvalidArgument;
+            for (uint32_t i = 0; i < levels; ++i) {
+                size_t at = kPdesLevels + i * kPdesLevelBytes;
+                uint64_t phys = load<uint64_t>(params, at + kPdesLevelPhys), size = load<uint64_t>(params, at + kPdesLevelSize);
+                if (phys % 4096 != 0 || size == 0 || load<uint32_t>(params, at + kPdesLevelAperture) != kGmmuApertureVideo)
+                    return kErrInvalidArgument;  // the model keeps page tables in VRAM only
+            }
+            o->second.page_directory = load<uint64_t>(params, kPdesLevels + kPdesLevelPhys);
+            o->second.has_page_directory = true;
+            return kOk;
+        }
         default: return kErrNotSupported;
     }
 }
@@ -365,6 +394,10 @@ void RmModel::free_tree(Client& client, uint32_t client_handle, uint32_t handle)
         if (obj.parent == handle && h != handle) children.push_back(h);
     }
     for (uint32_t child : children) free_tree(client, client_handle, child);
+    auto it = client.objects.find(handle);
+    if (it != client.objects.end() && is_gpfifo(it->second.cls) && it->second.engines_registered && hooks_.channel_freed) {
+        hooks_.channel_freed(it->second.token);
+    }
     client.objects.erase(handle);
     // Mappings of a freed memory object go with it (RM unmaps on free).
     std::erase_if(dma_, [&](const DmaMapping& m) { return m.client == client_handle && m.memory == handle; });
@@ -377,6 +410,9 @@ uint32_t RmModel::free(uint32_t client, uint32_t parent, uint32_t object) {
     if (c == clients_.end()) {
         status = kErrInvalidClient;
     } else if (object == client) {
+        for (const auto& [h, obj] : c->second.objects) {
+            if (is_gpfifo(obj.cls) && obj.engines_registered && hooks_.channel_freed) hooks_.channel_freed(obj.token);
+        }
         std::erase_if(dma_, [&](const DmaMapping& m) { return m.client == client; });
         clients_.erase(c);
     } else if (!c->second.objects.count(object)) {
@@ -401,6 +437,36 @@ uint32_t RmModel::class_of(uint32_t client, uint32_t object) const {
     if (c == clients_.end()) return 0;
     auto o = c->second.objects.find(object);
     return o == c->second.objects.end() ? 0 : o->second.cls;
+}
+
+void RmModel::set_engine_hooks(RmEngineHooks hooks) {
+    std::lock_guard lock(mutex_);
+    hooks_ = std::move(hooks);
+}
+
+void RmModel::channel_allocated(Client& owner, uint32_t client, uint32_t handle, std::span<const std::byte> params) {
+    Object& ch = owner.objects[handle];
+    if (!hooks_.channel_allocated) return;
+    // The VA space: the context share's (the channel's hContextShare), whose page directory the
+    // client handed over with COPY_SERVER_RESERVED_PDES. Without one, RM would build its own page
+    // tables; the model has none, so such a channel is never made runnable (its doorbell is a violation).
+    auto share = owner.objects.find(load<uint32_t>(params, kChannelContextShare));
+    if (share == owner.objects.end()) return;
+    auto vas = owner.objects.find(share->second.vaspace);
+    if (vas == owner.objects.end() || !vas->second.has_page_directory) return;
+    RmChannelInfo info;
+    info.token = ch.token;
+    info.gpfifo_va = load<uint64_t>(params, kChannelGpFifoOffset);
+    info.gpfifo_entries = load<uint32_t>(params, kChannelGpFifoEntries);
+    // Simplification (README): real RM reaches USERD physically (the memory object's pages); the model
+    // has no physical backing for memory objects, so it takes USERD's GPU VA as gpFifoOffset +
+    // userdOffset[0], i.e. the ring at offset 0 of hUserdMemory[0] mapped contiguously (tinygrad's layout
+    // with offset 0: the ring, then USERD).
+    info.userd_va = info.gpfifo_va + load<uint64_t>(params, kChannelUserdOffset0);
+    info.page_directory_base = vas->second.page_directory;
+    info.name = fmt::format("channel {} (handle {:#x} of client {:#x})", ch.token, handle, client);
+    hooks_.channel_allocated(info);
+    ch.engines_registered = true;
 }
 
 uint32_t RmModel::token_of(uint32_t client, uint32_t channel) const {

@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <span>
@@ -30,6 +31,22 @@ struct RmModelOptions {
     uint32_t gpu_id = 0x100;  // NV_ESC_CARD_INFO's gpu_id, GET_ID_INFO_V2's key
     // The classes the GPU has (GET_CLASSLIST_V2); default: AD102's compute-relevant ones.
     std::vector<uint32_t> classes;
+};
+
+// What RM tells the channel engines (PBDMA, CE, compute) when a GPFIFO channel is allocated, so
+// that its doorbell token runs it: the hooks are wired by whoever composes RM with the engines
+// (drivers/registry.cpp, tests), the RM model knows no engine type.
+struct RmChannelInfo {
+    uint32_t token = 0;
+    uint64_t gpfifo_va = 0;
+    uint32_t gpfifo_entries = 0;
+    uint64_t userd_va = 0;
+    uint64_t page_directory_base = 0;  // VRAM offset of the root directory (COPY_SERVER_RESERVED_PDES level 0)
+    std::string name;
+};
+struct RmEngineHooks {
+    std::function<void(const RmChannelInfo&)> channel_allocated;  // called with the model's lock held
+    std::function<void(uint32_t token)> channel_freed;
 };
 
 class RmModel {
@@ -72,6 +89,8 @@ public:
     std::vector<std::string> log() const;
     // The work-submit token of a GPFIFO channel (what the doorbell carries), 0 when none.
     uint32_t token_of(uint32_t client, uint32_t channel) const;
+    // Channels allocated from now on (in a VA space with a page directory) are announced to the engines.
+    void set_engine_hooks(RmEngineHooks hooks);
 
 private:
     struct Object {
@@ -82,6 +101,9 @@ private:
         uint32_t vaspace = 0; // channel groups, context shares
         uint64_t host_address = 0;  // OS descriptors
         bool scheduled = false;
+        uint64_t page_directory = 0;      // VA spaces: COPY_SERVER_RESERVED_PDES level 0
+        bool has_page_directory = false;
+        bool engines_registered = false;  // GPFIFO channels announced through hooks_
     };
     struct Client {
         std::map<uint32_t, Object> objects;  // the client itself included
@@ -96,6 +118,8 @@ private:
     bool has_class(uint32_t cls) const;
     uint32_t vaspace_params_size() const;
     uint32_t device_of(const Client& client, uint32_t handle) const;  // the NV01_DEVICE_0 above, 0 if none
+    void channel_allocated(Client& owner, uint32_t client, uint32_t handle, std::span<const std::byte> params);
+    RmEngineHooks hooks_;
 
     RmModelOptions options_;
     mutable std::mutex mutex_;
