@@ -13,9 +13,11 @@
 #include "tests/hcq/support.hpp"
 
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstdlib>
 #include <numeric>
 #include <string>
+#include <thread>
 
 using namespace baregpu;
 using namespace baregpu::hcq;
@@ -203,6 +205,16 @@ TEST_CASE("am: more work than the rings hold wraps around them with no overrun")
         dev->copy_queue().wait(s, 2 * i + 1).copy(b, a, 64).signal(s, 2 * i + 2).submit();
     }
     s.wait(4000, 10s);
+    // The signal is not the last thing on the rings: each submission ends with its ticket fence,
+    // which the engines may still be executing when the signal lands (slow under ASan). Both rings
+    // must drain to idle, with nothing left pending, within a bounded time.
+    auto idle = [&] {
+        return dev->compute_queue().engine().describe().find("idle") != std::string::npos &&
+               dev->copy_queue().engine().describe().find("idle") != std::string::npos;
+    };
+    for (auto deadline = std::chrono::steady_clock::now() + 10s; !idle() && std::chrono::steady_clock::now() < deadline;) {
+        std::this_thread::sleep_for(1ms);
+    }
     INFO(dev->queue_state());
     CHECK(dynamic_cast<const am::ComputeQueueEngine&>(dev->compute_queue().engine()).wraps() >= 10);
     CHECK(dynamic_cast<const am::CopyQueueEngine&>(dev->copy_queue().engine()).wraps() >= 10);
