@@ -422,6 +422,10 @@ std::vector<BuiltinDevice> builtin_devices() {
                                        "gpu_id {}), driven by drivers/qcom: a simulated GPU (HCQ device)",
                                        chip.what, info.chip_id, info.gpu_id)});
     }
+    // nvidia.ko is not on the PCI bus either: the simulated driver with the AD102's engines behind it.
+    devices.push_back({"sim-nvk:ad102", "simulated", true,
+                       "model of NVIDIA AD102 / RTX 4090 (Ada) behind a simulated nvidia.ko (/dev/nvidiactl, /dev/nvidia0; "
+                       "RM owns VRAM and the page tables), driven by drivers/nv over its ioctls (nvk): a simulated GPU (HCQ device)"});
     return devices;
 }
 
