@@ -1,5 +1,7 @@
 #include "fake_nvidia.hpp"
 
+#include "rm_layouts.hpp"
+
 #include <cerrno>
 #include <fmt/format.h>
 #include <cstring>
@@ -231,7 +233,7 @@ void* FakeNvidia::mmap(void* address, size_t length, int prot, int flags, int fd
         const PendingMap map = *it->second.pending;
         int source = -1;
         uint64_t at = map.offset;
-        if (rm_->class_of(map.client, map.memory) == 0xc461 /* TURING_USERMODE_A */) {
+        if (const uint32_t cls = rm_->class_of(map.client, map.memory); cls == rm::kTuringUsermode || cls == rm::kHopperUsermode) {
             source = gpu_->usermode_fd();
         } else if (std::optional<RmBacking> b = rm_->backing_of(map.client, map.memory); b && b->vram) {
             source = gpu_->vram_fd();

@@ -178,11 +178,14 @@ uint32_t RmModel::map_dma(uint32_t client, uint32_t device, uint32_t dma, uint32
                         vas->has_page_directory = true;
                     }
                 }
-            } else {
-                vas = &c->second.objects[space];
+            } else if (auto v = c->second.objects.find(space); v != c->second.objects.end()) {
+                vas = &v->second;
             }
             // gpu_vaspace.c gvaspaceAlloc: no RM mappings in a VA space someone else owns.
-            if (vas->externally_owned) status = kErrNotSupported;
+            if (vas == nullptr)
+                status = kErrInvalidObjectHandle;  // the hDma's VA space is gone
+            else if (vas->externally_owned)
+                status = kErrNotSupported;
             for (const DmaMapping& other : dma_) {
                 if (status == kOk && other.client == client && other.space == space && *dma_offset < other.va + other.length &&
                     other.va < *dma_offset + length) {
