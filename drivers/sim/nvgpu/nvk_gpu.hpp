@@ -10,7 +10,8 @@
 //     descriptors that are mapped (anything else is a DMA fault);
 //   - the usermode object's mmap() is a 64 KiB page whose NOTIFY_CHANNEL_PENDING (0x90, clc361.h)
 //     word a doorbell thread watches: a store of a work-submit token rings that channel (the store
-//     is plain memory here, so the thread polls it — every 20 µs while work arrives, 200 µs when idle);
+//     is plain memory here, so the thread polls it — every 20 µs while work arrives, 200 µs when idle, 1 ms
+//     after a second of quiet);
 //   - a channel fault becomes what nvidia.ko does on an RC error: the channel's error notifier
 //     written (RmModel::robust_channel_error) and an "NVRM: Xid" line in the kernel log
 //     (/dev/kmsg through the fake), naming the faulting address.
