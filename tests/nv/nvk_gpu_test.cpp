@@ -2,14 +2,22 @@
 // the GPU's VRAM and writes the page tables of the VA spaces it owns on NV_ESC_RM_MAP_MEMORY_DMA; the CPU
 // mapping of a VRAM object is the very bytes the engines' MMU reaches; OS descriptors map as system memory;
 // freeing unmaps. And RM stays strict: bad handles, ranges, VA spaces and notifiers get RM's statuses.
+#include "base/error.hpp"
+#include "drivers/nv/hcq_device.hpp"
 #include "drivers/nv/nv_status.hpp"
+#include "drivers/nv/nvk_platform.hpp"
 #include "drivers/nv/nvk_transport.hpp"
 #include "drivers/nv/rm_device.hpp"
 #include "drivers/sim/nvgpu/fake_nvidia.hpp"
 #include "drivers/sim/nvgpu/nvk_gpu.hpp"
 #include "drivers/sim/nvgpu/rm_model.hpp"
 
+#include "hcq/queue.hpp"
+#include "hcq/signal.hpp"
+
 #include <catch2/catch.hpp>
+
+#include <cerrno>
 
 #include <cstring>
 #include <fcntl.h>
@@ -171,4 +179,44 @@ TEST_CASE("nvk GPU: /dev/kmsg reads back the kernel log record by record, EAGAIN
     CHECK(m.files.read(fd, buffer, 8) == -EAGAIN);
     m.nvk->unmap_memory(usermode, 0x10000);
     m.files.close(fd);
+}
+
+namespace {
+
+// nvidia.ko's files with /dev/kmsg refused, as under kernel.dmesg_restrict for an unprivileged user.
+struct NoKernelLog final : pci::DeviceFiles {
+    pci::DeviceFiles& inner;
+    explicit NoKernelLog(pci::DeviceFiles& files) : inner(files) {}
+    int open(const char* path, int flags) override {
+        return std::string(path) == "/dev/kmsg" ? -EPERM : inner.open(path, flags);
+    }
+    int close(int fd) override { return inner.close(fd); }
+    int ioctl(int fd, unsigned long request, void* argument) override { return inner.ioctl(fd, request, argument); }
+    void* mmap(void* address, size_t length, int prot, int flags, int fd, off_t offset, int* error) override {
+        return inner.mmap(address, length, prot, flags, fd, offset, error);
+    }
+    int munmap(void* address, size_t length) override { return inner.munmap(address, length); }
+};
+
+}  // namespace
+
+TEST_CASE("nvk HCQ: without the kernel log, a fault still fails the device from the error notifier, saying what is missing") {
+    auto rm = std::make_shared<sim::nvgpu::RmModel>();
+    auto gpu = std::make_shared<sim::nvgpu::NvkGpu>(rm, sim::nvgpu::NvkGpuOptions{"test-gpu", 256ull << 20});
+    sim::nvgpu::FakeNvidia nvidia(rm, 0x2684, gpu);
+    NoKernelLog files(nvidia);
+    NvHcqOptions options;
+    options.name = "nvk-test";
+    {
+        auto dev = NvHcqDevice::create(NvkPlatform::open(files, 0, 128ull << 20), options);
+        hcq::Buffer b = dev->allocate(4096);
+        hcq::Signal done = dev->new_signal(0, "done");
+        dev->copy_queue().copy(b.address(), GpuVirtualAddress(0x1e00000000), 64).signal(done, 1).submit();
+        CHECK_THROWS_WITH(done.wait(1, std::chrono::seconds(5)),
+                          Contains("error notifier: Xid 31") && Contains("/dev/kmsg") && Contains("Operation not permitted") &&
+                              Contains("copy:0"));
+        CHECK(dev->failed());
+        CHECK_FALSE(gpu->kernel_log().empty());  // nvidia.ko did log it; we could not read it
+    }
+    CHECK(rm->object_count() == 0);  // closing the device freed the client and everything under it
 }
