@@ -220,3 +220,25 @@ TEST_CASE("nvk HCQ: without the kernel log, a fault still fails the device from 
     }
     CHECK(rm->object_count() == 0);  // closing the device freed the client and everything under it
 }
+
+TEST_CASE("nvk HCQ: both driver branches' layouts (570: 48-byte VA space, 56-byte NVOS46; 580: 56 / 64) carry real work") {
+    for (const char* version : {"570.144", "580.65.06"}) {
+        INFO(version);
+        sim::nvgpu::RmModelOptions o;
+        o.driver_version = version;
+        auto rm = std::make_shared<sim::nvgpu::RmModel>(o);
+        auto gpu = std::make_shared<sim::nvgpu::NvkGpu>(rm, sim::nvgpu::NvkGpuOptions{"test-gpu", 256ull << 20});
+        sim::nvgpu::FakeNvidia nvidia(rm, 0x2684, gpu);
+        NvHcqOptions options;
+        options.name = "nvk-test";
+        auto dev = NvHcqDevice::create(NvkPlatform::open(nvidia, 0, 128ull << 20), options);
+        hcq::Buffer src = dev->allocate(0x3000, {.cpu_access = true});
+        hcq::Buffer dst = dev->allocate(0x3000, {.host = true});
+        for (size_t i = 0; i < 0x3000; ++i) src.cpu()[i] = std::byte(static_cast<uint8_t>(i * 7 + 1));
+        hcq::Signal done = dev->new_signal(0, "done");
+        dev->copy_queue().copy(dst.address(), src.address(), 0x3000).signal(done, 1).submit();
+        REQUIRE(done.try_wait(1, std::chrono::seconds(5)));
+        CHECK(std::memcmp(dst.cpu(), src.cpu(), 0x3000) == 0);
+        CHECK_FALSE(dev->failed());
+    }
+}
