@@ -2,6 +2,8 @@
 // channels the RM model announced to the engines — seen from the HCQ API: a channel's MMU fault
 // comes back from GSP-RM and fails the device naming the queue, the channel and the address; a full
 // GPFIFO makes submit() wait for GPGet instead of overwriting an entry the GPU has not fetched.
+// sim-nvk:ad102, the same stack over nvidia.ko's ioctls: a fault comes back through the channel's error
+// notifier and nvidia.ko's Xid line (the VA), and a freed buffer is unmapped by RM.
 #include "base/error.hpp"
 #include "drivers/registry.hpp"
 #include "hcq/device.hpp"
