@@ -32,8 +32,6 @@ constexpr uint32_t kExecMagic = 0x414b4742;
 constexpr size_t kExecHeader = 4, kQmdDwords = 64, kQmdAt = kExecHeader + 64;
 constexpr uint64_t kAlign = 8;  // where submissions are placed in the ring
 constexpr size_t kFenceDwords = 6;            // SEM_ADDR_LO..SEM_EXECUTE
-// NV_VIRTUAL_FUNCTION_DOORBELL (tu102/dev_vm.h: VF window 0xb80000 + 0x30090; clc361.h NOTIFY_CHANNEL_PENDING).
-constexpr uint32_t kDoorbell = 0xbb0090;
 constexpr uint64_t kUserdGpGet = 0x88, kUserdGpPut = 0x8c;  // clc56f.h AmpereAControlGPFifo
 constexpr uint64_t kCopyChunk = 1ull << 31;
 
@@ -133,11 +131,13 @@ void ChannelQueue::open_channel_locked() {
         spec.gpfifo_va = channel_mem_.address().value();
         spec.entries = config_.gpfifo_entries;
         spec.userd_offset = userd_offset_;
+        spec.error_notifier = device_.platform().new_error_notifier();
         RmChannel ch = rm.create_channel(spec);
         rm_channel_ = ch.channel;
         // The compute channel's GRCE: the copy class on subchannel 4, for timestamps.
         if (compute()) rm.rm().alloc_empty(rm.client(), rm_channel_, rm.classes().copy);
         token_ = ch.work_submit_token;
+        device_.platform().channel_opened(token_, spec.error_notifier);
         rm.schedule();
     }
     device_.channel_opened(token_, name());
@@ -164,6 +164,7 @@ void ChannelQueue::stop() noexcept {
     device_.channel_closed(token_);
     try {
         std::lock_guard lock(device_.rm_mutex());
+        device_.platform().channel_closed(token_);
         device_.rm().free_object(device_.rm().channel_group(), rm_channel_);
         device_.rm().free_object(device_.rm().device(), rm_memory_);
     } catch (...) {
@@ -393,7 +394,7 @@ void ChannelQueue::ring_doorbell() {
     const uint32_t put = gpfifo_->put();
     std::memcpy(channel_mem_.cpu() + userd_offset_ + kUserdGpPut, &put, 4);
     std::atomic_thread_fence(std::memory_order_seq_cst);
-    device_.pci().bar(0).write32(BarOffset(kDoorbell), token_);
+    device_.platform().ring_doorbell(token_);
 }
 
 uint64_t ChannelQueue::submit(std::span<const std::byte> commands) {

@@ -1,23 +1,19 @@
-// An NVIDIA GPU booted through GSP-RM (NVPCI, gsp_boot.hpp) as an HCQ device: RM objects over the
-// GSP RPC transport (rm_device.hpp), a driver-owned MMU v2 page table in VRAM (page_table.hpp,
-// written through BAR1) handed to GSP-RM with VASPACE_COPY_SERVER_RESERVED_PDES, VRAM handed out by
-// VramAllocator below GSP-RM's WPR, host memory mapped as coherent system pages, CPU access to VRAM
-// through BAR1. One compute and one copy GPFIFO channel (channel_queue.hpp).
+// An NVIDIA GPU as an HCQ device: RM objects (rm_device.hpp) over one of two platforms
+// (hcq_platform.hpp) — NVPCI, a GSP-RM we booted, with driver-owned page tables (nvpci_platform.hpp),
+// or nvidia.ko with RM-owned page tables (nvk_platform.hpp) — and, the same on both, one compute and
+// one copy GPFIFO channel (channel_queue.hpp).
 //
-// Faults: GSP-RM reports a channel error as an asynchronous OS_ERROR_LOG event (rpc_os_error_log_v17_00
-// {exceptType, runlistId, chid, errString}, tinygrad raises on it likewise); every wait polls the status
-// queue and the first one puts the device in its error state naming the queue, the channel and GSP's text.
+// Faults: every wait asks the platform for channel errors (GSP's OS_ERROR_LOG events; nvidia.ko's
+// error notifier and Xid line); the first one puts the device in its error state naming the queue, the
+// channel and the platform's text (kind, VA).
 //
 // Kernel ISA: host code only (x86-64 objects the simulated compute class runs); cubins (sm_89) for
 // silicon are parsed by cubin.hpp but not loaded here yet.
 #pragma once
 
 #include "drivers/nv/gsp_boot.hpp"
-#include "drivers/nv/nvpci_transport.hpp"
-#include "drivers/nv/page_table.hpp"
+#include "drivers/nv/hcq_platform.hpp"
 #include "drivers/nv/rm_device.hpp"
-#include "drivers/nv/vram_allocator.hpp"
-#include "drivers/pci/dma_buffer.hpp"
 #include "hcq/device.hpp"
 
 #include <map>
@@ -30,7 +26,7 @@ namespace baregpu::nv {
 class ChannelQueue;
 
 struct NvHcqOptions {
-    std::string name;                          // the HCQ name ("sim-nv:ad102")
+    std::string name;                          // the HCQ name ("sim-nv:ad102"); empty: the platform's
     uint32_t gpfifo_entries = 1024;            // per channel, power of two
     uint64_t compute_ring_bytes = 1ull << 20;  // command rings, power of two (a launch takes >= 560 bytes)
     uint64_t copy_ring_bytes = 1ull << 20;
@@ -46,10 +42,12 @@ class NvHcqDevice final : public hcq::Device, private hcq::MemoryBackend {
 
 public:
     static constexpr uint64_t kVaBase = 0x1000000000;  // 64 GiB
-    // Takes over a booted GSP (and the PciDevice under it, kept alive by options.keepalive or the caller).
+    // Over a platform (nvpci or nvk).
+    static std::shared_ptr<NvHcqDevice> create(std::unique_ptr<NvPlatform> platform, NvHcqOptions options);
+    // NVPCI: takes over a booted GSP and the PciDevice under it (NvpciPlatform).
     static std::shared_ptr<NvHcqDevice> create(std::unique_ptr<pci::PciDevice> pci, std::unique_ptr<GspDevice> gsp,
                                                NvHcqOptions options);
-    NvHcqDevice(Token, std::unique_ptr<pci::PciDevice> pci, std::unique_ptr<GspDevice> gsp, NvHcqOptions options);
+    NvHcqDevice(Token, std::unique_ptr<NvPlatform> platform, NvHcqOptions options);
     ~NvHcqDevice() override;
 
     void sleep_for_signal(const hcq::SignalSlot& slot, uint64_t target, uint64_t deadline_ns) override;
@@ -57,13 +55,13 @@ public:
     // After a channel error: both channels re-created by RM on the same memory, GSP's errors so far taken.
     void recover() override;
 
-    // Drains GSP's status queue: a channel error fails the device. Returns true when it did.
+    // Asks the platform for channel errors: one fails the device. Returns true when it did.
     bool check_faults() noexcept;
 
     // For the queues.
     RmDevice& rm() { return *rm_; }
     std::mutex& rm_mutex() { return rm_mutex_; }
-    pci::PciDevice& pci() { return *pci_; }
+    NvPlatform& platform() { return *platform_; }
     hcq::Buffer allocate_owned(uint64_t size, const hcq::BufferOptions& options) { return memory().allocate(size, options, nullptr); }
     void channel_opened(uint32_t token, std::string queue);
     void channel_closed(uint32_t token) noexcept;
@@ -71,40 +69,19 @@ public:
     // A program's code range that is going away (NvProgram's destructor).
     void program_unloaded(GpuVirtualAddress code, uint64_t size, const std::string& kernel) noexcept;
 
-    struct MemoryStats {
-        VramStats vram;
-        PageTable::Stats tables;
-    };
-    MemoryStats memory_stats();
-
 private:
     std::shared_ptr<hcq::Program> load_program_impl(std::span<const std::byte> code_object, std::string_view kernel) override;
     std::byte* map_memory(GpuVirtualAddress va, uint64_t size, uint64_t page_size, const hcq::BufferOptions& options) override;
     void unmap_memory(GpuVirtualAddress va, uint64_t size, std::byte* cpu) noexcept override;
-    std::byte* map_host(GpuVirtualAddress va, uint64_t size);
 
     NvHcqOptions options_;
-    std::unique_ptr<pci::PciDevice> pci_;
-    std::unique_ptr<GspDevice> gsp_;
-    std::mutex rm_mutex_;  // GspRpc is single-threaded: RM calls and event polls
-    std::unique_ptr<NvpciTransport> transport_;
-    std::unique_ptr<Rm> client_rm_;
-    NvHandle client_ = 0;
+    std::unique_ptr<NvPlatform> platform_;
+    std::mutex rm_mutex_;  // GspRpc is single-threaded: RM calls and error polls
     std::unique_ptr<RmDevice> rm_;
 
-    std::mutex memory_mutex_;
-    std::unique_ptr<VramAllocator> vram_;
-    std::unique_ptr<PageTable> pt_;
-    volatile std::byte* bar1_ = nullptr;
-    uint64_t bar1_size_ = 0;
-    struct Mapping {
-        VramAllocation vram;
-        std::unique_ptr<pci::DmaBuffer> host;
-    };
-    std::map<uint64_t, Mapping> mappings_;
+    std::mutex memory_mutex_;  // platform_->map / unmap
 
     std::mutex fault_mutex_;
-    size_t errors_seen_ = 0;
     std::map<uint32_t, std::string> channels_;  // token -> queue name, under fault_mutex_
     struct Unloaded {
         uint64_t begin = 0, end = 0;

@@ -46,7 +46,7 @@ RmDevice::~RmDevice() {
 }
 
 std::unique_ptr<RmDevice> RmDevice::open(RmTransport& transport, NvHandle client, RmBranch branch,
-                                         uint32_t device_instance) {
+                                         uint32_t device_instance, RmVaspaceOwner owner) {
     std::unique_ptr<RmDevice> d(new RmDevice(transport, client, branch));
     Rm& rm = d->rm_;
 
@@ -59,8 +59,19 @@ std::unique_ptr<RmDevice> RmDevice::open(RmTransport& transport, NvHandle client
     Nv2080AllocParameters subdevice{0};
     d->subdevice_ = rm.alloc(client, d->device_, NV20_SUBDEVICE_0, subdevice);
 
+    auto alloc_vaspace = [&] {
+        NvVaspaceAllocationParameters vaspace{};
+        if (owner == RmVaspaceOwner::driver)
+            vaspace.flags = NV_VASPACE_ALLOCATION_FLAGS_ENABLE_PAGE_FAULTING | NV_VASPACE_ALLOCATION_FLAGS_IS_EXTERNALLY_OWNED;
+        vaspace.vaBase = 0x1000;
+        vaspace.vaSize = 0x1fffffb000000ull;
+        d->vaspace_ = rm.alloc(client, d->device_, FERMI_VASPACE_A, vaspace, vaspace_params_size(branch));
+    };
+    // RM-owned: the VA space first, for the hDma to name it.
+    if (owner == RmVaspaceOwner::rm) alloc_vaspace();
     NvMemoryVirtualAllocationParams virtmem{};
     virtmem.limit = 0x1ffffffffffffull;  // the whole 49-bit space: maps land where the caller says
+    virtmem.hVASpace = owner == RmVaspaceOwner::rm ? d->vaspace_ : 0;
     d->virtmem_ = rm.alloc(client, d->device_, NV01_MEMORY_VIRTUAL, virtmem);
 
     auto classes = std::make_unique<Nv0080CtrlGpuGetClasslistV2Params>();
@@ -71,11 +82,7 @@ std::unique_ptr<RmDevice> RmDevice::open(RmTransport& transport, NvHandle client
 
     d->usermode_ = rm.alloc_empty(client, d->subdevice_, d->classes_.usermode);
 
-    NvVaspaceAllocationParameters vaspace{};
-    vaspace.flags = NV_VASPACE_ALLOCATION_FLAGS_ENABLE_PAGE_FAULTING | NV_VASPACE_ALLOCATION_FLAGS_IS_EXTERNALLY_OWNED;
-    vaspace.vaBase = 0x1000;
-    vaspace.vaSize = 0x1fffffb000000ull;
-    d->vaspace_ = rm.alloc(client, d->device_, FERMI_VASPACE_A, vaspace, vaspace_params_size(branch));
+    if (owner == RmVaspaceOwner::driver) alloc_vaspace();
 
     NvChannelGroupAllocationParameters group{};
     group.engineType = NV2080_ENGINE_TYPE_GRAPHICS;
@@ -106,6 +113,7 @@ RmChannel RmDevice::create_channel(const RmChannelSpec& spec) {
     params.userdOffset[0] = spec.userd_offset;
     params.engineType = 0;  // the group's (graphics)
     params.cid = next_cid_++;
+    params.hObjectError = spec.error_notifier;
     RmChannel channel;
     channel.channel = rm_.alloc(client_, channel_group_, classes_.gpfifo, params);
     channel.engine_class = spec.engine_class;

@@ -35,18 +35,25 @@ struct RmChannel {
     uint32_t work_submit_token = 0;  // what the doorbell is written with
 };
 
+// Who writes the VA space's page tables. nvpci: the driver (FERMI_VASPACE_A IS_EXTERNALLY_OWNED |
+// ENABLE_PAGE_FAULTING, the root handed over with COPY_SERVER_RESERVED_PDES). nvk through
+// NV_ESC_RM_MAP_MEMORY_DMA: RM (flags 0), and the NV01_MEMORY_VIRTUAL hDma is bound to that VA
+// space (hVASpace) so that DMA maps land where the channels look (nvos.h NV_MEMORY_VIRTUAL_ALLOCATION_PARAMS).
+enum class RmVaspaceOwner { driver, rm };
+
 struct RmChannelSpec {
     uint32_t engine_class = 0;  // classes().compute or classes().copy
     NvHandle memory = 0;        // holds the GPFIFO ring and USERD
     uint64_t gpfifo_va = 0;     // GPU VA of the ring (entries * 8 bytes)
     uint32_t entries = 0;       // power of two
     uint64_t userd_offset = 0;  // in `memory`, 512-byte aligned
+    NvHandle error_notifier = 0;  // hObjectError: memory RM writes an NvNotification into on a channel error
 };
 
 class RmDevice {
 public:
     static std::unique_ptr<RmDevice> open(RmTransport& transport, NvHandle client, RmBranch branch,
-                                          uint32_t device_instance = 0);
+                                          uint32_t device_instance = 0, RmVaspaceOwner owner = RmVaspaceOwner::driver);
     ~RmDevice();
     RmDevice(const RmDevice&) = delete;
     RmDevice& operator=(const RmDevice&) = delete;

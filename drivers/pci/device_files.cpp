@@ -33,6 +33,13 @@ public:
         return mapping;
     }
     int munmap(void* address, size_t length) override { return ::munmap(address, length) < 0 ? -errno : 0; }
+    ssize_t read(int fd, void* buffer, size_t length) override {
+        ssize_t n;
+        do {
+            n = ::read(fd, buffer, length);
+        } while (n < 0 && errno == EINTR);
+        return n < 0 ? -errno : n;
+    }
 };
 
 }  // namespace

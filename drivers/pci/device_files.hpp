@@ -27,6 +27,12 @@ public:
     virtual void* mmap(void* address, size_t length, int prot, int flags, int fd, off_t offset, int* error) = 0;
     // 0 or -errno.
     virtual int munmap(void* address, size_t length) = 0;
+    // Bytes read, or -errno (a kernel log record from /dev/kmsg, say). Files that are never read
+    // need not implement it.
+    virtual ssize_t read(int fd, void* buffer, size_t length) {
+        (void)fd, (void)buffer, (void)length;
+        return -38;  // ENOSYS
+    }
 };
 
 // The host's own files (libc).

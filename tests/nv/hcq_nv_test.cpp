@@ -2,6 +2,8 @@
 // channels the RM model announced to the engines — seen from the HCQ API: a channel's MMU fault
 // comes back from GSP-RM and fails the device naming the queue, the channel and the address; a full
 // GPFIFO makes submit() wait for GPGet instead of overwriting an entry the GPU has not fetched.
+// sim-nvk:ad102, the same stack over nvidia.ko's ioctls: a fault comes back through the channel's error
+// notifier and nvidia.ko's Xid line (the VA), and a freed buffer is unmapped by RM.
 #include "base/error.hpp"
 #include "drivers/registry.hpp"
 #include "hcq/device.hpp"
@@ -12,6 +14,8 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <cstring>
+#include <fmt/format.h>
 #include <chrono>
 #include <mutex>
 #include <thread>
@@ -74,4 +78,39 @@ TEST_CASE("sim-nv: a full GPFIFO makes submit wait for GPGet and never overwrite
         CHECK(marks[i].try_wait(1, 5s));  // every submission ran: none was overwritten
     }
     CHECK_FALSE(dev->failed());
+}
+
+TEST_CASE("sim-nvk: a copy from an unmapped VA faults; nvidia.ko's error notifier and Xid line fail the device naming the VA") {
+    auto dev = open("sim-nvk:ad102");
+    hcq::Buffer b = dev->allocate(4096);
+    hcq::Signal done = dev->new_signal(0, "done");
+    const GpuVirtualAddress bad(0x1f00000000);  // inside the HCQ VA window, never mapped by RM
+    dev->copy_queue().copy(b.address(), bad, 256).signal(done, 1).submit();
+    try {
+        done.wait(1, 5s);
+        FAIL("the faulting copy signalled");
+    } catch (const DeviceLostError& e) {
+        const std::string text = e.what();
+        CHECK_THAT(text, Contains("nvidia.ko") && Contains("error notifier: Xid 31") && Contains("copy:0") &&
+                             Contains("NVRM: Xid") && Contains("0x1f00000000") && Contains("page fault"));
+    }
+    CHECK(dev->failed());
+}
+
+TEST_CASE("sim-nvk: freeing a buffer has RM unmap it — a later access faults at its address") {
+    auto dev = open("sim-nvk:ad102");
+    hcq::Buffer keep = dev->allocate(4096, {.cpu_access = true});
+    GpuVirtualAddress gone;
+    {
+        hcq::Buffer b = dev->allocate(0x10000, {.cpu_access = true});
+        std::memset(b.cpu(), 0x5a, 0x10000);
+        gone = b.address();
+        hcq::Signal ok = dev->new_signal(0, "ok");
+        dev->copy_queue().copy(keep.address(), gone, 256).signal(ok, 1).submit();
+        REQUIRE(ok.try_wait(1, 5s));
+        CHECK(std::to_integer<int>(keep.cpu()[255]) == 0x5a);  // the engines read what the CPU wrote
+    }
+    hcq::Signal done = dev->new_signal(0, "done");
+    dev->copy_queue().copy(keep.address(), gone, 256).signal(done, 1).submit();
+    CHECK_THROWS_WITH(done.wait(1, 5s), Contains(fmt::format("{:#x}", gone.value())) && Contains("Xid 31"));
 }

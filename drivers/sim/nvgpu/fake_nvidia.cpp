@@ -1,6 +1,9 @@
 #include "fake_nvidia.hpp"
 
+#include "rm_layouts.hpp"
+
 #include <cerrno>
+#include <fmt/format.h>
 #include <cstring>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -52,7 +55,8 @@ struct UserParams {
 
 }  // namespace
 
-FakeNvidia::FakeNvidia(std::shared_ptr<RmModel> rm, uint16_t device_id) : rm_(std::move(rm)), device_id_(device_id) {}
+FakeNvidia::FakeNvidia(std::shared_ptr<RmModel> rm, uint16_t device_id, std::shared_ptr<NvkGpu> gpu)
+    : rm_(std::move(rm)), device_id_(device_id), gpu_(std::move(gpu)) {}
 
 FakeNvidia::~FakeNvidia() {
     for (const auto& [key, fd] : backing_) ::close(fd);
@@ -75,10 +79,10 @@ int FakeNvidia::backing_fd(uint32_t client, uint32_t memory) {
 int FakeNvidia::open(const char* path, int flags) {
     (void)flags;
     std::string p = path ? path : "";
-    if (p != "/dev/nvidiactl" && p != "/dev/nvidia0") return -ENOENT;
+    if (p != "/dev/nvidiactl" && p != "/dev/nvidia0" && !(p == "/dev/kmsg" && gpu_)) return -ENOENT;
     std::lock_guard lock(mutex_);
     int fd = next_fd_++;
-    files_[fd] = File{p, false, std::nullopt};
+    files_[fd] = File{p, false, std::nullopt, 0};
     return fd;
 }
 
@@ -100,6 +104,7 @@ int FakeNvidia::ioctl(int fd, unsigned long request, void* argument) {
         if (it == files_.end()) return -EBADF;
         path = it->second.path;
     }
+    if (path == "/dev/kmsg") return -ENOTTY;
     if (int error = fail_next_.exchange(0); error != 0) return -error;
     Request r = decode(request);
     if (r.type != kMagic || r.dir != 3 || argument == nullptr) return -EINVAL;
@@ -223,6 +228,33 @@ void* FakeNvidia::mmap(void* address, size_t length, int prot, int flags, int fd
     } else if (!it->second.pending || offset != 0 || length > it->second.pending->length) {
         failure = EINVAL;  // nvidia.ko maps only what NV_ESC_RM_MAP_MEMORY armed this fd with
     }
+    if (failure == 0 && gpu_) {
+        // VRAM and the usermode page are the GPU's own bytes; mmap offsets are whole pages.
+        const PendingMap map = *it->second.pending;
+        int source = -1;
+        uint64_t at = map.offset;
+        if (const uint32_t cls = rm_->class_of(map.client, map.memory); cls == rm::kTuringUsermode || cls == rm::kHopperUsermode) {
+            source = gpu_->usermode_fd();
+        } else if (std::optional<RmBacking> b = rm_->backing_of(map.client, map.memory); b && b->vram) {
+            source = gpu_->vram_fd();
+            at += b->address;
+        } else if (b) {
+            failure = EINVAL;  // host memory: the process has it already
+        }
+        if (source >= 0) {
+            if (at % 4096 != 0) {
+                failure = EINVAL;
+            } else {
+                void* mapping = ::mmap(address, length, prot, flags, source, static_cast<off_t>(at));
+                if (mapping != MAP_FAILED) return mapping;
+                failure = errno;
+            }
+        }
+        if (failure != 0) {
+            if (error) *error = failure;
+            return nullptr;
+        }
+    }
     if (failure == 0) {
         const PendingMap map = *it->second.pending;
         int backing = backing_fd(map.client, map.memory);
@@ -239,5 +271,20 @@ void* FakeNvidia::mmap(void* address, size_t length, int prot, int flags, int fd
 }
 
 int FakeNvidia::munmap(void* address, size_t length) { return ::munmap(address, length) == 0 ? 0 : -errno; }
+
+ssize_t FakeNvidia::read(int fd, void* buffer, size_t length) {
+    std::lock_guard lock(mutex_);
+    auto it = files_.find(fd);
+    if (it == files_.end()) return -EBADF;
+    if (it->second.path != "/dev/kmsg") return -EINVAL;
+    const std::vector<std::string> log = gpu_->kernel_log();
+    if (it->second.kmsg_next >= log.size()) return -EAGAIN;  // O_NONBLOCK at the end of the buffer
+    // printk's record format (Documentation/ABI/testing/dev-kmsg): level 3 (err), sequence, time, flags.
+    const std::string record = fmt::format("3,{},0,-;{}\n", it->second.kmsg_next, log[it->second.kmsg_next]);
+    if (record.size() > length) return -EINVAL;  // /dev/kmsg: the buffer must hold the whole record
+    std::memcpy(buffer, record.data(), record.size());
+    ++it->second.kmsg_next;
+    return static_cast<ssize_t>(record.size());
+}
 
 }  // namespace baregpu::sim::nvgpu

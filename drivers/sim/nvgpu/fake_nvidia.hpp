@@ -5,12 +5,16 @@
 // escape's (EINVAL; NV_ESC_RM_MAP_MEMORY_DMA's size follows the driver branch: 56 bytes in 570,
 // 64 from 580), an unknown escape (EINVAL) and an fd it did not open (EBADF). Memory objects are
 // backed by memfds: NV_ESC_RM_MAP_MEMORY arms the fd it names, whose mmap() then maps the object.
+// With a GPU behind it (nvk_gpu.hpp) VRAM objects map the GPU's VRAM (the bytes its engines see),
+// the usermode object maps the doorbell page, and /dev/kmsg reads back the kernel log (Xid lines)
+// as /dev/kmsg does: one record per read, "<prio>,<seq>,<usec>,-;<text>\n", EAGAIN at the end.
 //
 // Facts (open-gpu-kernel-modules 570.144): kernel-open/common/inc/nv-ioctl-numbers.h,
 // nv-ioctl.h, src/nvidia/arch/nvalloc/unix/include/nv_escape.h, nvos.h.
 #pragma once
 
 #include "drivers/pci/device_files.hpp"
+#include "nvk_gpu.hpp"
 #include "rm_model.hpp"
 
 #include <atomic>
@@ -24,7 +28,7 @@ namespace baregpu::sim::nvgpu {
 
 class FakeNvidia final : public pci::DeviceFiles {
 public:
-    explicit FakeNvidia(std::shared_ptr<RmModel> rm, uint16_t device_id = 0x2684);
+    explicit FakeNvidia(std::shared_ptr<RmModel> rm, uint16_t device_id = 0x2684, std::shared_ptr<NvkGpu> gpu = nullptr);
     ~FakeNvidia() override;
 
     int open(const char* path, int flags) override;
@@ -32,6 +36,7 @@ public:
     int ioctl(int fd, unsigned long request, void* argument) override;
     void* mmap(void* address, size_t length, int prot, int flags, int fd, off_t offset, int* error) override;
     int munmap(void* address, size_t length) override;
+    ssize_t read(int fd, void* buffer, size_t length) override;
 
     RmModel& rm() { return *rm_; }
     // Fault knob: the next ioctl fails with -error before reaching RM.
@@ -47,11 +52,13 @@ private:
         std::string path;
         bool registered = false;  // /dev/nvidiaN after NV_ESC_REGISTER_FD
         std::optional<PendingMap> pending;
+        size_t kmsg_next = 0;  // /dev/kmsg: the next record
     };
     int backing_fd(uint32_t client, uint32_t memory);  // under mutex_
 
     std::shared_ptr<RmModel> rm_;
     uint16_t device_id_;
+    std::shared_ptr<NvkGpu> gpu_;
     mutable std::mutex mutex_;
     std::map<int, File> files_;
     int next_fd_ = 1000;

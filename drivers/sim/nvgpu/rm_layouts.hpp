@@ -25,6 +25,7 @@ inline constexpr uint32_t kErrInvalidObjectParent = 0x36;
 inline constexpr uint32_t kErrInvalidState = 0x40;
 inline constexpr uint32_t kErrNotSupported = 0x56;
 inline constexpr uint32_t kErrObjectNotFound = 0x57;
+inline constexpr uint32_t kErrNoMemory = 0x51;
 
 // Classes.
 inline constexpr uint32_t kRootClient = 0x41, kDevice = 0x80, kSubdevice = 0x2080;
@@ -49,6 +50,14 @@ inline constexpr uint32_t kMemoryParams = 128;       // NV_MEMORY_ALLOCATION_PAR
 
 // Field offsets the model reads.
 inline constexpr size_t kDeviceDeviceId = 0;
+inline constexpr size_t kMemoryVirtualVaspace = 16;  // NV_MEMORY_VIRTUAL_ALLOCATION_PARAMS.hVASpace (0: the device's default)
+inline constexpr size_t kVaspaceFlags = 4;           // NV_VASPACE_ALLOCATION_PARAMETERS.flags
+inline constexpr uint32_t kVaspaceFlagsExternallyOwned = 1u << 3;  // NV_VASPACE_ALLOCATION_FLAGS_IS_EXTERNALLY_OWNED
+inline constexpr size_t kChannelObjectError = 0;     // NV_CHANNEL_ALLOC_PARAMS.hObjectError (the error notifier)
+// clc361.h: the usermode (doorbell) region is 64 KiB (NVC361_NV_USERMODE__SIZE).
+inline constexpr uint64_t kUsermodeBytes = 0x10000;
+// nvgputypes.h NvNotification: timeStamp 0 (8 bytes), info32 8, info16 12, status 14; 16 bytes.
+inline constexpr size_t kNotificationBytes = 16;
 inline constexpr size_t kChannelGroupVaspace = 8, kChannelGroupEngineType = 12;
 inline constexpr size_t kCtxshareVaspace = 0;
 inline constexpr size_t kChannelGpFifoOffset = 8, kChannelGpFifoEntries = 16, kChannelContextShare = 24,

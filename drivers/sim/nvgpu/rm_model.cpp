@@ -3,6 +3,7 @@
 #include "rm_layouts.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <fmt/format.h>
 
 namespace baregpu::sim::nvgpu {
@@ -123,6 +124,7 @@ uint32_t RmModel::alloc_os_descriptor(uint32_t client, uint32_t parent, uint32_t
         Object o{kMemoryOsDescriptor, parent};
         o.size = limit + 1;
         o.host_address = address;
+        o.backing = RmBacking{false, address};
         c->second.objects[object] = o;
     }
     log_.push_back(fmt::format("alloc_memory os descriptor 0x{:x} at 0x{:x} (+0x{:x}) -> 0x{:x}", object, address, limit + 1, status));
@@ -134,7 +136,7 @@ uint32_t RmModel::check_cpu_map(uint32_t client, uint32_t device, uint32_t memor
     auto c = clients_.find(client);
     if (c == clients_.end()) return kErrInvalidClient;
     auto m = c->second.objects.find(memory);
-    if (m == c->second.objects.end() || !(is_memory(m->second.cls))) return kErrInvalidObjectHandle;
+    if (m == c->second.objects.end() || !(is_memory(m->second.cls) || is_usermode(m->second.cls))) return kErrInvalidObjectHandle;
     if (device_of(c->second, device) == 0 || device_of(c->second, device) != device_of(c->second, memory)) {
         return kErrInvalidObjectParent;
     }
@@ -164,12 +166,46 @@ uint32_t RmModel::map_dma(uint32_t client, uint32_t device, uint32_t dma, uint32
         } else if (!(flags & kNvos46DmaOffsetFixed) || *dma_offset % 4096 != 0) {
             status = kErrInvalidOffset;
         } else {
+            // The VA space: the hDma's hVASpace, or the device's default one (NV_MEMORY_VIRTUAL_ALLOCATION_PARAMS).
+            uint32_t space = d->second.vaspace;
+            Object* vas = nullptr;
+            if (space == 0) {
+                space = device_of(c->second, device);
+                vas = &c->second.objects[space];
+                if (memory_hooks_.new_page_directory && !vas->has_page_directory) {
+                    if (auto pdb = memory_hooks_.new_page_directory()) {
+                        vas->page_directory = *pdb;
+                        vas->has_page_directory = true;
+                    }
+                }
+            } else if (auto v = c->second.objects.find(space); v != c->second.objects.end()) {
+                vas = &v->second;
+            }
+            // gpu_vaspace.c gvaspaceAlloc: no RM mappings in a VA space someone else owns.
+            if (vas == nullptr)
+                status = kErrInvalidObjectHandle;  // the hDma's VA space is gone
+            else if (vas->externally_owned)
+                status = kErrNotSupported;
             for (const DmaMapping& other : dma_) {
-                if (other.client == client && *dma_offset < other.va + other.length && other.va < *dma_offset + length) {
+                if (status == kOk && other.client == client && other.space == space && *dma_offset < other.va + other.length &&
+                    other.va < *dma_offset + length) {
                     status = kErrInvalidAddress;  // the VA range is taken
                 }
             }
-            if (status == kOk) dma_.push_back({*dma_offset, length, client, memory, offset});
+            DmaMapping mapping{*dma_offset, length, client, memory, offset, space, std::nullopt};
+            if (status == kOk && memory_hooks_.map) {
+                // RM owns this VA space's tables: write the PTEs. Memory without a placement (NV01_MEMORY_SYSTEM
+                // is not modelled behind a GPU) cannot be mapped.
+                const std::optional<RmBacking>& b = m->second.backing;
+                if (!b || !vas->has_page_directory) {
+                    status = kErrNotSupported;
+                } else if (!memory_hooks_.map(vas->page_directory, *dma_offset, length, RmBacking{b->vram, b->address + offset})) {
+                    status = kErrNoMemory;
+                } else {
+                    mapping.pdb = vas->page_directory;
+                }
+            }
+            if (status == kOk) dma_.push_back(mapping);
         }
     }
     log_.push_back(fmt::format("map_dma memory 0x{:x} (+0x{:x}, 0x{:x} bytes) at 0x{:x} -> 0x{:x}", memory, offset, length,
@@ -250,8 +286,28 @@ uint32_t RmModel::check_params(Client& client, const Object& parent_object, uint
             if (load<uint32_t>(params, kDeviceDeviceId) != 0) return kErrInvalidArgument;
             return kOk;
         case kSubdevice: return size_is(kSubdeviceParams, true) ? kOk : kErrInvalidArgument;
-        case kMemoryVirtual: return size_is(kMemoryVirtualParams, true) ? kOk : kErrInvalidArgument;
-        case kVaspace: return size_is(vaspace_params_size(), false) ? kOk : kErrInvalidArgument;
+        case kMemoryVirtual: {
+            if (!size_is(kMemoryVirtualParams, true)) return kErrInvalidArgument;
+            const uint32_t vaspace = params.empty() ? 0 : load<uint32_t>(params, kMemoryVirtualVaspace);
+            if (vaspace != 0) {
+                const Object* vas = child_of(vaspace, parent);
+                if (!vas || vas->cls != kVaspace) return kErrInvalidObjectHandle;
+            }
+            created.vaspace = vaspace;
+            return kOk;
+        }
+        case kVaspace: {
+            if (!size_is(vaspace_params_size(), false)) return kErrInvalidArgument;
+            created.externally_owned = (load<uint32_t>(params, kVaspaceFlags) & kVaspaceFlagsExternallyOwned) != 0;
+            // RM builds the tables of a VA space it owns (the model: only with a GPU behind it).
+            if (!created.externally_owned && memory_hooks_.new_page_directory) {
+                std::optional<uint64_t> pdb = memory_hooks_.new_page_directory();
+                if (!pdb) return kErrNoMemory;
+                created.page_directory = *pdb;
+                created.has_page_directory = true;
+            }
+            return kOk;
+        }
         case kChannelGroup: {
             if (!size_is(kChannelGroupParams, false)) return kErrInvalidArgument;
             if (load<uint32_t>(params, kChannelGroupEngineType) != kEngineTypeGraphics) return kErrInvalidArgument;
@@ -281,12 +337,22 @@ uint32_t RmModel::check_params(Client& client, const Object& parent_object, uint
             uint64_t alignment = load<uint64_t>(params, kMemoryAlignment);
             if (size == 0 || (alignment != 0 && !is_power_of_two(alignment))) return kErrInvalidArgument;
             created.size = size;
+            if (cls == kMemoryUser && memory_hooks_.alloc_vram) {
+                std::optional<uint64_t> at = memory_hooks_.alloc_vram(size, std::max<uint64_t>(alignment, 4096));
+                if (!at) return kErrNoMemory;
+                created.backing = RmBacking{true, *at};
+                store<uint64_t>(params, kMemoryOffset, *at);
+            }
             store<uint64_t>(params, kMemoryLimit, size - 1);
             return kOk;
         }
         default: break;
     }
-    if (is_usermode(cls) || is_engine(cls)) return params.empty() ? kOk : kErrInvalidArgument;
+    if (is_usermode(cls)) {
+        created.size = kUsermodeBytes;
+        return params.empty() ? kOk : kErrInvalidArgument;
+    }
+    if (is_engine(cls)) return params.empty() ? kOk : kErrInvalidArgument;
     if (is_gpfifo(cls)) {
         if (!size_is(kChannelParams, false)) return kErrInvalidArgument;
         const Object* share = child_of(load<uint32_t>(params, kChannelContextShare), parent);
@@ -301,6 +367,16 @@ uint32_t RmModel::check_params(Client& client, const Object& parent_object, uint
         if (offset % 512 != 0 || offset + 512 > userd->second.size) return kErrInvalidArgument;
         if (load<uint32_t>(params, kChannelEngineType) != 0 && load<uint32_t>(params, kChannelEngineType) != kEngineTypeGraphics) {
             return kErrInvalidArgument;
+        }
+        // The error notifier: a memory object of the same device, room for the NvNotification array
+        // (kernel_channel.c: memGetByHandleAndDevice, NV_CHANNELGPFIFO_NOTIFICATION_TYPE__SIZE_1 = 3 entries).
+        if (uint32_t error = load<uint32_t>(params, kChannelObjectError); error != 0) {
+            auto e = client.objects.find(error);
+            if (e == client.objects.end() || !(is_memory(e->second.cls) || e->second.cls == kMemoryOsDescriptor) ||
+                device_of(client, error) != device_of(client, parent))
+                return kErrInvalidObjectHandle;
+            if (e->second.size < 3 * kNotificationBytes) return kErrInvalidArgument;
+            created.error_notifier = error;
         }
         return kOk;
     }
@@ -398,9 +474,23 @@ void RmModel::free_tree(Client& client, uint32_t client_handle, uint32_t handle)
     if (it != client.objects.end() && is_gpfifo(it->second.cls) && it->second.engines_registered && hooks_.channel_freed) {
         hooks_.channel_freed(it->second.token);
     }
+    // Mappings of a freed memory object, or in a freed VA space, go with it (RM unmaps on free).
+    drop_mappings([&](const DmaMapping& m) { return m.client == client_handle && (m.memory == handle || m.space == handle); });
+    if (it != client.objects.end()) release_memory(it->second);
     client.objects.erase(handle);
-    // Mappings of a freed memory object go with it (RM unmaps on free).
-    std::erase_if(dma_, [&](const DmaMapping& m) { return m.client == client_handle && m.memory == handle; });
+}
+
+void RmModel::drop_mappings(const std::function<bool(const DmaMapping&)>& which) {
+    std::erase_if(dma_, [&](const DmaMapping& m) {
+        if (!which(m)) return false;
+        if (m.pdb && memory_hooks_.unmap) memory_hooks_.unmap(*m.pdb, m.va, m.length);
+        return true;
+    });
+}
+
+void RmModel::release_memory(const Object& o) {
+    // The VRAM goes back to RM's heap; a freed VA space's tables are not reclaimed (README).
+    if (o.backing && o.backing->vram && memory_hooks_.free_vram) memory_hooks_.free_vram(o.backing->address, o.size);
 }
 
 uint32_t RmModel::free(uint32_t client, uint32_t parent, uint32_t object) {
@@ -413,7 +503,8 @@ uint32_t RmModel::free(uint32_t client, uint32_t parent, uint32_t object) {
         for (const auto& [h, obj] : c->second.objects) {
             if (is_gpfifo(obj.cls) && obj.engines_registered && hooks_.channel_freed) hooks_.channel_freed(obj.token);
         }
-        std::erase_if(dma_, [&](const DmaMapping& m) { return m.client == client; });
+        drop_mappings([&](const DmaMapping& m) { return m.client == client; });
+        for (const auto& [h, obj] : c->second.objects) release_memory(obj);
         clients_.erase(c);
     } else if (!c->second.objects.count(object)) {
         status = kErrObjectNotFound;
@@ -442,6 +533,47 @@ uint32_t RmModel::class_of(uint32_t client, uint32_t object) const {
 void RmModel::set_engine_hooks(RmEngineHooks hooks) {
     std::lock_guard lock(mutex_);
     hooks_ = std::move(hooks);
+}
+
+void RmModel::set_memory_hooks(RmMemoryHooks hooks) {
+    std::lock_guard lock(mutex_);
+    memory_hooks_ = std::move(hooks);
+}
+
+std::optional<RmBacking> RmModel::backing_of(uint32_t client, uint32_t memory) const {
+    std::lock_guard lock(mutex_);
+    auto c = clients_.find(client);
+    if (c == clients_.end()) return std::nullopt;
+    auto m = c->second.objects.find(memory);
+    return m == c->second.objects.end() ? std::nullopt : m->second.backing;
+}
+
+std::string RmModel::robust_channel_error(uint32_t token, uint32_t xid, uint64_t timestamp_ns) {
+    std::lock_guard lock(mutex_);
+    for (auto& [client_handle, client] : clients_) {
+        for (auto& [handle, obj] : client.objects) {
+            if (!is_gpfifo(obj.cls) || obj.token != token) continue;
+            std::string name = fmt::format("channel {} (handle {:#x} of client {:#x})", token, handle, client_handle);
+            auto e = client.objects.find(obj.error_notifier);
+            if (obj.error_notifier == 0 || e == client.objects.end() || !e->second.backing || !memory_hooks_.write) {
+                log_.push_back(fmt::format("robust channel error {} on {}: no error notifier", xid, name));
+                return name;
+            }
+            // NV_CHANNELGPFIFO_NOTIFICATION_TYPE_ERROR = entry 0; RM fills timeStamp, info32, info16, then status.
+            std::byte n[kNotificationBytes]{};
+            std::memcpy(n, &timestamp_ns, 8);
+            std::memcpy(n + 8, &xid, 4);
+            const uint16_t engine = kEngineTypeGraphics, status = 0xffff;
+            std::memcpy(n + 12, &engine, 2);
+            memory_hooks_.write(*e->second.backing, std::span<const std::byte>(n, 14));
+            std::memcpy(n + 14, &status, 2);
+            memory_hooks_.write(RmBacking{e->second.backing->vram, e->second.backing->address + 14},
+                                std::span<const std::byte>(n + 14, 2));
+            log_.push_back(fmt::format("robust channel error {} on {}: error notifier 0x{:x} written", xid, name, obj.error_notifier));
+            return name;
+        }
+    }
+    return {};
 }
 
 void RmModel::channel_allocated(Client& owner, uint32_t client, uint32_t handle, std::span<const std::byte> params) {

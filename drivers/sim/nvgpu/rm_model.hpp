@@ -18,6 +18,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -49,6 +50,28 @@ struct RmEngineHooks {
     std::function<void(uint32_t token)> channel_freed;
 };
 
+// Where a memory object's bytes are: VRAM (an offset) or host memory (an OS descriptor's address).
+struct RmBacking {
+    bool vram = true;
+    uint64_t address = 0;
+};
+
+// nvidia.ko's own memory management, when a simulated GPU stands behind the model (nvk_gpu.hpp):
+// RM places NV1_MEMORY_USER in that GPU's VRAM, owns the page tables of the VA spaces it creates
+// (not IS_EXTERNALLY_OWNED) and writes them for NV_ESC_RM_MAP_MEMORY_DMA, and writes a channel's
+// error notifier on a robust-channel error. Without hooks (GSP-RM under nvpci) memory objects have
+// no placement and the driver owns the page tables. Called with the model's lock held: a hook must
+// not call back into the model.
+struct RmMemoryHooks {
+    std::function<std::optional<uint64_t>(uint64_t size, uint64_t alignment)> alloc_vram;  // VRAM offset
+    std::function<void(uint64_t offset, uint64_t size)> free_vram;
+    std::function<std::optional<uint64_t>()> new_page_directory;  // VRAM offset of a new, empty root
+    // 4 KiB PTEs for [va, va + length) to `target` onwards; false when the tables do not fit in VRAM.
+    std::function<bool(uint64_t pdb, uint64_t va, uint64_t length, RmBacking target)> map;
+    std::function<void(uint64_t pdb, uint64_t va, uint64_t length)> unmap;
+    std::function<void(RmBacking target, std::span<const std::byte> bytes)> write;
+};
+
 class RmModel {
 public:
     explicit RmModel(RmModelOptions options = {});
@@ -73,6 +96,8 @@ public:
         uint64_t va = 0, length = 0;
         uint32_t client = 0, memory = 0;
         uint64_t offset = 0;  // into the memory object
+        uint32_t space = 0;   // the VA space (FERMI_VASPACE_A handle, or the device's for its default one)
+        std::optional<uint64_t> pdb;  // its RM-owned root, when memory hooks wrote PTEs
     };
     std::vector<DmaMapping> dma_mappings() const;
     // A memory object's size, 0 when `memory` is none.
@@ -91,6 +116,15 @@ public:
     uint32_t token_of(uint32_t client, uint32_t channel) const;
     // Channels allocated from now on (in a VA space with a page directory) are announced to the engines.
     void set_engine_hooks(RmEngineHooks hooks);
+    // Memory objects and VA spaces allocated from now on are placed / get RM-owned page tables.
+    void set_memory_hooks(RmMemoryHooks hooks);
+    // A memory object's placement (VRAM objects with memory hooks, OS descriptors); none otherwise.
+    std::optional<RmBacking> backing_of(uint32_t client, uint32_t memory) const;
+    // A robust-channel error on the channel with work-submit token `token` (kernel_rc_notification.c
+    // krcErrorSetNotifier: the channel's hObjectError gets NvNotification {timeStamp, info32 = exceptType
+    // (the Xid), info16 = NV2080 engine type, status = 0xffff}). Returns the channel's name for the
+    // kernel log, empty when no channel has the token; a channel without an error notifier is named too.
+    std::string robust_channel_error(uint32_t token, uint32_t xid, uint64_t timestamp_ns);
 
 private:
     struct Object {
@@ -104,6 +138,9 @@ private:
         uint64_t page_directory = 0;      // VA spaces: COPY_SERVER_RESERVED_PDES level 0
         bool has_page_directory = false;
         bool engines_registered = false;  // GPFIFO channels announced through hooks_
+        std::optional<RmBacking> backing = std::nullopt;  // memory objects placed by memory_hooks_
+        bool externally_owned = false;     // VA spaces: IS_EXTERNALLY_OWNED (the client writes the tables)
+        uint32_t error_notifier = 0;       // GPFIFO channels: hObjectError
     };
     struct Client {
         std::map<uint32_t, Object> objects;  // the client itself included
@@ -119,7 +156,10 @@ private:
     uint32_t vaspace_params_size() const;
     uint32_t device_of(const Client& client, uint32_t handle) const;  // the NV01_DEVICE_0 above, 0 if none
     void channel_allocated(Client& owner, uint32_t client, uint32_t handle, std::span<const std::byte> params);
+    void drop_mappings(const std::function<bool(const DmaMapping&)>& which);
+    void release_memory(const Object& o);
     RmEngineHooks hooks_;
+    RmMemoryHooks memory_hooks_;
 
     RmModelOptions options_;
     mutable std::mutex mutex_;

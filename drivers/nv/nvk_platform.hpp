@@ -1,0 +1,86 @@
+// NvHcqDevice over nvidia.ko (hcq_platform.hpp), with the kernel driver owning the GPU's memory:
+//   - RM transport: NvkTransport (nvk_transport.hpp) on /dev/nvidiactl + /dev/nvidia<minor>;
+//   - GPU mappings: NV_ESC_RM_MAP_MEMORY_DMA at the HCQ's fixed VAs in a VA space RM owns (FERMI_VASPACE_A
+//     without IS_EXTERNALLY_OWNED; the NV01_MEMORY_VIRTUAL hDma bound to it). Not UVM: UVM_REGISTER_GPU /
+//     _VASPACE / CREATE_EXTERNAL_RANGE / MAP_EXTERNAL_ALLOCATION would hand the tables to nvidia-uvm.ko,
+//     which the simulated nvidia.ko does not model (drivers/nv/README.md);
+//   - VRAM: NV1_MEMORY_USER, CPU access by NV_ESC_RM_MAP_MEMORY + mmap of a /dev/nvidia<minor> fd;
+//     host memory: page-aligned anonymous pages as NV01_MEMORY_SYSTEM_OS_DESCRIPTOR;
+//   - doorbell: the usermode object (TURING_USERMODE_A) mapped the same way, NOTIFY_CHANNEL_PENDING at +0x90;
+//   - channel errors: each channel gets an error notifier (hObjectError, one host page as an OS descriptor)
+//     that RM fills on a robust-channel error (kernel_rc_notification.c: info32 = Xid, info16 = engine,
+//     status = 0xffff); the text is completed from the kernel log's "NVRM: Xid" lines (/dev/kmsg, read
+//     non-blocking; when it cannot be read the error says so and carries the Xid only).
+//
+// Ownership: owns the transport (its client and fds) and every mapping it made; `files` outlives it.
+#pragma once
+
+#include "drivers/nv/hcq_platform.hpp"
+#include "drivers/nv/nvk_transport.hpp"
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+namespace baregpu::nv {
+
+class NvkPlatform final : public NvPlatform {
+public:
+    // Opens nvidia.ko through `files` (the host's, or the simulated driver's) and GPU `gpu_index` of its
+    // NV_ESC_CARD_INFO list; `memory_bytes`: the VRAM buffers may take.
+    static std::unique_ptr<NvkPlatform> open(pci::DeviceFiles& files, size_t gpu_index, uint64_t memory_bytes);
+    ~NvkPlatform() override;
+
+    const char* reporter() const override { return "nvidia.ko"; }
+    const std::string& name() const override { return nvk_->device(); }
+    RmTransport& transport() override { return *nvk_; }
+    NvHandle client() const override { return nvk_->client(); }
+    RmBranch branch() const override { return nvk_->branch(); }
+    RmVaspaceOwner vaspace_owner() const override { return RmVaspaceOwner::rm; }
+    uint64_t memory_bytes() const override { return memory_bytes_; }
+    void attach(RmDevice& rm) override;
+    void detach() noexcept override;
+    std::byte* map(GpuVirtualAddress va, uint64_t size, const hcq::BufferOptions& options) override;
+    void unmap(GpuVirtualAddress va, uint64_t size) noexcept override;
+    void ring_doorbell(uint32_t token) override;
+    NvHandle new_error_notifier() override;
+    void channel_opened(uint32_t token, NvHandle error_notifier) override;
+    void channel_closed(uint32_t token) noexcept override;
+    std::optional<NvChannelError> poll_errors() override;
+    void forget_errors() override;
+
+private:
+    NvkPlatform(pci::DeviceFiles& files, std::unique_ptr<NvkTransport> nvk, uint64_t memory_bytes);
+    // New "NVRM: Xid" lines of the kernel log (all lines read are consumed).
+    void read_kernel_log();
+
+    pci::DeviceFiles& files_;
+    std::unique_ptr<NvkTransport> nvk_;
+    uint64_t memory_bytes_;
+    RmDevice* rm_ = nullptr;
+    void* usermode_ = nullptr;
+    volatile uint32_t* doorbell_ = nullptr;
+
+    std::mutex mutex_;  // mappings_
+    struct Mapping {
+        NvHandle memory = 0;
+        std::byte* cpu = nullptr;
+        uint64_t bytes = 0;
+        bool host = false;
+    };
+    std::map<uint64_t, Mapping> mappings_;
+
+    struct Notifier {
+        NvHandle memory = 0;
+        std::byte* page = nullptr;
+        uint32_t token = 0;
+        bool open = false, reported = false;
+    };
+    std::vector<Notifier> notifiers_;  // under the device's RM mutex
+    int kmsg_fd_ = -1;
+    std::string kmsg_error_;
+    std::vector<std::string> xid_lines_;
+};
+
+}  // namespace baregpu::nv
