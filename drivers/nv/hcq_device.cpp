@@ -19,7 +19,6 @@ namespace baregpu::nv {
 
 namespace {
 
-constexpr uint64_t kPage = 4096;
 // What a CTA may use on AD102 (sm_89): 1024 threads, 99 KiB of shared memory.
 constexpr uint32_t kMaxThreads = 1024, kMaxShared = 99 * 1024;
 
@@ -183,7 +182,7 @@ bool NvHcqDevice::check_faults() noexcept {
             if (at != std::string::npos) {
                 const uint64_t va = std::strtoull(text.c_str() + at + 3, nullptr, 16);
                 for (auto u = unloaded_.rbegin(); u != unloaded_.rend(); ++u) {
-                    if (va >= (u->begin & ~(kPage - 1)) && va < u->end) {
+                    if (va >= (u->begin & ~(kSmallPage - 1)) && va < u->end) {
                         unloaded = fmt::format("a kernel launch found no program is loaded at {:#x}: kernel '{}' was unloaded and its "
                                                "code unmapped; ",
                                                va, u->kernel);

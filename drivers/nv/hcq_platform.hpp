@@ -20,6 +20,9 @@
 
 namespace baregpu::nv {
 
+// The GPU MMU's small page: the granule of every mapping both platforms make.
+inline constexpr uint64_t kSmallPage = 4096;
+
 // A channel error the platform learned of: the channel's work-submit token (what the doorbell
 // carries; GSP's chid) and the whole story the platform has (Xid, faulting VA when known).
 struct NvChannelError {

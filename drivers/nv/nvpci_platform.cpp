@@ -12,7 +12,7 @@ namespace baregpu::nv {
 
 namespace {
 
-constexpr uint64_t kPage = 4096, k2M = 2ull << 20;
+constexpr uint64_t k2M = 2ull << 20;
 // NV_VIRTUAL_FUNCTION_DOORBELL (tu102/dev_vm.h: VF window 0xb80000 + 0x30090; clc361.h NOTIFY_CHANNEL_PENDING).
 constexpr uint32_t kDoorbell = 0xbb0090;
 // VRAM the driver hands out: above the 2 MiB boot arena GSP's boot used (gsp_boot.cpp), below GSP-RM's
@@ -61,7 +61,7 @@ void NvpciPlatform::attach(RmDevice& rm) {
     // Our page directory for the VA space, before any channel (research A.3 step 10).
     const MmuGeometry& g = mmu_geometry(MmuVersion::v2);
     const unsigned root_shift = g.levels[0].shift;
-    rm.copy_server_reserved_pdes(pt_->root(), kPage, static_cast<uint8_t>(root_shift), 0, (uint64_t{1} << root_shift) - 1);
+    rm.copy_server_reserved_pdes(pt_->root(), kSmallPage, static_cast<uint8_t>(root_shift), 0, (uint64_t{1} << root_shift) - 1);
 }
 
 void NvpciPlatform::detach() noexcept {}
