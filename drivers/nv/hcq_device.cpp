@@ -89,6 +89,7 @@ NvHcqDevice::NvHcqDevice(Token, std::unique_ptr<pci::PciDevice> pci, std::unique
                                                                            options_.compute_ring_bytes});
     copy_ = std::make_unique<ChannelQueue>(*this, ChannelQueue::Config{hcq::QueueKind::copy, "copy:0", options_.gpfifo_entries,
                                                                         options_.copy_ring_bytes});
+    peers_ = make_peer_window();
     Parts parts;
     parts.memory = this;
     parts.va_base = GpuVirtualAddress(kVaBase);
@@ -238,6 +239,7 @@ bool NvHcqDevice::check_faults() noexcept {
     std::unique_lock lock(rm_mutex_, std::try_to_lock);
     if (!lock.owns_lock()) return false;
     try {
+        if (check_iommu_faults()) return true;
         GspRpc& rpc = gsp_->rpc();
         rpc.poll_events();
         const GspEventLog& log = rpc.events();
