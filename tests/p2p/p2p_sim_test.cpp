@@ -140,33 +140,40 @@ TEST_CASE("p2p: devices on separate simulated buses are refused with the reason"
     nv->synchronize(5s);
 }
 
-TEST_CASE("p2p: a missing peer mapping faults in the IOMMU and the runtime names the mapping") {
+// `from`'s copy engine writes into `to`'s BAR `bar` while `to`'s timeline is held on a gate; the
+// peer mappings are torn down behind `from`'s driver before the gate opens.
+namespace {
+void check_missing_mapping(hcq::Device& from, hcq::Device& to, const std::string& bar) {
     constexpr uint64_t kBytes = 1u << 20;
-    auto am = open("sim-am:navi31?bus=p2p-fault");
-    auto nv = open("sim-nv:ad102?bus=p2p-fault");
-    hcq::Buffer src = am->allocate(kBytes), dst = nv->allocate(kBytes);
-    // Hold the NV timeline on a gate, so the AM copy engine waits (on the peer's timeline) with
-    // its peer mappings made while they are torn down behind the driver's back.
-    hcq::Signal gate = nv->new_signal(0, "gate");
+    hcq::Buffer src = from.allocate(kBytes), dst = to.allocate(kBytes);
+    hcq::Signal gate = to.new_signal(0, "gate");
     {
-        std::lock_guard lock(nv->submission_mutex());
-        hcq::ComputeQueue q = nv->compute_queue();
-        const uint64_t v = nv->next_timeline();
-        q.wait(nv->timeline(), v - 1).wait(gate, 1).signal(nv->timeline(), v).submit();
+        std::lock_guard lock(to.submission_mutex());
+        hcq::ComputeQueue q = to.compute_queue();
+        const uint64_t v = to.next_timeline();
+        q.wait(to.timeline(), v - 1).wait(gate, 1).signal(to.timeline(), v).submit();
     }
-    hcq::Device::transfer(dst, src, kBytes);
-    CHECK(registry::drop_sim_peer_mappings(*am) == 1);  // the BAR1 window (not the signal page)
+    hcq::Device::transfer(dst, src, kBytes);  // waits (on the peer's timeline) with its mappings made
+    CHECK(registry::drop_sim_peer_mappings(from) == 1);  // the BAR window (not the signal page)
     gate.set(1);
     try {
-        am->synchronize(10s);
+        from.synchronize(10s);
         FAIL("the copy into a dropped peer mapping completed");
     } catch (const Error& e) {
         const std::string text = e.what();
         INFO(text);
-        CHECK_THAT(text, Contains("missing peer mapping") && Contains(nv->name()) && Contains("BAR1") && Contains("IOVA"));
+        CHECK_THAT(text, Contains("missing peer mapping") && Contains(to.name()) && Contains(bar) && Contains("IOVA"));
     }
-    CHECK(am->failed());
-    const std::vector<std::string> faults = registry::sim_iommu_faults(*am);
+    CHECK(from.failed());
+    const std::vector<std::string> faults = registry::sim_iommu_faults(from);
     REQUIRE_FALSE(faults.empty());
-    CHECK_THAT(faults.front(), Contains("IOMMU fault") && Contains("missing mapping") && Contains("BAR1"));
+    CHECK_THAT(faults.front(), Contains("IOMMU fault") && Contains("missing mapping") && Contains(bar));
+}
+}  // namespace
+
+TEST_CASE("p2p: a missing peer mapping faults in the IOMMU and the runtime names the mapping") {
+    auto am = open("sim-am:navi31?bus=p2p-fault");
+    auto nv = open("sim-nv:ad102?bus=p2p-fault");
+    SECTION("AMD's SDMA into the AD102's BAR1") { check_missing_mapping(*am, *nv, "BAR1"); }
+    SECTION("the AD102's copy engine into navi31's BAR0") { check_missing_mapping(*nv, *am, "BAR0"); }
 }
