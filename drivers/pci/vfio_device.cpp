@@ -166,8 +166,8 @@ public:
     // peer's BAR mmap at an IOVA of ours. The type1 driver resolves a VM_PFNMAP vaddr to the BAR's
     // physical pages (vfio_iommu_type1.c, vaddr_get_pfns: follow_fault_pfn), which is how QEMU gives
     // one assigned device another's BAR. iommufd's IOMMU_IOAS_MAP wants struct pages and refuses a
-    // BAR mmap on kernels without dma-buf import (EFAULT), and the error says so. Unexercised here:
-    // no machine with two GPUs behind VFIO was available (TESTING.md 4).
+    // BAR mmap on kernels without dma-buf import (EFAULT), and the error says so. tests/qemu runs it on
+    // a real kernel (edu reading NVMe's BAR0); two GPUs behind VFIO were not available (TESTING.md 4).
     std::optional<std::string> peer_refusal(PciDevice& owner) override {
         if (auto why = PciDevice::peer_refusal(owner)) return why;
         return sysfs_peer_refusal(sysfs_root_, address(), owner.address());
