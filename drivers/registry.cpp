@@ -286,9 +286,11 @@ std::shared_ptr<hcq::Device> open_sim_am(const hcq::DeviceUri& uri) {
     options.staging_bytes = uri.option_u64("staging", options.staging_bytes);
     options.staging_slots = static_cast<uint32_t>(uri.option_u64("staging_slots", options.staging_slots));
     const std::optional<std::string> bus_name = uri.option("bus");
+    options.peer_va_bytes = uri.option_u64("peer_va", options.peer_va_bytes);
     uri.reject_unused("ring, compute_ring, copy_ring (bytes, powers of two of at least 4 KiB), memory (bytes buffers may map), "
                       "staging, staging_slots (copy_in/copy_out slots), compute_queues (1-8 HQDs), isa (host or native), bus (a "
-                      "simulated bus shared with the devices opened with the same name: peers)");
+                      "simulated bus shared with the devices opened with the same name: peers), peer_va (bytes of the window "
+                      "peers are mapped in)");
     sim::amdgpu::NaviModel* model = nullptr;
     std::shared_ptr<pci::sim::SimBus> bus = bus_name ? sim_bus_for(bus_name, pci::sim::Transport::pcie_gen4_x16()) : nullptr;
     pci::PciAddress address;

@@ -208,20 +208,38 @@ void Device::bus_transfer(const Buffer& dst, const Buffer& src, uint64_t size, c
     for (uint64_t off = 0; off < size || first; off += window) {
         const uint64_t len = std::min(window, size - off);
         const bool last = off + window >= size;
-        // One window mapped per submission (and b's timeline where this one waits on or signals
-        // it); they go once a's timeline passes that submission.
-        Signal b_timeline;
-        if (first || last) b_timeline = Signal(b.timeline_, a.map_bus_peer(b, b.timeline_.address(), 16));
-        const GpuVirtualAddress to = len != 0 ? a.map_bus_peer(b, dst.address() + off, len) : GpuVirtualAddress();
-        if (first) vb = b.next_timeline();  // after the first mappings: a refusal must not leave b waiting
-        q.reset();
-        const uint64_t va = a.next_timeline();
-        q.wait(a.timeline_, va - 1);
-        if (first) q.wait(b_timeline, vb - 1);
-        if (len != 0) q.copy(to, src.address() + off, len);
-        if (last) q.signal(b_timeline, vb);
-        q.signal(a.timeline_, va).submit();
-        a.retire_bus_peer_mappings(va);
+        try {
+            // One window mapped per submission (and b's timeline where this one waits on or
+            // signals it); they go once a's timeline passes that submission.
+            Signal b_timeline;
+            if (first || last) b_timeline = Signal(b.timeline_, a.map_bus_peer(b, b.timeline_.address(), 16));
+            const GpuVirtualAddress to = len != 0 ? a.map_bus_peer(b, dst.address() + off, len) : GpuVirtualAddress();
+            if (first) vb = b.next_timeline();  // after the first mappings: a refusal must not leave b waiting
+            q.reset();
+            const uint64_t va = a.next_timeline();
+            q.wait(a.timeline_, va - 1);
+            if (first) q.wait(b_timeline, vb - 1);
+            if (len != 0) q.copy(to, src.address() + off, len);
+            if (last) q.signal(b_timeline, vb);
+            q.signal(a.timeline_, va).submit();
+            a.retire_bus_peer_mappings(va);
+        } catch (const std::exception& e) {
+            if (first) throw;  // nothing reserved on b yet
+            // A later window could not be mapped: still release b's timeline value once a's part
+            // is done (b's later work must not hang), and report that the data is incomplete.
+            try {
+                Signal b_timeline(b.timeline_, a.map_bus_peer(b, b.timeline_.address(), 16));
+                q.reset();
+                const uint64_t va = a.next_timeline();
+                q.wait(a.timeline_, va - 1).signal(b_timeline, vb).signal(a.timeline_, va).submit();
+                a.retire_bus_peer_mappings(va);
+            } catch (const std::exception& inner) {
+                b.fail(fmt::format("a transfer from {} stopped after {:#x} of {:#x} bytes and could not release this device's timeline: "
+                                   "{}",
+                                   a.name_, off, size, inner.what()));
+            }
+            throw Error(a.name_, fmt::format("transfer to {} stopped after {:#x} of {:#x} bytes: {}", b.name_, off, size, e.what()));
+        }
         first = false;
     }
 }

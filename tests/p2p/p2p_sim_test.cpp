@@ -140,6 +140,31 @@ TEST_CASE("p2p: devices on separate simulated buses are refused with the reason"
     nv->synchronize(5s);
 }
 
+TEST_CASE("p2p: a transfer whose later window cannot be mapped stops with an error and leaves both devices usable") {
+    // A peer window of 12 MiB on navi31: the timeline's page, then two 4 MiB windows (2 MiB
+    // aligned) fit; the third does not (windows retire only when the host collects, at synchronize).
+    auto am = open("sim-am:navi31?bus=p2p-full&peer_va=12582912");
+    auto nv = open("sim-nv:ad102?bus=p2p-full");
+    constexpr uint64_t kBytes = 16u << 20;
+    hcq::Buffer src = am->allocate(kBytes), dst = nv->allocate(kBytes);
+    CHECK_THROWS_WITH(hcq::Device::transfer(dst, src, kBytes, {.window_bytes = 4u << 20}),
+                      Contains("stopped after 0x800000 of 0x1000000 bytes") && Contains("peer window is full"));
+    // The destination's timeline value was released, so nothing hangs; the windows retire.
+    nv->synchronize(10s);
+    am->synchronize(10s);
+    CHECK_FALSE(am->failed());
+    CHECK_FALSE(nv->failed());
+    // What fits the window still moves.
+    constexpr uint64_t kFits = 8u << 20;
+    const std::vector<uint64_t> data = pattern(kFits, 4);
+    am->copy_in(src, bytes_of(data));
+    hcq::Device::transfer(dst, src, kFits, {.window_bytes = 4u << 20});
+    nv->synchronize(10s);
+    std::vector<uint64_t> back(kFits / 8);
+    nv->copy_out(std::as_writable_bytes(std::span(back)), dst.view(0, kFits));
+    CHECK(back == data);
+}
+
 // `from`'s copy engine writes into `to`'s BAR `bar` while `to`'s timeline is held on a gate; the
 // peer mappings are torn down behind `from`'s driver before the gate opens.
 namespace {
