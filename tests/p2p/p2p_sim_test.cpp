@@ -82,11 +82,13 @@ TEST_CASE("p2p: 256 MiB AMD -> NVIDIA -> AMD through the BARs, no host bounce, d
 
     CHECK(am1.peer_bytes_written - am0.peer_bytes_written == kBytes);
     CHECK(nv1.peer_bytes_written - nv0.peer_bytes_written == kBytes);
-    // What host memory saw meanwhile: signals, rings and GPFIFO entries — kilobytes, no payload.
+    // What host memory saw meanwhile: signals, rings, GPFIFO entries and the engines' polls of their
+    // write pointers — a few KiB here (568 and 2272 bytes in one run), no payload: a bounce would be
+    // 512 MiB of host DMA. The bound leaves room for a slow machine's extra idle polls.
     const uint64_t am_host = host_bytes(am1) - host_bytes(am0), nv_host = host_bytes(nv1) - host_bytes(nv0);
     INFO("host-memory DMA during the transfers: AM " << am_host << " bytes, NV " << nv_host << " bytes");
-    CHECK(am_host < (64u << 10));
-    CHECK(nv_host < (64u << 10));
+    CHECK(am_host < (1u << 20));
+    CHECK(nv_host < (1u << 20));
     CHECK(am1.iommu_faults == 0);
     CHECK(nv1.iommu_faults == 0);
 
