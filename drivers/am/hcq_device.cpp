@@ -97,6 +97,28 @@ AmHcqDevice::AmHcqDevice(Token, std::unique_ptr<AmDevice> chip, AmHcqOptions opt
         parts.compute.push_back(compute_.back().get());
     }
     copy_ = std::make_unique<CopyQueueEngine>(*this, options_.copy_ring_bytes);
+    // The peer window follows the HCQ window, so an alias never collides with our own buffers.
+    pci::PeerWindow::PageTableOps ops;
+    ops.map = [this](uint64_t va, uint64_t bus, uint64_t size) {
+        // Peer memory is reached over the bus like host memory: system pages, uncached.
+        std::lock_guard lock(memory_mutex_);
+        chip_->map(va, bus, size, MapFlags{.system = true, .uncached = true, .executable = false}, /*flush=*/false);
+    };
+    ops.unmap = [this](uint64_t va, uint64_t size) {
+        std::lock_guard lock(memory_mutex_);
+        try {
+            chip_->unmap(va, size, /*flush=*/false);
+        } catch (const std::exception&) {
+        }
+    };
+    ops.flush = [this] {
+        try {
+            chip_->flush_tlbs();
+        } catch (const std::exception&) {
+        }
+    };
+    peers_ = std::make_unique<pci::PeerWindow>(chip_->pci(), name(), kVmStart + options_.va_bytes, options_.peer_va_bytes,
+                                               std::move(ops));
     parts.memory = this;
     parts.va_base = GpuVirtualAddress(kVmStart);
     parts.va_size = options_.va_bytes;
@@ -205,6 +227,53 @@ void AmHcqDevice::unmap_memory(GpuVirtualAddress va, uint64_t size, std::byte*) 
     }
     for (const VramExtent& e : it->second.extents) vram_.free(e);
     mappings_.erase(it);
+}
+
+// ---- bus peers ----
+
+GpuVirtualAddress AmHcqDevice::map_bus_peer(hcq::Device& owner, GpuVirtualAddress address, uint64_t size) {
+    if (&owner == this) return address;
+    auto* exporter = dynamic_cast<pci::PeerMemoryExporter*>(&owner);
+    if (exporter == nullptr) {
+        throw UnsupportedError(name(), fmt::format("cannot reach memory of {}: it is not a PCI device with its memory behind a BAR",
+                                                   owner.name()));
+    }
+    return GpuVirtualAddress(peers_->map(*exporter, owner.name(), address.value(), size));
+}
+
+std::vector<pci::PeerMemoryExporter::Segment> AmHcqDevice::peer_segments(uint64_t va, uint64_t size) {
+    std::lock_guard lock(memory_mutex_);
+    std::vector<Segment> out;
+    for (uint64_t at = va, left = size; left > 0;) {
+        auto it = mappings_.upper_bound(at);
+        if (it == mappings_.begin()) throw Error(name(), fmt::format("GPU VA {:#x} is not mapped: a peer cannot reach it", at));
+        --it;
+        uint64_t offset = at - it->first;
+        const uint64_t before = left;
+        if (it->second.host) {
+            const pci::DmaBuffer& host = *it->second.host;
+            if (offset < host.size()) {
+                const uint64_t n = std::min(left, host.size() - offset);
+                out.push_back({n, 0, host.cpu().subspan(offset, n)});
+                left -= n;
+            }
+        } else {
+            for (const VramExtent& e : it->second.extents) {
+                if (left == 0) break;
+                if (offset >= e.size) {
+                    offset -= e.size;
+                    continue;
+                }
+                const uint64_t n = std::min(left, e.size - offset);
+                out.push_back({n, e.paddr + offset, {}});
+                left -= n;
+                offset = 0;
+            }
+        }
+        if (left == before) throw Error(name(), fmt::format("GPU VA {:#x} is not mapped: a peer cannot reach it", at));
+        at += before - left;
+    }
+    return out;
 }
 
 AmHcqDevice::MemoryStats AmHcqDevice::memory_stats() {
@@ -343,6 +412,15 @@ bool AmHcqDevice::check_faults() noexcept {
     std::unique_lock lock(fault_mutex_, std::try_to_lock);
     if (!lock.owns_lock()) return false;
     try {
+        // A DMA the IOMMU refused is no GPU page fault (the GPU's own translation succeeded): the
+        // engine stops on the failed transfer, and only the platform knows why.
+        std::vector<pci::IommuFaultRecord> refused = chip_->pci().take_iommu_faults();
+        if (!refused.empty()) {
+            fail(fmt::format("{}{}; queues: {}", peers_->describe_iommu_fault(refused.front()),
+                             refused.size() > 1 ? fmt::format(" (and {} more IOMMU faults)", refused.size() - 1) : "",
+                             queue_of_fault(PageFault{})));
+            return true;
+        }
         const uint32_t wptr = chip_->ih().written_wptr();
         if (wptr == ih_seen_) return false;
         ih_seen_ = wptr;
@@ -356,6 +434,14 @@ bool AmHcqDevice::check_faults() noexcept {
                                  f.address, it->kernel, f.hub, queue_of_fault(f)));
                 return true;
             }
+        }
+        if (std::optional<std::string> peer = peers_->describe(f.address)) {
+            // The GPU's page tables point into the peer window, so the bus refused the DMA: the
+            // IOMMU mapping behind the alias is missing.
+            fail(fmt::format("missing peer mapping: {} ({}) through the {} hub hit a bus address the IOMMU of {} does not map; {}; "
+                             "queues: {}",
+                             *peer, f.write() ? "write" : "read", f.hub, chip_->pci().name(), f.describe(), queue_of_fault(f)));
+            return true;
         }
         fail(fmt::format("page fault at GPU VA {:#x} ({}) through the {} hub, client {:#x}{}: {}; queues: {}", f.address,
                          f.write() ? "write" : "read", f.hub, f.cid(),
@@ -379,6 +465,7 @@ void AmHcqDevice::recover() {
     // research/am.md 4.5: drain the IH ring (clearing the latched fault), take the queues down and
     // start them again on the same memory; the caller's work in flight is gone.
     chip_->take_page_faults();
+    chip_->pci().take_iommu_faults();
     ih_seen_ = chip_->ih().written_wptr();
     for (auto& c : compute_) c->restart();
     copy_->restart();

@@ -18,6 +18,7 @@
 #include "drivers/am/am_device.hpp"
 #include "drivers/am/vram_allocator.hpp"
 #include "drivers/pci/dma_buffer.hpp"
+#include "drivers/pci/peer_window.hpp"
 #include "hcq/device.hpp"
 
 #include <map>
@@ -42,6 +43,7 @@ struct AmHcqOptions {
     uint64_t compute_ring_bytes = 1ull << 20;  // power of two
     uint64_t copy_ring_bytes = 1ull << 20;     // power of two
     uint64_t va_bytes = 64ull << 30;           // the VMID 0 window HCQ buffers live in
+    uint64_t peer_va_bytes = 64ull << 30;      // after it: where bus peers' memory is mapped (map_bus_peer)
     uint64_t memory_bytes = 0;                 // what buffers may map at once; 0: the VRAM heap
     uint64_t staging_bytes = 2ull << 20;       // copy_in / copy_out slots: size and count
     uint32_t staging_slots = 4;
@@ -49,7 +51,10 @@ struct AmHcqOptions {
     std::shared_ptr<void> keepalive;
 };
 
-class AmHcqDevice final : public hcq::Device, private hcq::MemoryBackend {
+// Bus peers (map_bus_peer): a peer's VRAM through its BAR and its host memory, mapped into this
+// device's IOMMU and into VMID 0 as system pages in the peer window after the HCQ window; this
+// device's own memory is exported to peers as BAR0 (PeerMemoryExporter).
+class AmHcqDevice final : public hcq::Device, public pci::PeerMemoryExporter, private hcq::MemoryBackend {
     struct Token {};
 
 public:
@@ -64,6 +69,16 @@ public:
     void sleep_for_signal(const hcq::SignalSlot& slot, uint64_t target, uint64_t deadline_ns) override;
     void host_signal_written() noexcept override {}  // the engines poll memory themselves
     void recover() override;
+
+    GpuVirtualAddress map_bus_peer(hcq::Device& owner, GpuVirtualAddress address, uint64_t size) override;
+    void retire_bus_peer_mappings(uint64_t value) noexcept override { peers_->retire(value); }
+    size_t live_peer_mappings() const { return peers_->live(); }
+
+    // PeerMemoryExporter: VRAM through BAR0, host memory as its bytes.
+    pci::PciDevice& peer_pci() override { return chip_->pci(); }
+    unsigned peer_bar() const override { return 0; }
+    uint64_t peer_memory_bytes() const override { return chip_->vram_size(); }
+    std::vector<Segment> peer_segments(uint64_t va, uint64_t size) override;
 
     // Consumes the IH ring: a page fault fails the device (message: queue, address, hub, client,
     // read/write). Returns true when it did. Called by waits; cheap when nothing is pending.
@@ -91,6 +106,7 @@ private:
     std::shared_ptr<hcq::Program> load_program_impl(std::span<const std::byte> code_object, std::string_view kernel) override;
     std::byte* map_memory(GpuVirtualAddress va, uint64_t size, uint64_t page_size, const hcq::BufferOptions& options) override;
     void unmap_memory(GpuVirtualAddress va, uint64_t size, std::byte* cpu) noexcept override;
+    void collect_retired(uint64_t completed) noexcept override { peers_->collect(completed); }
 
     // An AMDGPU HSA code object (code_object.hpp) for the chip's own ISA: the image in VRAM, the
     // launch state from its kernel descriptor, the HCQ argument layout checked against its metadata.
@@ -123,6 +139,7 @@ private:
 
     std::vector<std::unique_ptr<ComputeQueueEngine>> compute_;
     std::unique_ptr<CopyQueueEngine> copy_;
+    std::unique_ptr<pci::PeerWindow> peers_;  // after the engines: they may still reach peers while stopping
 };
 
 }  // namespace baregpu::am

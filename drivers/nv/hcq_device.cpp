@@ -63,6 +63,7 @@ NvHcqDevice::NvHcqDevice(Token, std::unique_ptr<NvPlatform> platform, NvHcqOptio
                                                                            options_.compute_ring_bytes});
     copy_ = std::make_unique<ChannelQueue>(*this, ChannelQueue::Config{hcq::QueueKind::copy, "copy:0", options_.gpfifo_entries,
                                                                         options_.copy_ring_bytes});
+    peers_ = make_peer_window();
     Parts parts;
     parts.memory = this;
     parts.va_base = GpuVirtualAddress(kVaBase);
@@ -85,6 +86,7 @@ NvHcqDevice::~NvHcqDevice() {
     compute_->release();
     copy_->release();
     detach();
+    peers_.reset();  // unmaps through the platform's page tables, which go with it below
     platform_->detach();
     try {
         std::lock_guard lock(rm_mutex_);
@@ -169,6 +171,7 @@ bool NvHcqDevice::check_faults() noexcept {
     std::unique_lock lock(rm_mutex_, std::try_to_lock);
     if (!lock.owns_lock()) return false;
     try {
+        if (check_iommu_faults()) return true;
         std::optional<NvChannelError> error = platform_->poll_errors();
         if (!error) return false;
         const std::string& text = error->text;

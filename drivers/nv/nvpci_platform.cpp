@@ -133,4 +133,53 @@ void NvpciPlatform::forget_errors() {
     errors_seen_ = gsp_->rpc().events().os_errors.size();
 }
 
+// Bus peers. A peer's BAR behind the IOMMU is reached like system memory, non-coherent (nothing
+// to snoop); the PEER aperture is for NVLink and NVIDIA-to-NVIDIA BAR1 mailboxes.
+uint64_t NvpciPlatform::vram_bytes() const { return gsp_->vram_bytes(); }
+
+void NvpciPlatform::map_bus(GpuVirtualAddress va, uint64_t bus, uint64_t size) {
+    pt_->map(va, bus, size, PteAttributes{.aperture = Aperture::sys_noncoherent, .volatile_ = true});
+}
+
+void NvpciPlatform::unmap_bus(GpuVirtualAddress va, uint64_t size) noexcept {
+    try {
+        pt_->unmap(va, size);
+    } catch (const std::exception&) {
+    }
+}
+
+std::vector<pci::PeerMemoryExporter::Segment> NvpciPlatform::segments(uint64_t va, uint64_t size) {
+    std::vector<pci::PeerMemoryExporter::Segment> out;
+    for (uint64_t at = va, left = size; left > 0;) {
+        auto it = mappings_.upper_bound(at);
+        if (it == mappings_.begin()) throw Error(name_, fmt::format("GPU VA {:#x} is not mapped: a peer cannot reach it", at));
+        --it;
+        uint64_t offset = at - it->first;
+        const uint64_t before = left;
+        if (it->second.host) {
+            const pci::DmaBuffer& host = *it->second.host;
+            if (offset < host.size()) {
+                const uint64_t n = std::min(left, host.size() - offset);
+                out.push_back({n, 0, host.cpu().subspan(offset, n)});
+                left -= n;
+            }
+        } else {
+            for (const VramBlock& b : it->second.vram.blocks) {
+                if (left == 0) break;
+                if (offset >= b.size) {
+                    offset -= b.size;
+                    continue;
+                }
+                const uint64_t n = std::min(left, b.size - offset);
+                out.push_back({n, b.offset + offset, {}});
+                left -= n;
+                offset = 0;
+            }
+        }
+        if (left == before) throw Error(name_, fmt::format("GPU VA {:#x} is not mapped: a peer cannot reach it", at));
+        at += before - left;
+    }
+    return out;
+}
+
 }  // namespace baregpu::nv
