@@ -175,21 +175,11 @@ struct SimNv {
 std::shared_ptr<hcq::Device> open_sim_nv(const hcq::DeviceUri& uri) {
     if (uri.name() != "sim-nv:ad102") throw Error(uri.name(), "unknown simulated NVIDIA GPU: the model is sim-nv:ad102");
     nv::NvHcqOptions options;
-    options.name = uri.name();
-    const uint64_t ring = uri.option_u64("ring", 0);
-    if (ring != 0) options.compute_ring_bytes = options.copy_ring_bytes = ring;
-    options.compute_ring_bytes = uri.option_u64("compute_ring", options.compute_ring_bytes);
-    options.copy_ring_bytes = uri.option_u64("copy_ring", options.copy_ring_bytes);
-    options.gpfifo_entries = static_cast<uint32_t>(uri.option_u64("gpfifo_entries", options.gpfifo_entries));
-    options.memory_bytes = uri.option_u64("memory", 0);
-    options.staging_bytes = uri.option_u64("staging", options.staging_bytes);
-    options.staging_slots = static_cast<uint32_t>(uri.option_u64("staging_slots", options.staging_slots));
+    read_nv_queue_options(uri, options);
     const uint64_t vram = uri.option_u64("vram", 1ull << 30);
     const std::optional<std::string> bus_name = uri.option("bus");
-    uri.reject_unused("ring, compute_ring, copy_ring (command ring bytes, powers of two of at least 4 KiB), gpfifo_entries "
-                      "(GP entries per channel, a power of two), memory (bytes buffers may map), staging, staging_slots "
-                      "(copy_in/copy_out slots), vram (the model's VRAM bytes, default 1 GiB), bus (a simulated bus shared "
-                      "with the devices opened with the same name: peers)");
+    uri.reject_unused(std::string(kNvQueueOptionsHelp) + ", bus (a simulated bus shared with the devices opened with the same "
+                      "name: peers)");
 
     // The real ad102 booter / bootloader from the firmware search path; the GSP-RM ELF is the
     // model's synthetic stand-in (drivers/sim/nvgpu/synthetic_gsp.hpp): gsp-570.144.bin is not available.

@@ -243,37 +243,11 @@ GpuVirtualAddress AmHcqDevice::map_bus_peer(hcq::Device& owner, GpuVirtualAddres
 
 std::vector<pci::PeerMemoryExporter::Segment> AmHcqDevice::peer_segments(uint64_t va, uint64_t size) {
     std::lock_guard lock(memory_mutex_);
-    std::vector<Segment> out;
-    for (uint64_t at = va, left = size; left > 0;) {
-        auto it = mappings_.upper_bound(at);
-        if (it == mappings_.begin()) throw Error(name(), fmt::format("GPU VA {:#x} is not mapped: a peer cannot reach it", at));
-        --it;
-        uint64_t offset = at - it->first;
-        const uint64_t before = left;
-        if (it->second.host) {
-            const pci::DmaBuffer& host = *it->second.host;
-            if (offset < host.size()) {
-                const uint64_t n = std::min(left, host.size() - offset);
-                out.push_back({n, 0, host.cpu().subspan(offset, n)});
-                left -= n;
-            }
-        } else {
-            for (const VramExtent& e : it->second.extents) {
-                if (left == 0) break;
-                if (offset >= e.size) {
-                    offset -= e.size;
-                    continue;
-                }
-                const uint64_t n = std::min(left, e.size - offset);
-                out.push_back({n, e.paddr + offset, {}});
-                left -= n;
-                offset = 0;
-            }
-        }
-        if (left == before) throw Error(name(), fmt::format("GPU VA {:#x} is not mapped: a peer cannot reach it", at));
-        at += before - left;
-    }
-    return out;
+    return pci::exported_segments(mappings_, va, size, name(), [](const Mapping& m) {
+        std::vector<std::pair<uint64_t, uint64_t>> pieces;
+        for (const VramExtent& e : m.extents) pieces.emplace_back(e.paddr, e.size);
+        return pieces;
+    });
 }
 
 AmHcqDevice::MemoryStats AmHcqDevice::memory_stats() {

@@ -149,37 +149,11 @@ void NvpciPlatform::unmap_bus(GpuVirtualAddress va, uint64_t size) noexcept {
 }
 
 std::vector<pci::PeerMemoryExporter::Segment> NvpciPlatform::segments(uint64_t va, uint64_t size) {
-    std::vector<pci::PeerMemoryExporter::Segment> out;
-    for (uint64_t at = va, left = size; left > 0;) {
-        auto it = mappings_.upper_bound(at);
-        if (it == mappings_.begin()) throw Error(name_, fmt::format("GPU VA {:#x} is not mapped: a peer cannot reach it", at));
-        --it;
-        uint64_t offset = at - it->first;
-        const uint64_t before = left;
-        if (it->second.host) {
-            const pci::DmaBuffer& host = *it->second.host;
-            if (offset < host.size()) {
-                const uint64_t n = std::min(left, host.size() - offset);
-                out.push_back({n, 0, host.cpu().subspan(offset, n)});
-                left -= n;
-            }
-        } else {
-            for (const VramBlock& b : it->second.vram.blocks) {
-                if (left == 0) break;
-                if (offset >= b.size) {
-                    offset -= b.size;
-                    continue;
-                }
-                const uint64_t n = std::min(left, b.size - offset);
-                out.push_back({n, b.offset + offset, {}});
-                left -= n;
-                offset = 0;
-            }
-        }
-        if (left == before) throw Error(name_, fmt::format("GPU VA {:#x} is not mapped: a peer cannot reach it", at));
-        at += before - left;
-    }
-    return out;
+    return pci::exported_segments(mappings_, va, size, name_, [](const Mapping& m) {
+        std::vector<std::pair<uint64_t, uint64_t>> pieces;
+        for (const VramBlock& b : m.vram.blocks) pieces.emplace_back(b.offset, b.size);
+        return pieces;
+    });
 }
 
 }  // namespace baregpu::nv

@@ -15,15 +15,20 @@
 #pragma once
 
 #include "base/address.hpp"
+#include "base/error.hpp"
+#include "drivers/pci/dma_buffer.hpp"
 #include "drivers/pci/pci_address.hpp"
 
+#include <algorithm>
 #include <cstdint>
+#include <fmt/format.h>
 #include <functional>
 #include <optional>
 #include <span>
-#include <vector>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace baregpu::pci {
 
@@ -77,6 +82,46 @@ public:
 protected:
     ~PeerMemoryExporter() = default;
 };
+
+// What an exporter's peer_segments returns, from its mappings: a std::map from start VA to a
+// mapping that has either `host` (a DmaBuffer) or device memory, whose pieces `pieces(mapping)`
+// gives as {BAR offset, size} pairs in order. Throws Error naming `device` and the first address
+// of [va, va + size) that nothing maps.
+template <class Mappings, class Pieces>
+std::vector<PeerMemoryExporter::Segment> exported_segments(const Mappings& mappings, uint64_t va, uint64_t size,
+                                                           const std::string& device, Pieces pieces) {
+    std::vector<PeerMemoryExporter::Segment> out;
+    for (uint64_t at = va, left = size; left > 0;) {
+        auto it = mappings.upper_bound(at);
+        if (it == mappings.begin()) throw Error(device, fmt::format("GPU VA {:#x} is not mapped: a peer cannot reach it", at));
+        --it;
+        uint64_t offset = at - it->first;
+        const uint64_t before = left;
+        if (it->second.host) {
+            const DmaBuffer& host = *it->second.host;
+            if (offset < host.size()) {
+                const uint64_t n = std::min(left, host.size() - offset);
+                out.push_back({n, 0, host.cpu().subspan(offset, n)});
+                left -= n;
+            }
+        } else {
+            for (const auto& [bar_offset, piece] : pieces(it->second)) {
+                if (left == 0) break;
+                if (offset >= piece) {
+                    offset -= piece;
+                    continue;
+                }
+                const uint64_t n = std::min(left, piece - offset);
+                out.push_back({n, bar_offset + offset, {}});
+                left -= n;
+                offset = 0;
+            }
+        }
+        if (left == before) throw Error(device, fmt::format("GPU VA {:#x} is not mapped: a peer cannot reach it", at));
+        at += before - left;
+    }
+    return out;
+}
 
 // peer_path_refusal for two functions under <sysfs_root>/bus/pci/devices (vfio and sysfs backends).
 std::optional<std::string> sysfs_peer_refusal(const std::string& sysfs_root, PciAddress requester, PciAddress owner);
