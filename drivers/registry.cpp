@@ -265,7 +265,8 @@ std::shared_ptr<hcq::Device> open_sim_am(const hcq::DeviceUri& uri) {
     options.name = uri.name();
     // Host code by default: what the model runs. isa=native loads the chip's own AMDGPU code
     // objects (checked and uploaded; the model cannot execute them).
-    const std::string isa = uri.option("isa").value_or("host");
+    const bool simulated = uri.scheme() == "sim-am" || uri.name() == "am:usb:sim";
+    const std::string isa = uri.option("isa").value_or(simulated ? "host" : "native");
     if (isa != "host" && isa != "native") throw Error(uri.name(), fmt::format("isa={}: host or native", isa));
     options.isa = isa == "native" ? am::KernelIsa::native : am::KernelIsa::host;
     const uint64_t ring = uri.option_u64("ring", 0);  // both rings, as the cpu backend's option
@@ -430,6 +431,14 @@ void register_backends(hcq::Registry& registry) {
     sim_am.enumerate = [] { return std::vector<std::string>{"sim-am:navi31", "sim-am:navi48"}; };
     sim_am.open = open_sim_am;
     registry.add(std::move(sim_am));
+    // The same driver on a GPU named by where it is: am:<pci address>, am:usb:<bus>-<port> behind
+    // an ASM24xx bridge, am:usb:sim (the simulated Navi31 behind the simulated bridge; issue 10).
+    hcq::Backend am;
+    am.scheme = "am";
+    am.description = "AMD GPUs driven by drivers/am: am:<pci address>, am:usb:<bus>-<port> (ASM24xx USB bridge), am:usb:sim";
+    am.enumerate = [] { return std::vector<std::string>{}; };
+    am.open = open_sim_am;
+    registry.add(std::move(am));
     hcq::Backend sim_nv;
     sim_nv.scheme = "sim-nv";
     sim_nv.description = "the simulated AD102 (drivers/sim/nvgpu) booted through GSP by drivers/nv (NVPCI); kernels run as host code";
@@ -482,12 +491,12 @@ std::vector<BuiltinDevice> builtin_devices() {
                            fmt::format("model of {} on the simulated PCI bus ({}): {}", entry.models,
                                        presented(entry), role)});
     }
-    // GPUs behind ASM24xx USB bridges (issue 10): listed from libusb (nothing without it). They are
-    // brought up by amctl (am:usb:<bus>-<port>) but are not HCQ devices yet (drivers/usb/README.md).
+    // GPUs behind ASM24xx USB bridges (issue 10): listed from libusb (nothing without it). HCQ
+    // devices with host copies of device memory (drivers/am/shadow_memory.hpp).
     for (const usb::BridgeInfo& bridge : usb::enumerate_bridges()) {
-        devices.push_back({"am:usb:" + bridge.location, "usb", false,
+        devices.push_back({"am:usb:" + bridge.location, "usb", true,
                            fmt::format("ASM24xx USB bridge {:04x}:{:04x} at USB {}: an AMD GPU behind it is brought up by drivers/am "
-                                       "over the usb backend (amctl load --device am:usb:{}); no HCQ queues over USB yet",
+                                       "over the usb backend (amctl load --device am:usb:{}); HCQ queues over shadowed memory",
                                        bridge.vendor_id, bridge.product_id, bridge.location, bridge.location)});
     }
     // KGSL is not on the PCI bus: each model is described by what its device-info property says.

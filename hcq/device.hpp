@@ -145,6 +145,11 @@ public:
     virtual void sleep_for_signal(const SignalSlot& slot, uint64_t target, uint64_t deadline_ns) = 0;
     // The host wrote a signal: wake device queues that wait on signals.
     virtual void host_signal_written() noexcept = 0;
+    // Before Signal::try_wait reads `slot` between sleeps and at its deadline: a backend whose
+    // signal slots are host copies of device memory (drivers/am over USB) reads the device's value
+    // into the slot here, and brings its other host copies up to date when it moved, so that what
+    // the waiter reads next is at least as new. Others: nothing to do.
+    virtual void refresh_signal(const SignalSlot& slot) noexcept { (void)slot; }
 
     detail::DeviceProfile* profile() const noexcept { return profile_.load(std::memory_order_acquire); }
     detail::DeviceProfile& ensure_profile();

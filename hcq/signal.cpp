@@ -92,12 +92,15 @@ bool Signal::try_wait(uint64_t target, Duration timeout) const {
     }
     for (;;) {
         dev.check_usable();
+        dev.refresh_signal(*slot_);
         if (value() >= target) return true;
         uint64_t now = host_now_ns();
         if (now >= deadline) break;
         dev.sleep_for_signal(*slot_, target, std::min(deadline, now + kMaxSleepNs));
     }
     // One last look: the value may have arrived between the last check and the deadline.
+    dev.check_usable();
+    dev.refresh_signal(*slot_);
     dev.check_usable();
     return value() >= target;
 }

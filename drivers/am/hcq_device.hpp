@@ -16,11 +16,13 @@
 #pragma once
 
 #include "drivers/am/am_device.hpp"
+#include "drivers/am/shadow_memory.hpp"
 #include "drivers/am/vram_allocator.hpp"
 #include "drivers/pci/dma_buffer.hpp"
 #include "drivers/pci/peer_window.hpp"
 #include "hcq/device.hpp"
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -67,7 +69,11 @@ public:
     AmDevice& chip() { return *chip_; }
 
     void sleep_for_signal(const hcq::SignalSlot& slot, uint64_t target, uint64_t deadline_ns) override;
-    void host_signal_written() noexcept override {}  // the engines poll memory themselves
+    // The engines poll memory themselves; over a link without CPU-mapped device memory the
+    // write is published to VRAM here (shadow_memory.hpp).
+    void host_signal_written() noexcept override;
+    // Over a shadowed link: the slot's host copy from VRAM, every host copy when it moved.
+    void refresh_signal(const hcq::SignalSlot& slot) noexcept override;
     void recover() override;
 
     GpuVirtualAddress map_bus_peer(hcq::Device& owner, GpuVirtualAddress address, uint64_t size) override;
@@ -93,6 +99,22 @@ public:
     // Allocation for the engines' own memory (rings, control words, EOP, MQD).
     hcq::Buffer allocate_owned(uint64_t size, const hcq::BufferOptions& options) { return memory().allocate(size, options, nullptr); }
 
+    // The memory-strategy seam. On a link that maps device memory (BAR0) or lets the GPU DMA into
+    // host memory, CPU pointers are the memory itself and these do nothing. On one that does not
+    // (USB: LinkCapabilities without bar_mmap and host_dma), CPU-mapped allocations are VRAM plus a
+    // host copy (shadow_memory.hpp) and these are its synchronization points.
+    bool shadowed() const { return shadow_ != nullptr; }
+    // `buffer` (CPU-mapped) is only ever written by the host: never read back from VRAM.
+    void host_writes_only(const hcq::Buffer& buffer);
+    // `buffer` holds what tells an engine to look (its write pointer): published after the rest.
+    void publish_last(const hcq::Buffer& buffer);
+    // Refresh the host copy of [host, host + bytes) (words the host polls); true when it changed.
+    bool refresh_host(const void* host, uint64_t bytes);
+    // Refresh every host copy the GPU may write (after the host saw the device progress).
+    void refresh_all_host() {
+        if (shadow_) shadow_->refresh_all();
+    }
+
     struct MemoryStats {
         uint64_t vram_free = 0, vram_largest_free = 0;
         size_t vram_fragments = 0;
@@ -112,6 +134,11 @@ private:
     // launch state from its kernel descriptor, the HCQ argument layout checked against its metadata.
     std::shared_ptr<hcq::Program> load_native(std::span<const std::byte> code_object, std::string_view kernel);
     std::byte* map_host(GpuVirtualAddress va, uint64_t size);
+    std::byte* map_shadowed(GpuVirtualAddress va, uint64_t size, uint64_t page_size, const hcq::BufferOptions& options);
+    // Sleep as long as the link's clock moved beyond the host's since (link_start, host_start).
+    void pace_link(std::chrono::nanoseconds link_start, uint64_t host_start) noexcept;
+    // Publish host writes to VRAM (shadowed links); fails the device when the link is gone.
+    void publish_host_writes();
     void count_leaves(uint64_t va, uint64_t paddr, uint64_t size);
     std::string queue_of_fault(const PageFault& fault) const;
 
@@ -136,6 +163,9 @@ private:
         std::string kernel;
     };
     std::vector<Unloaded> unloaded_;  // the most recent ones, under fault_mutex_
+
+    // Set when the link cannot map device memory for the CPU (see shadowed()).
+    std::unique_ptr<ShadowMemory> shadow_;
 
     std::vector<std::unique_ptr<ComputeQueueEngine>> compute_;
     std::unique_ptr<CopyQueueEngine> copy_;
