@@ -38,7 +38,9 @@ configure_and_build() {  # dir, extra meson options...
     local dir=$1
     shift
     if [ ! -f "$dir/build.ninja" ]; then
-        meson setup "$dir" "$@"
+        # Unity blocks of 12 sources: on CI's 2 cores this halves the compile time of a fresh
+        # build (headers and template instantiations once per block, not once per file).
+        meson setup "$dir" -Dunity=on -Dunity_size=12 "$@"
     fi
     ninja -C "$dir"
 }

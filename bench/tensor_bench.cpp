@@ -22,7 +22,7 @@ namespace {
 using tensor::Runtime;
 using tensor::Tensor;
 
-double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+double wall_seconds() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 double median(std::vector<double> v) {
     std::sort(v.begin(), v.end());
@@ -73,9 +73,9 @@ struct Suite {
         compile_ms = rt.compile_ms() - c0;
         std::vector<double> s;
         for (int i = 0; i < repeats; ++i) {
-            double t0 = now_s();
+            double t0 = wall_seconds();
             run();
-            s.push_back(now_s() - t0);
+            s.push_back(wall_seconds() - t0);
         }
         return s;
     }

@@ -32,7 +32,10 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <sstream>
 #include <unistd.h>
 
@@ -106,6 +109,55 @@ std::string field(std::string_view cpuinfo, std::string_view key) {
     return "";
 }
 
+// Simulated devices that should reach each other as peers sit on one simulated bus (one root
+// complex): the URI option bus=<name> puts every device opened with the same name on one
+// process-wide SimBus, alive while any device on it is. Without it each device has a bus of its own.
+std::mutex sim_buses_mutex;
+std::map<std::string, std::weak_ptr<pci::sim::SimBus>> sim_buses;
+
+std::shared_ptr<pci::sim::SimBus> sim_bus_for(const std::optional<std::string>& name, const pci::sim::Transport& link) {
+    if (!name) return std::make_shared<pci::sim::SimBus>(link);
+    std::lock_guard lock(sim_buses_mutex);
+    std::shared_ptr<pci::sim::SimBus> bus = sim_buses[*name].lock();
+    if (!bus) {
+        bus = std::make_shared<pci::sim::SimBus>(link);
+        sim_buses[*name] = bus;
+    }
+    return bus;
+}
+
+// The HCQ name of a device on a named bus: two models of one kind (two ad102s) need two names
+// (and so two peer groups): "sim-nv:ad102@p2p/0000:00:02.0".
+std::string sim_device_name(const hcq::DeviceUri& uri, const std::optional<std::string>& bus, pci::PciAddress address) {
+    return bus ? fmt::format("{}@{}/{}", uri.name(), *bus, address.to_string()) : uri.name();
+}
+
+// Which bus function each open simulated GPU is, for the bus hooks (sim_bus_traffic, ...).
+struct SimFunctionRef {
+    std::weak_ptr<hcq::Device> device;
+    std::weak_ptr<pci::sim::SimBus> bus;
+    pci::PciAddress address;
+};
+std::mutex sim_functions_mutex;
+std::vector<SimFunctionRef> sim_functions;
+
+void remember_sim_function(const std::shared_ptr<hcq::Device>& device, const std::shared_ptr<pci::sim::SimBus>& bus,
+                           pci::PciAddress address) {
+    std::lock_guard lock(sim_functions_mutex);
+    std::erase_if(sim_functions, [](const SimFunctionRef& f) { return f.device.expired(); });
+    sim_functions.push_back({device, bus, address});
+}
+
+std::optional<std::pair<std::shared_ptr<pci::sim::SimBus>, pci::PciAddress>> sim_function_of(hcq::Device& device) {
+    std::lock_guard lock(sim_functions_mutex);
+    for (const SimFunctionRef& f : sim_functions) {
+        auto alive = f.device.lock();
+        auto bus = f.bus.lock();
+        if (alive.get() == &device && bus) return std::make_pair(bus, f.address);
+    }
+    return std::nullopt;
+}
+
 // "sim-nv:ad102?...": the simulated AD102 booted through GSP by drivers/nv (NVPCI), its RM the
 // model's RmModel behind GSP-RM; the RM model announces channels to the model's engines and the
 // engines' faults come back as GSP OS_ERROR_LOG events (what real GSP-RM posts for a channel error).
@@ -115,7 +167,7 @@ constexpr const char* kAd102Bootloader = "nvidia/ad102/gsp/bootloader-570.144.bi
 constexpr uint32_t kXidMmuFault = 31, kXidGrException = 13, kXidPbdmaError = 32;
 
 struct SimNv {
-    pci::sim::SimBus bus;
+    std::shared_ptr<pci::sim::SimBus> bus;
     sim::nvgpu::Ad102Model* model = nullptr;
     std::shared_ptr<sim::nvgpu::RmModel> rm;
 };
@@ -123,19 +175,11 @@ struct SimNv {
 std::shared_ptr<hcq::Device> open_sim_nv(const hcq::DeviceUri& uri) {
     if (uri.name() != "sim-nv:ad102") throw Error(uri.name(), "unknown simulated NVIDIA GPU: the model is sim-nv:ad102");
     nv::NvHcqOptions options;
-    options.name = uri.name();
-    const uint64_t ring = uri.option_u64("ring", 0);
-    if (ring != 0) options.compute_ring_bytes = options.copy_ring_bytes = ring;
-    options.compute_ring_bytes = uri.option_u64("compute_ring", options.compute_ring_bytes);
-    options.copy_ring_bytes = uri.option_u64("copy_ring", options.copy_ring_bytes);
-    options.gpfifo_entries = static_cast<uint32_t>(uri.option_u64("gpfifo_entries", options.gpfifo_entries));
-    options.memory_bytes = uri.option_u64("memory", 0);
-    options.staging_bytes = uri.option_u64("staging", options.staging_bytes);
-    options.staging_slots = static_cast<uint32_t>(uri.option_u64("staging_slots", options.staging_slots));
+    read_nv_queue_options(uri, options);
     const uint64_t vram = uri.option_u64("vram", 1ull << 30);
-    uri.reject_unused("ring, compute_ring, copy_ring (command ring bytes, powers of two of at least 4 KiB), gpfifo_entries "
-                      "(GP entries per channel, a power of two), memory (bytes buffers may map), staging, staging_slots "
-                      "(copy_in/copy_out slots), vram (the model's VRAM bytes, default 1 GiB)");
+    const std::optional<std::string> bus_name = uri.option("bus");
+    uri.reject_unused(std::string(kNvQueueOptionsHelp) + ", bus (a simulated bus shared with the devices opened with the same "
+                      "name: peers)");
 
     // The real ad102 booter / bootloader from the firmware search path; the GSP-RM ELF is the
     // model's synthetic stand-in (drivers/sim/nvgpu/synthetic_gsp.hpp): gsp-570.144.bin is not available.
@@ -155,6 +199,7 @@ std::shared_ptr<hcq::Device> open_sim_nv(const hcq::DeviceUri& uri) {
     firmware.gsp_elf = sim::nvgpu::synthetic_gsp_elf();
 
     auto sim = std::make_shared<SimNv>();
+    sim->bus = sim_bus_for(bus_name, pci::sim::Transport::pcie_gen4_x16());
     sim->rm = std::make_shared<sim::nvgpu::RmModel>();
     sim::nvgpu::Ad102Options o;
     o.server = std::make_shared<sim::nvgpu::RmGspServer>(sim->rm);
@@ -163,7 +208,9 @@ std::shared_ptr<hcq::Device> open_sim_nv(const hcq::DeviceUri& uri) {
     o.vram_bytes = vram;
     auto model = sim::nvgpu::make_ad102(std::move(o));
     sim->model = model.get();
-    std::unique_ptr<pci::PciDevice> pci = sim->bus.open(sim->bus.attach(std::move(model)));
+    const pci::PciAddress address = sim->bus->attach(std::move(model));
+    options.name = sim_device_name(uri, bus_name, address);
+    std::unique_ptr<pci::PciDevice> pci = sim->bus->open(address);
 
     // RM <-> engines: channels RM allocates run on the engines; engine faults are posted by GSP-RM.
     sim::nvgpu::GpuEngines& engines = sim->model->engines();
@@ -194,7 +241,9 @@ std::shared_ptr<hcq::Device> open_sim_nv(const hcq::DeviceUri& uri) {
 
     std::unique_ptr<nv::GspDevice> gsp = nv::GspDevice::open(*pci, firmware);
     options.keepalive = sim;
-    return nv::NvHcqDevice::create(std::move(pci), std::move(gsp), std::move(options));
+    std::shared_ptr<hcq::Device> device = nv::NvHcqDevice::create(std::move(pci), std::move(gsp), std::move(options));
+    remember_sim_function(device, sim->bus, address);
+    return device;
 }
 
 }  // namespace
@@ -208,14 +257,16 @@ std::mutex sim_models_mutex;
 std::vector<std::pair<std::weak_ptr<hcq::Device>, sim::amdgpu::NaviModel*>> sim_models;
 
 AmTarget open_am_with_model(std::string_view uri, am::AmOptions options, std::string_view sim_link,
-                            sim::amdgpu::NaviModel** model);
+                            sim::amdgpu::NaviModel** model, std::shared_ptr<pci::sim::SimBus> bus = nullptr,
+                            pci::PciAddress* address_out = nullptr);
 
 std::shared_ptr<hcq::Device> open_sim_am(const hcq::DeviceUri& uri) {
     am::AmHcqOptions options;
     options.name = uri.name();
     // Host code by default: what the model runs. isa=native loads the chip's own AMDGPU code
     // objects (checked and uploaded; the model cannot execute them).
-    const std::string isa = uri.option("isa").value_or("host");
+    const bool simulated = uri.scheme() == "sim-am" || uri.name() == "am:usb:sim";
+    const std::string isa = uri.option("isa").value_or(simulated ? "host" : "native");
     if (isa != "host" && isa != "native") throw Error(uri.name(), fmt::format("isa={}: host or native", isa));
     options.isa = isa == "native" ? am::KernelIsa::native : am::KernelIsa::host;
     const uint64_t ring = uri.option_u64("ring", 0);  // both rings, as the cpu backend's option
@@ -226,12 +277,20 @@ std::shared_ptr<hcq::Device> open_sim_am(const hcq::DeviceUri& uri) {
     options.compute_queues = static_cast<uint32_t>(uri.option_u64("compute_queues", 1));
     options.staging_bytes = uri.option_u64("staging", options.staging_bytes);
     options.staging_slots = static_cast<uint32_t>(uri.option_u64("staging_slots", options.staging_slots));
+    const std::optional<std::string> bus_name = uri.option("bus");
+    options.peer_va_bytes = uri.option_u64("peer_va", options.peer_va_bytes);
     uri.reject_unused("ring, compute_ring, copy_ring (bytes, powers of two of at least 4 KiB), memory (bytes buffers may map), "
-                      "staging, staging_slots (copy_in/copy_out slots), compute_queues (1-8 HQDs), isa (host or native)");
+                      "staging, staging_slots (copy_in/copy_out slots), compute_queues (1-8 HQDs), isa (host or native), bus (a "
+                      "simulated bus shared with the devices opened with the same name: peers), peer_va (bytes of the window "
+                      "peers are mapped in)");
     sim::amdgpu::NaviModel* model = nullptr;
-    AmTarget target = open_am_with_model(uri.name(), {}, {}, &model);
+    std::shared_ptr<pci::sim::SimBus> bus = bus_name ? sim_bus_for(bus_name, pci::sim::Transport::pcie_gen4_x16()) : nullptr;
+    pci::PciAddress address;
+    AmTarget target = open_am_with_model(uri.name(), {}, {}, &model, bus, &address);
     options.keepalive = target.keepalive;
+    options.name = sim_device_name(uri, bus_name, address);
     std::shared_ptr<hcq::Device> device = am::AmHcqDevice::create(std::move(target.device), std::move(options));
+    remember_sim_function(device, std::static_pointer_cast<pci::sim::SimBus>(target.keepalive), address);
     std::lock_guard lock(sim_models_mutex);
     std::erase_if(sim_models, [](const auto& entry) { return entry.first.expired(); });
     sim_models.emplace_back(device, model);
@@ -340,6 +399,30 @@ bool inject_dispatch_hang(hcq::Device& device, bool hang) {
     return false;
 }
 
+std::optional<SimBusTraffic> sim_bus_traffic(hcq::Device& device) {
+    auto f = sim_function_of(device);
+    if (!f) return std::nullopt;
+    const pci::sim::Counters c = f->first->counters(f->second);
+    return SimBusTraffic{c.dma_bytes_read, c.dma_bytes_written, c.peer_bytes_read, c.peer_bytes_written, c.iommu_faults,
+                         f->first->now_ns(), c.dma_ns};
+}
+
+std::vector<std::string> sim_iommu_faults(hcq::Device& device) {
+    std::vector<std::string> out;
+    auto f = sim_function_of(device);
+    if (!f) return out;
+    const std::string name = "sim:" + f->second.to_string();
+    for (const pci::sim::IommuFault& fault : f->first->iommu_faults()) {
+        if (fault.device == name) out.push_back(fault.describe());
+    }
+    return out;
+}
+
+size_t drop_sim_peer_mappings(hcq::Device& device) {
+    auto f = sim_function_of(device);
+    return f ? f->first->drop_peer_mappings(f->second) : 0;
+}
+
 void register_backends(hcq::Registry& registry) {
     cpu::register_cpu_backend(registry);
     hcq::Backend sim_am;
@@ -348,6 +431,14 @@ void register_backends(hcq::Registry& registry) {
     sim_am.enumerate = [] { return std::vector<std::string>{"sim-am:navi31", "sim-am:navi48"}; };
     sim_am.open = open_sim_am;
     registry.add(std::move(sim_am));
+    // The same driver on a GPU named by where it is: am:<pci address>, am:usb:<bus>-<port> behind
+    // an ASM24xx bridge, am:usb:sim (the simulated Navi31 behind the simulated bridge; issue 10).
+    hcq::Backend am;
+    am.scheme = "am";
+    am.description = "AMD GPUs driven by drivers/am: am:<pci address>, am:usb:<bus>-<port> (ASM24xx USB bridge), am:usb:sim";
+    am.enumerate = [] { return std::vector<std::string>{}; };
+    am.open = open_sim_am;
+    registry.add(std::move(am));
     hcq::Backend sim_nv;
     sim_nv.scheme = "sim-nv";
     sim_nv.description = "the simulated AD102 (drivers/sim/nvgpu) booted through GSP by drivers/nv (NVPCI); kernels run as host code";
@@ -400,12 +491,12 @@ std::vector<BuiltinDevice> builtin_devices() {
                            fmt::format("model of {} on the simulated PCI bus ({}): {}", entry.models,
                                        presented(entry), role)});
     }
-    // GPUs behind ASM24xx USB bridges (issue 10): listed from libusb (nothing without it). They are
-    // brought up by amctl (am:usb:<bus>-<port>) but are not HCQ devices yet (drivers/usb/README.md).
+    // GPUs behind ASM24xx USB bridges (issue 10): listed from libusb (nothing without it). HCQ
+    // devices with host copies of device memory (drivers/am/shadow_memory.hpp).
     for (const usb::BridgeInfo& bridge : usb::enumerate_bridges()) {
-        devices.push_back({"am:usb:" + bridge.location, "usb", false,
+        devices.push_back({"am:usb:" + bridge.location, "usb", true,
                            fmt::format("ASM24xx USB bridge {:04x}:{:04x} at USB {}: an AMD GPU behind it is brought up by drivers/am "
-                                       "over the usb backend (amctl load --device am:usb:{}); no HCQ queues over USB yet",
+                                       "over the usb backend (amctl load --device am:usb:{}); HCQ queues over shadowed memory",
                                        bridge.vendor_id, bridge.product_id, bridge.location, bridge.location)});
     }
     // KGSL is not on the PCI bus: each model is described by what its device-info property says.
@@ -468,7 +559,8 @@ AmTarget open_am(std::string_view uri, am::AmOptions options, std::string_view s
 
 namespace {
 AmTarget open_am_with_model(std::string_view uri, am::AmOptions options, std::string_view sim_link,
-                            sim::amdgpu::NaviModel** model_out) {
+                            sim::amdgpu::NaviModel** model_out, std::shared_ptr<pci::sim::SimBus> shared_bus,
+                            pci::PciAddress* address_out) {
     if (options.lock_key.empty()) options.lock_key = am_lock_key(uri);
     AmTarget target;
     target.uri = std::string(uri);
@@ -489,10 +581,11 @@ AmTarget open_am_with_model(std::string_view uri, am::AmOptions options, std::st
         } else if (!sim_link.empty() && sim_link != "pcie") {
             throw Error(std::string(uri), fmt::format("unknown simulated link '{}': pcie or usb", sim_link));
         }
-        auto bus = std::make_shared<pci::sim::SimBus>(link);
+        auto bus = shared_bus ? shared_bus : std::make_shared<pci::sim::SimBus>(link);
         std::unique_ptr<pci::sim::SimDeviceModel> model = make_navi(which, /*ephemeral=*/false);
         if (model_out) *model_out = static_cast<sim::amdgpu::NaviModel*>(model.get());
         pci::PciAddress address = bus->attach(std::move(model));
+        if (address_out) *address_out = address;
         target.keepalive = bus;
         target.device = am::AmDevice::open(bus->open(address), std::move(options));
         return target;

@@ -9,6 +9,7 @@
 
 #include "hcq/registry.hpp"
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -43,6 +44,26 @@ bool inject_dispatch_hang(hcq::Device& device, bool hang);
 // until set back to 0; inject_kgsl_fault: every context takes a GPU fault (invalidated, as KGSL
 // does with KGSL_CONTEXT_NO_FAULT_TOLERANCE), its kernel log saying `why`.
 bool inject_kgsl_hang(hcq::Device& device, bool hang);
+
+// The simulated bus under a sim-am / sim-nv device (peer-to-peer tests, `baregpu p2p`): what the
+// device's DMA moved to and from host memory and to and from peers' BARs, its IOMMU faults, and
+// the bus's modelled clock. nullopt when `device` is not on a simulated bus.
+struct SimBusTraffic {
+    uint64_t host_bytes_read = 0;  // device reads of host memory
+    uint64_t host_bytes_written = 0;
+    uint64_t peer_bytes_read = 0;  // device reads of another function's BAR through a peer mapping
+    uint64_t peer_bytes_written = 0;
+    uint64_t iommu_faults = 0;
+    uint64_t bus_now_ns = 0;  // the bus's modelled clock
+    uint64_t dma_ns = 0;  // modelled link time of the device's own DMA (host and peer), in ns
+};
+std::optional<SimBusTraffic> sim_bus_traffic(hcq::Device& device);
+// The device's IOMMU faults as the bus recorded them (each names the missing peer mapping when
+// it was one), oldest first.
+std::vector<std::string> sim_iommu_faults(hcq::Device& device);
+// Removes every peer mapping from the device's IOMMU domain behind its driver's back (a platform
+// tearing them down): the next peer DMA faults. Returns how many went.
+size_t drop_sim_peer_mappings(hcq::Device& device);
 bool inject_kgsl_wait_error(hcq::Device& device, int err);
 bool inject_kgsl_fault(hcq::Device& device, const std::string& why);
 

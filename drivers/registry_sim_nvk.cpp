@@ -27,9 +27,7 @@ struct SimNvk {
 
 }  // namespace
 
-std::shared_ptr<hcq::Device> open_sim_nvk(const hcq::DeviceUri& uri) {
-    if (uri.name() != "sim-nvk:ad102") throw Error(uri.name(), "unknown simulated NVIDIA GPU behind nvidia.ko: the model is sim-nvk:ad102");
-    nv::NvHcqOptions options;
+void read_nv_queue_options(const hcq::DeviceUri& uri, nv::NvHcqOptions& options) {
     options.name = uri.name();
     const uint64_t ring = uri.option_u64("ring", 0);
     if (ring != 0) options.compute_ring_bytes = options.copy_ring_bytes = ring;
@@ -39,12 +37,15 @@ std::shared_ptr<hcq::Device> open_sim_nvk(const hcq::DeviceUri& uri) {
     options.memory_bytes = uri.option_u64("memory", 0);
     options.staging_bytes = uri.option_u64("staging", options.staging_bytes);
     options.staging_slots = static_cast<uint32_t>(uri.option_u64("staging_slots", options.staging_slots));
+}
+
+std::shared_ptr<hcq::Device> open_sim_nvk(const hcq::DeviceUri& uri) {
+    if (uri.name() != "sim-nvk:ad102") throw Error(uri.name(), "unknown simulated NVIDIA GPU behind nvidia.ko: the model is sim-nvk:ad102");
+    nv::NvHcqOptions options;
+    read_nv_queue_options(uri, options);
     const uint64_t vram = uri.option_u64("vram", 1ull << 30);
     const std::string driver = uri.option("driver").value_or("570.144");
-    uri.reject_unused("ring, compute_ring, copy_ring (command ring bytes, powers of two of at least 4 KiB), gpfifo_entries "
-                      "(GP entries per channel, a power of two), memory (bytes buffers may map), staging, staging_slots "
-                      "(copy_in/copy_out slots), vram (the model's VRAM bytes, default 1 GiB), driver (the nvidia.ko version "
-                      "RM reports, default 570.144)");
+    uri.reject_unused(std::string(kNvQueueOptionsHelp) + ", driver (the nvidia.ko version RM reports, default 570.144)");
 
     auto sim = std::make_shared<SimNvk>();
     sim::nvgpu::RmModelOptions rm;

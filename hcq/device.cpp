@@ -189,6 +189,61 @@ std::shared_ptr<Program> Device::load_program(std::span<const std::byte> code_ob
     return program;
 }
 
+GpuVirtualAddress Device::map_bus_peer(Device& owner, GpuVirtualAddress address, uint64_t) {
+    if (&owner == this) return address;
+    throw UnsupportedError(name_, fmt::format("cannot reach memory of {}: this backend has no bus peer mappings", owner.name()));
+}
+
+void Device::bus_transfer(const Buffer& dst, const Buffer& src, uint64_t size, const TransferOptions& options) {
+    Device& a = src.device();
+    Device& b = dst.device();
+    const uint64_t window = options.window_bytes != 0 ? options.window_bytes : 256ull << 20;
+    // src's engine writes into dst's VRAM through dst's BAR (P2P writes beat reads). It waits for
+    // b's earlier work at an alias of b's timeline signal and signals both timelines, so either
+    // side's later work (and either host) can wait; no host waits here.
+    std::scoped_lock lock(a.submission_mutex_, b.submission_mutex_);
+    CopyQueue& q = a.internal_copy_queue();
+    uint64_t vb = 0;
+    bool first = true;
+    for (uint64_t off = 0; off < size || first; off += window) {
+        const uint64_t len = std::min(window, size - off);
+        const bool last = off + window >= size;
+        try {
+            // One window mapped per submission (and b's timeline where this one waits on or
+            // signals it); they go once a's timeline passes that submission.
+            Signal b_timeline;
+            if (first || last) b_timeline = Signal(b.timeline_, a.map_bus_peer(b, b.timeline_.address(), 16));
+            const GpuVirtualAddress to = len != 0 ? a.map_bus_peer(b, dst.address() + off, len) : GpuVirtualAddress();
+            if (first) vb = b.next_timeline();  // after the first mappings: a refusal must not leave b waiting
+            q.reset();
+            const uint64_t va = a.next_timeline();
+            q.wait(a.timeline_, va - 1);
+            if (first) q.wait(b_timeline, vb - 1);
+            if (len != 0) q.copy(to, src.address() + off, len);
+            if (last) q.signal(b_timeline, vb);
+            q.signal(a.timeline_, va).submit();
+            a.retire_bus_peer_mappings(va);
+        } catch (const std::exception& e) {
+            if (first) throw;  // nothing reserved on b yet
+            // A later window could not be mapped: still release b's timeline value once a's part
+            // is done (b's later work must not hang), and report that the data is incomplete.
+            try {
+                Signal b_timeline(b.timeline_, a.map_bus_peer(b, b.timeline_.address(), 16));
+                q.reset();
+                const uint64_t va = a.next_timeline();
+                q.wait(a.timeline_, va - 1).signal(b_timeline, vb).signal(a.timeline_, va).submit();
+                a.retire_bus_peer_mappings(va);
+            } catch (const std::exception& inner) {
+                b.fail(fmt::format("a transfer from {} stopped after {:#x} of {:#x} bytes and could not release this device's timeline: "
+                                   "{}",
+                                   a.name_, off, size, inner.what()));
+            }
+            throw Error(a.name_, fmt::format("transfer to {} stopped after {:#x} of {:#x} bytes: {}", b.name_, off, size, e.what()));
+        }
+        first = false;
+    }
+}
+
 void Device::map_peer(const Buffer& buffer) {
     if (&buffer.device() == this) return;
     throw UnsupportedError(name_, fmt::format("cannot reach memory of {} at {}: this backend has no peer mappings",
@@ -276,7 +331,9 @@ void Device::copy_out(std::span<std::byte> dst, const Buffer& src) {
     st.next = 0;
 }
 
-void Device::transfer(const Buffer& dst, const Buffer& src, uint64_t size) {
+void Device::transfer(const Buffer& dst, const Buffer& src, uint64_t size) { transfer(dst, src, size, TransferOptions{}); }
+
+void Device::transfer(const Buffer& dst, const Buffer& src, uint64_t size, const TransferOptions& options) {
     Device& a = src.device();
     Device& b = dst.device();
     if (size > dst.size() || size > src.size()) {
@@ -296,8 +353,11 @@ void Device::transfer(const Buffer& dst, const Buffer& src, uint64_t size) {
         return;
     }
     if (a.peer_group_ != b.peer_group_) {
-        throw UnsupportedError(a.name_, fmt::format("cannot transfer to {}: it is in peer group '{}', this device in '{}'", b.name_,
-                                                    b.peer_group_, a.peer_group_));
+        try {
+            return bus_transfer(dst, src, size, options);
+        } catch (const UnsupportedError& e) {
+            throw UnsupportedError(a.name_, fmt::format("cannot transfer to {} (another peer group) over the bus: {}", b.name_, e.what()));
+        }
     }
     a.map_peer(dst);
     std::scoped_lock lock(a.submission_mutex_, b.submission_mutex_);

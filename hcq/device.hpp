@@ -40,6 +40,12 @@ struct DeviceLimits {
     uint64_t memory_bytes = 0;       // what allocations may map at once
 };
 
+struct TransferOptions {
+    // Between bus peers: the most bytes one peer mapping (one window of the destination's BAR)
+    // covers; the transfer maps, copies and retires one window at a time. 0: 256 MiB.
+    uint64_t window_bytes = 0;
+};
+
 class Device : public std::enable_shared_from_this<Device> {
 public:
     virtual ~Device();
@@ -90,11 +96,25 @@ public:
     void copy_out(std::span<std::byte> dst, const Buffer& src);
     // Device-to-device copy on src's copy engine into dst mapped into src's device; dst's
     // timeline covers the transfer when it returns (no host wait). Same-device transfers are
-    // plain copies. Throws UnsupportedError across peer groups.
+    // plain copies. Across peer groups the devices must be bus peers (map_bus_peer): src's copy
+    // engine writes into dst's memory through dst's BAR, window by window, and signals both
+    // timelines. Throws UnsupportedError naming the reason when they are not.
     static void transfer(const Buffer& dst, const Buffer& src, uint64_t size);
+    static void transfer(const Buffer& dst, const Buffer& src, uint64_t size, const TransferOptions& options);
 
     // Make `buffer` (owned by a peer) reachable by this device's engines at buffer.address().
     virtual void map_peer(const Buffer& buffer);
+
+    // Bus peers: devices with separate GPU VA spaces (different vendors, or each GPU with its own
+    // page tables) that reach each other's memory over PCIe — VRAM through the owner's BAR, host
+    // memory through this device's IOMMU. Maps [address, address + size) of `owner`'s memory into
+    // this device's peer window and returns where this device's engines reach `address`. The
+    // mapping stays until this device's timeline passes the value given to the next
+    // retire_bus_peer_mappings(). The base class refuses (UnsupportedError); the error of a backend
+    // that can names why the platform cannot (small BAR, no peer access, root complexes).
+    virtual GpuVirtualAddress map_bus_peer(Device& owner, GpuVirtualAddress address, uint64_t size);
+    // The mappings made since the last call are no longer needed once the timeline reaches `value`.
+    virtual void retire_bus_peer_mappings(uint64_t value) noexcept { (void)value; }
 
     // Device tick counter frequency (timestamps), in ticks per second.
     uint64_t timestamp_frequency() const { return timestamp_hz_; }
@@ -125,6 +145,11 @@ public:
     virtual void sleep_for_signal(const SignalSlot& slot, uint64_t target, uint64_t deadline_ns) = 0;
     // The host wrote a signal: wake device queues that wait on signals.
     virtual void host_signal_written() noexcept = 0;
+    // Before Signal::try_wait reads `slot` between sleeps and at its deadline: a backend whose
+    // signal slots are host copies of device memory (drivers/am over USB) reads the device's value
+    // into the slot here, and brings its other host copies up to date when it moved, so that what
+    // the waiter reads next is at least as new. Others: nothing to do.
+    virtual void refresh_signal(const SignalSlot& slot) noexcept { (void)slot; }
 
     detail::DeviceProfile* profile() const noexcept { return profile_.load(std::memory_order_acquire); }
     detail::DeviceProfile& ensure_profile();
@@ -167,6 +192,7 @@ private:
     friend class detail::DeviceProfile;
     friend class Profiler;
     [[noreturn]] void throw_failed() const;
+    static void bus_transfer(const Buffer& dst, const Buffer& src, uint64_t size, const TransferOptions& options);
     // Memory a failed or hung engine may still read: kept until the device is torn down.
     void quarantine(Buffer buffer) noexcept;
     void collect(uint64_t completed);

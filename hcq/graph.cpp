@@ -26,7 +26,9 @@ GraphBuffer GraphBuffer::view(uint64_t offset, uint64_t size) const {
     return out;
 }
 
-namespace {
+// Named, not anonymous: Graph::Impl holds these, and GCC warns (-Wsubobject-linkage) when a
+// class with external linkage has members of internal types outside the main file (a unity build).
+namespace graph_parts {
 
 constexpr uint64_t kUnbound = ~uint64_t{0};
 
@@ -69,7 +71,8 @@ struct Instance {
     std::vector<uint64_t> last_tv;          // [device], 0 = never replayed
 };
 
-}  // namespace
+}  // namespace graph_parts
+using namespace graph_parts;
 
 struct Graph::Impl {
     std::vector<Node> nodes;

@@ -23,7 +23,8 @@ Signal::Signal(Signal&& other) noexcept
       pool_(std::exchange(other.pool_, nullptr)),
       slot_(std::exchange(other.slot_, nullptr)),
       address_(other.address_),
-      name_(std::move(other.name_)) {}
+      name_(std::move(other.name_)),
+      view_(other.view_) {}
 
 Signal& Signal::operator=(Signal&& other) noexcept {
     if (this != &other) {
@@ -33,6 +34,7 @@ Signal& Signal::operator=(Signal&& other) noexcept {
         address_ = other.address_;
         name_ = std::move(other.name_);
         profile_wait_name_ = other.profile_wait_name_;
+        view_ = other.view_;
         keep_alive_ = std::move(other.keep_alive_);
     }
     return *this;
@@ -41,7 +43,7 @@ Signal& Signal::operator=(Signal&& other) noexcept {
 Signal::~Signal() { release(); }
 
 void Signal::release() noexcept {
-    if (pool_ && slot_) pool_->release(slot_, address_);
+    if (pool_ && slot_ && !view_) pool_->release(slot_, address_);
     pool_ = nullptr;
     slot_ = nullptr;
 }
@@ -90,12 +92,15 @@ bool Signal::try_wait(uint64_t target, Duration timeout) const {
     }
     for (;;) {
         dev.check_usable();
+        dev.refresh_signal(*slot_);
         if (value() >= target) return true;
         uint64_t now = host_now_ns();
         if (now >= deadline) break;
         dev.sleep_for_signal(*slot_, target, std::min(deadline, now + kMaxSleepNs));
     }
     // One last look: the value may have arrived between the last check and the deadline.
+    dev.check_usable();
+    dev.refresh_signal(*slot_);
     dev.check_usable();
     return value() >= target;
 }

@@ -72,8 +72,13 @@ public:
 
 private:
     friend class SignalPool;
+    friend class Device;
     Signal(SignalPool* pool, SignalSlot* slot, GpuVirtualAddress address, std::string name, std::shared_ptr<Device> keep_alive)
         : keep_alive_(std::move(keep_alive)), pool_(pool), slot_(slot), address_(address), name_(std::move(name)) {}
+    // A view of `of`'s memory at another address (where a bus peer's engines reach it). Does not
+    // own the slot; `of` must outlive it.
+    Signal(const Signal& of, GpuVirtualAddress address)
+        : pool_(of.pool_), slot_(of.slot_), address_(address), name_(of.name_), view_(true) {}
     void release() noexcept;
 
     std::shared_ptr<Device> keep_alive_;  // declared first: destroyed last
@@ -82,6 +87,7 @@ private:
     GpuVirtualAddress address_;
     std::string name_;
     mutable uint32_t profile_wait_name_ = UINT32_MAX;
+    bool view_ = false;
 };
 
 }  // namespace baregpu::hcq

@@ -1,6 +1,7 @@
 #include "drivers/am/compute_queue.hpp"
 
 #include "base/error.hpp"
+#include "drivers/am/dwords.hpp"
 #include "drivers/am/hcq_device.hpp"
 #include "drivers/am/mqd.hpp"
 #include "drivers/am/program.hpp"
@@ -32,8 +33,6 @@ constexpr uint32_t kFenceDwords = 8;  // RELEASE_MEM
 constexpr uint32_t kUserData0 = kGcBaseSeg0 + reg::COMPUTE_USER_DATA_0 - kShRegStart;
 constexpr uint32_t kStartX = kGcBaseSeg0 + reg::COMPUTE_START_X - kShRegStart;
 
-uint32_t lo(uint64_t v) { return static_cast<uint32_t>(v); }
-uint32_t hi(uint64_t v) { return static_cast<uint32_t>(v >> 32); }
 
 // Dwords of the packet whose header is `h` (ours are all type 3).
 uint64_t packet_dwords(uint32_t h) {
@@ -43,12 +42,6 @@ uint64_t packet_dwords(uint32_t h) {
 }
 uint32_t opcode(uint32_t h) { return (h >> 8) & 0xFF; }
 
-std::span<uint32_t> words_of(std::span<std::byte> bytes) {
-    return {reinterpret_cast<uint32_t*>(bytes.data()), bytes.size() / 4};
-}
-std::span<const uint32_t> words_of(std::span<const std::byte> bytes) {
-    return {reinterpret_cast<const uint32_t*>(bytes.data()), bytes.size() / 4};
-}
 
 // Points each dispatch at the arguments its kernarg NOP carries, wherever the two packets landed:
 // fed every packet in order with its words (writable) and the GPU address they live at.
@@ -169,7 +162,7 @@ void ComputeQueueEngine::restart() {
 }
 
 void ComputeQueueEngine::encode_wait(hcq::CommandBuffer& out, GpuVirtualAddress signal, uint64_t value) {
-    append(out, 9).wait_reg_mem64(signal.value(), Compare::ge, value);
+    append(out, 9).wait_reg_mem64(signal.value(), pm4::Compare::ge, value);
 }
 
 void ComputeQueueEngine::encode_signal(hcq::CommandBuffer& out, GpuVirtualAddress signal, uint64_t value) {

@@ -1,6 +1,7 @@
 #include "drivers/am/copy_queue.hpp"
 
 #include "base/error.hpp"
+#include "drivers/am/dwords.hpp"
 #include "drivers/am/hcq_device.hpp"
 #include "drivers/am/sdma_packets.hpp"
 #include "hcq/clock.hpp"
@@ -26,8 +27,6 @@ constexpr uint32_t kChunkDwords = 8;
 // sdma_v6_0_0_pkt_open.h: SDMA_PKT_NOP_HEADER count bits 16-29 (dwords that follow).
 constexpr uint32_t nop_header(uint32_t following) { return kOpNop | (following & 0x3FFF) << 16; }
 
-uint32_t lo(uint64_t v) { return static_cast<uint32_t>(v); }
-uint32_t hi(uint64_t v) { return static_cast<uint32_t>(v >> 32); }
 
 // Dwords of the packet at w[0] (the packets this engine writes).
 uint64_t packet_dwords(std::span<const uint32_t> w) {
@@ -43,10 +42,6 @@ uint64_t packet_dwords(std::span<const uint32_t> w) {
     }
 }
 
-std::span<uint32_t> words_of(std::span<std::byte> bytes) { return {reinterpret_cast<uint32_t*>(bytes.data()), bytes.size() / 4}; }
-std::span<const uint32_t> words_of(std::span<const std::byte> bytes) {
-    return {reinterpret_cast<const uint32_t*>(bytes.data()), bytes.size() / 4};
-}
 
 // `dwords` of command, NOP-padded to a multiple of 8.
 SdmaWriter append(hcq::CommandBuffer& out, size_t dwords, uint32_t*& start) {
@@ -148,8 +143,8 @@ void CopyQueueEngine::restart() {
 void CopyQueueEngine::encode_wait(hcq::CommandBuffer& out, GpuVirtualAddress signal, uint64_t value) {
     uint32_t* p = nullptr;
     append(out, 12, p)
-        .poll_regmem(signal.value() + 4, Compare::ge, hi(value), 0xffffffffu, 4, 0xfff)
-        .poll_regmem(signal.value(), Compare::ge, lo(value), 0xffffffffu, 4, 0xfff);
+        .poll_regmem(signal.value() + 4, sdma::Compare::ge, hi(value), 0xffffffffu, 4, 0xfff)
+        .poll_regmem(signal.value(), sdma::Compare::ge, lo(value), 0xffffffffu, 4, 0xfff);
 }
 
 void CopyQueueEngine::encode_signal(hcq::CommandBuffer& out, GpuVirtualAddress signal, uint64_t value) {

@@ -54,18 +54,6 @@ std::shared_ptr<AmHcqDevice> AmHcqDevice::create(std::unique_ptr<AmDevice> chip,
                                            chip->asic().name, chip->asic().gc.major, chip->asic().gc.minor, chip->asic().gc.revision,
                                            chip->asic().gc_generation));
     }
-    // Queues, signals and kernel arguments live in memory the CPU writes through a pointer: either
-    // a mapped BAR0 or host memory the GPU can DMA into. A link that offers neither (the USB
-    // bridge: every access is a transfer, DMA only into 512 KB of bridge SRAM) needs a different
-    // memory model, which the HCQ layer does not have yet (drivers/usb/README.md).
-    const pci::LinkCapabilities link = chip->pci().link_capabilities();
-    if (!link.bar_mmap && !link.host_dma) {
-        throw UnsupportedError(options.name.empty() ? chip->name() : options.name,
-                               fmt::format("HCQ queues need CPU-mapped memory, and over this {} link BARs cannot be mapped and the "
-                                           "GPU can DMA only into {} KiB the host cannot map; the chip is brought up (amctl load) but "
-                                           "cannot run queues here",
-                                           chip->pci().backend(), link.host_dma_bytes / 1024));
-    }
     return std::make_shared<AmHcqDevice>(Token{}, std::move(chip), std::move(options));
 }
 
@@ -77,6 +65,12 @@ AmHcqDevice::AmHcqDevice(Token, std::unique_ptr<AmDevice> chip, AmHcqOptions opt
     pci::MmioRegion& bar0 = chip_->pci().bar(0);
     bar0_ = bar0.direct();
     bar0_size_ = bar0.size();
+    // Queues, signals and kernel arguments live in memory the CPU writes through a pointer: a
+    // mapped BAR0 or host memory the GPU can DMA into. A link that offers neither (the USB bridge:
+    // every access is a transfer, DMA only into 512 KB of bridge SRAM) gets host copies of VRAM
+    // synchronized at doorbells and host waits (shadow_memory.hpp).
+    const pci::LinkCapabilities link = chip_->pci().link_capabilities();
+    if (!link.bar_mmap && !link.host_dma) shadow_ = std::make_unique<ShadowMemory>(chip_->vram());
 
     // research/am.md 1.12 _enable_mec: pipe 0 out of reset and active, the MEC not halted
     // (CP_MEC_RS64_CNTL: MEC_PIPE0_ACTIVE bit 26, MEC_PIPE0_RESET bit 16, MEC_HALT bit 30, the same
@@ -97,6 +91,28 @@ AmHcqDevice::AmHcqDevice(Token, std::unique_ptr<AmDevice> chip, AmHcqOptions opt
         parts.compute.push_back(compute_.back().get());
     }
     copy_ = std::make_unique<CopyQueueEngine>(*this, options_.copy_ring_bytes);
+    // The peer window follows the HCQ window, so an alias never collides with our own buffers.
+    pci::PeerWindow::PageTableOps ops;
+    ops.map = [this](uint64_t va, uint64_t bus, uint64_t size) {
+        // Peer memory is reached over the bus like host memory: system pages, uncached.
+        std::lock_guard lock(memory_mutex_);
+        chip_->map(va, bus, size, MapFlags{.system = true, .uncached = true, .executable = false}, /*flush=*/false);
+    };
+    ops.unmap = [this](uint64_t va, uint64_t size) {
+        std::lock_guard lock(memory_mutex_);
+        try {
+            chip_->unmap(va, size, /*flush=*/false);
+        } catch (const std::exception&) {
+        }
+    };
+    ops.flush = [this] {
+        try {
+            chip_->flush_tlbs();
+        } catch (const std::exception&) {
+        }
+    };
+    peers_ = std::make_unique<pci::PeerWindow>(chip_->pci(), name(), kVmStart + options_.va_bytes, options_.peer_va_bytes,
+                                               std::move(ops));
     parts.memory = this;
     parts.va_base = GpuVirtualAddress(kVmStart);
     parts.va_size = options_.va_bytes;
@@ -121,7 +137,33 @@ AmHcqDevice::~AmHcqDevice() {
 
 void AmHcqDevice::flush_hdp() { chip_->soc().flush_hdp(); }
 
-void AmHcqDevice::ring_doorbell(uint32_t slot, uint64_t value) { chip_->pci().bar(2).write64(BarOffset(uint64_t{slot} * 8), value); }
+void AmHcqDevice::ring_doorbell(uint32_t slot, uint64_t value) {
+    // Whatever the host wrote (the ring, the write pointer, kernel arguments, data) must be in
+    // device memory before the engine looks.
+    if (shadow_) shadow_->publish();
+    chip_->pci().bar(2).write64(BarOffset(uint64_t{slot} * 8), value);
+}
+
+void AmHcqDevice::publish_host_writes() {
+    if (!shadow_) return;
+    try {
+        shadow_->publish();
+    } catch (const std::exception& e) {
+        fail(fmt::format("publishing host writes to device memory failed: {}", e.what()));
+    }
+}
+
+void AmHcqDevice::host_signal_written() noexcept { publish_host_writes(); }
+
+void AmHcqDevice::host_writes_only(const hcq::Buffer& buffer) {
+    if (shadow_) shadow_->host_writes_only(GpuVirtualAddress(buffer.address().value() - buffer.offset()));
+}
+
+void AmHcqDevice::publish_last(const hcq::Buffer& buffer) {
+    if (shadow_) shadow_->publish_last(GpuVirtualAddress(buffer.address().value() - buffer.offset()));
+}
+
+bool AmHcqDevice::refresh_host(const void* host, uint64_t bytes) { return shadow_ && shadow_->refresh_host(host, bytes); }
 
 uint64_t AmHcqDevice::physical(GpuVirtualAddress va) {
     std::optional<Translation> t = chip_->translate(va.value());
@@ -163,8 +205,33 @@ void AmHcqDevice::count_leaves(uint64_t va, uint64_t paddr, uint64_t size) {
     }
 }
 
+std::byte* AmHcqDevice::map_shadowed(GpuVirtualAddress va, uint64_t size, uint64_t page_size, const hcq::BufferOptions& options) {
+    // No system memory the GPU can reach and no CPU mapping of VRAM: "host" memory is VRAM too (as
+    // tinygrad does over USB, research/nv_qcom_usb.md C.5), one contiguous extent, with a host copy.
+    const uint64_t align = page_size >= k2M && size >= k2M ? k2M : kPage;
+    std::vector<VramExtent> extents = vram_.allocate(size, align, /*allow_scatter=*/false);
+    if (extents.empty() && align > kPage) extents = vram_.allocate(size, kPage, false);
+    if (extents.empty()) {
+        throw Error(name(), fmt::format("out of VRAM for CPU-mapped memory: {} bytes asked, {} free (largest free range {})", size,
+                                        vram_.free_bytes(), vram_.largest_free()));
+    }
+    const VramExtent e = extents.front();
+    try {
+        chip_->map(va.value(), e.paddr, e.size, MapFlags{.uncached = options.uncached}, /*flush=*/false);
+        count_leaves(va.value(), e.paddr, e.size);
+        chip_->flush_tlbs();
+        std::byte* host = shadow_->add(va, e.paddr, size, options.uncached);
+        mappings_[va.value()] = Mapping{std::move(extents), nullptr};
+        return host;
+    } catch (...) {
+        vram_.free(e);
+        throw;
+    }
+}
+
 std::byte* AmHcqDevice::map_memory(GpuVirtualAddress va, uint64_t size, uint64_t page_size, const hcq::BufferOptions& options) {
     std::lock_guard lock(memory_mutex_);
+    if (shadow_ && options.cpu_mapped()) return map_shadowed(va, size, page_size, options);
     if (options.host) return map_host(va, size);
     const bool cpu = options.cpu_access;
     // Small-BAR fallback: CPU-visible "device" memory the BAR cannot show comes from system memory.
@@ -198,6 +265,7 @@ void AmHcqDevice::unmap_memory(GpuVirtualAddress va, uint64_t size, std::byte*) 
     std::lock_guard lock(memory_mutex_);
     auto it = mappings_.find(va.value());
     if (it == mappings_.end()) return;
+    if (shadow_) shadow_->remove(va);
     try {
         chip_->unmap(va.value(), size);
     } catch (const std::exception&) {
@@ -205,6 +273,27 @@ void AmHcqDevice::unmap_memory(GpuVirtualAddress va, uint64_t size, std::byte*) 
     }
     for (const VramExtent& e : it->second.extents) vram_.free(e);
     mappings_.erase(it);
+}
+
+// ---- bus peers ----
+
+GpuVirtualAddress AmHcqDevice::map_bus_peer(hcq::Device& owner, GpuVirtualAddress address, uint64_t size) {
+    if (&owner == this) return address;
+    auto* exporter = dynamic_cast<pci::PeerMemoryExporter*>(&owner);
+    if (exporter == nullptr) {
+        throw UnsupportedError(name(), fmt::format("cannot reach memory of {}: it is not a PCI device with its memory behind a BAR",
+                                                   owner.name()));
+    }
+    return GpuVirtualAddress(peers_->map(*exporter, owner.name(), address.value(), size));
+}
+
+std::vector<pci::PeerMemoryExporter::Segment> AmHcqDevice::peer_segments(uint64_t va, uint64_t size) {
+    std::lock_guard lock(memory_mutex_);
+    return pci::exported_segments(mappings_, va, size, name(), [](const Mapping& m) {
+        std::vector<std::pair<uint64_t, uint64_t>> pieces;
+        for (const VramExtent& e : m.extents) pieces.emplace_back(e.paddr, e.size);
+        return pieces;
+    });
 }
 
 AmHcqDevice::MemoryStats AmHcqDevice::memory_stats() {
@@ -238,6 +327,7 @@ std::shared_ptr<hcq::Program> AmHcqDevice::load_program_impl(std::span<const std
     d.kernarg_size = k.kernarg_size;
     std::memcpy(code.cpu(), &d, sizeof d);
     std::memcpy(code.cpu() + kImageOffset, code_object.data(), code_object.size());
+    host_writes_only(code);
     flush_hdp();
 
     pm4::KernelDispatch launch;
@@ -311,6 +401,7 @@ std::shared_ptr<hcq::Program> AmHcqDevice::load_native(std::span<const std::byte
 
     hcq::Buffer code = memory().allocate(object.image.size(), {.cpu_access = true}, nullptr);
     std::memcpy(code.cpu(), object.image.data(), object.image.size());
+    host_writes_only(code);
     flush_hdp();
     pm4::KernelDispatch launch;
     launch.gen = chip_->asic().gc_generation >= 12 ? pm4::GcGen::gc12 : pm4::GcGen::gc11;
@@ -343,6 +434,15 @@ bool AmHcqDevice::check_faults() noexcept {
     std::unique_lock lock(fault_mutex_, std::try_to_lock);
     if (!lock.owns_lock()) return false;
     try {
+        // A DMA the IOMMU refused is no GPU page fault (the GPU's own translation succeeded): the
+        // engine stops on the failed transfer, and only the platform knows why.
+        std::vector<pci::IommuFaultRecord> refused = chip_->pci().take_iommu_faults();
+        if (!refused.empty()) {
+            fail(fmt::format("{}{}; queues: {}", peers_->describe_iommu_fault(refused.front()),
+                             refused.size() > 1 ? fmt::format(" (and {} more IOMMU faults)", refused.size() - 1) : "",
+                             queue_of_fault(PageFault{})));
+            return true;
+        }
         const uint32_t wptr = chip_->ih().written_wptr();
         if (wptr == ih_seen_) return false;
         ih_seen_ = wptr;
@@ -357,6 +457,14 @@ bool AmHcqDevice::check_faults() noexcept {
                 return true;
             }
         }
+        if (std::optional<std::string> peer = peers_->describe(f.address)) {
+            // The GPU's page tables point into the peer window, so the bus refused the DMA: the
+            // IOMMU mapping behind the alias is missing.
+            fail(fmt::format("missing peer mapping: {} ({}) through the {} hub hit a bus address the IOMMU of {} does not map; {}; "
+                             "queues: {}",
+                             *peer, f.write() ? "write" : "read", f.hub, chip_->pci().name(), f.describe(), queue_of_fault(f)));
+            return true;
+        }
         fail(fmt::format("page fault at GPU VA {:#x} ({}) through the {} hub, client {:#x}{}: {}; queues: {}", f.address,
                          f.write() ? "write" : "read", f.hub, f.cid(),
                          faults.size() > 1 ? fmt::format(" (and {} more)", faults.size() - 1) : "", f.describe(), queue_of_fault(f)));
@@ -367,8 +475,44 @@ bool AmHcqDevice::check_faults() noexcept {
     }
 }
 
+void AmHcqDevice::pace_link(std::chrono::nanoseconds link_start, uint64_t host_start) noexcept {
+    // A waiter polls no faster than the link answers: on a bridge the transfers just made took
+    // their time on the wire (PciDevice::now() is the link's clock: the wall clock on hardware,
+    // where this sleeps nothing, the modelled one in simulation), so the device's clock never runs
+    // ahead of the host's while the host waits on it.
+    try {
+        const auto link = chip_->pci().now() - link_start;
+        const auto host = std::chrono::nanoseconds(hcq::host_now_ns() - host_start);
+        if (link > host) std::this_thread::sleep_for(link - host);
+    } catch (...) {
+    }
+}
+
+void AmHcqDevice::refresh_signal(const hcq::SignalSlot& slot) noexcept {
+    if (!shadow_) return;
+    // The host's copy of the slot is what Signal::value() reads. When it moved, the device made
+    // progress: bring every host copy the GPU may have written up to date before the waiter
+    // returns and reads them.
+    try {
+        const auto link_start = chip_->pci().now();
+        const uint64_t host_start = hcq::host_now_ns();
+        if (shadow_->refresh_host(&slot, sizeof slot)) shadow_->refresh_all();
+        pace_link(link_start, host_start);
+    } catch (const std::exception& e) {
+        fail(fmt::format("reading device memory over the link failed: {}", e.what()));
+    }
+}
+
 void AmHcqDevice::sleep_for_signal(const hcq::SignalSlot&, uint64_t, uint64_t deadline_ns) {
-    if (check_faults()) return;
+    if (shadow_) {
+        const auto link_start = chip_->pci().now();
+        const uint64_t host_start = hcq::host_now_ns();
+        const bool failed = check_faults();
+        pace_link(link_start, host_start);
+        if (failed) return;
+    } else if (check_faults()) {
+        return;
+    }
     const uint64_t now = hcq::host_now_ns();
     if (deadline_ns <= now) return;
     std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<uint64_t>(deadline_ns - now, 50'000)));
@@ -379,6 +523,7 @@ void AmHcqDevice::recover() {
     // research/am.md 4.5: drain the IH ring (clearing the latched fault), take the queues down and
     // start them again on the same memory; the caller's work in flight is gone.
     chip_->take_page_faults();
+    chip_->pci().take_iommu_faults();
     ih_seen_ = chip_->ih().written_wptr();
     for (auto& c : compute_) c->restart();
     copy_->restart();

@@ -16,10 +16,13 @@
 #pragma once
 
 #include "drivers/am/am_device.hpp"
+#include "drivers/am/shadow_memory.hpp"
 #include "drivers/am/vram_allocator.hpp"
 #include "drivers/pci/dma_buffer.hpp"
+#include "drivers/pci/peer_window.hpp"
 #include "hcq/device.hpp"
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -42,6 +45,7 @@ struct AmHcqOptions {
     uint64_t compute_ring_bytes = 1ull << 20;  // power of two
     uint64_t copy_ring_bytes = 1ull << 20;     // power of two
     uint64_t va_bytes = 64ull << 30;           // the VMID 0 window HCQ buffers live in
+    uint64_t peer_va_bytes = 64ull << 30;      // after it: where bus peers' memory is mapped (map_bus_peer)
     uint64_t memory_bytes = 0;                 // what buffers may map at once; 0: the VRAM heap
     uint64_t staging_bytes = 2ull << 20;       // copy_in / copy_out slots: size and count
     uint32_t staging_slots = 4;
@@ -49,7 +53,10 @@ struct AmHcqOptions {
     std::shared_ptr<void> keepalive;
 };
 
-class AmHcqDevice final : public hcq::Device, private hcq::MemoryBackend {
+// Bus peers (map_bus_peer): a peer's VRAM through its BAR and its host memory, mapped into this
+// device's IOMMU and into VMID 0 as system pages in the peer window after the HCQ window; this
+// device's own memory is exported to peers as BAR0 (PeerMemoryExporter).
+class AmHcqDevice final : public hcq::Device, public pci::PeerMemoryExporter, private hcq::MemoryBackend {
     struct Token {};
 
 public:
@@ -62,8 +69,22 @@ public:
     AmDevice& chip() { return *chip_; }
 
     void sleep_for_signal(const hcq::SignalSlot& slot, uint64_t target, uint64_t deadline_ns) override;
-    void host_signal_written() noexcept override {}  // the engines poll memory themselves
+    // The engines poll memory themselves; over a link without CPU-mapped device memory the
+    // write is published to VRAM here (shadow_memory.hpp).
+    void host_signal_written() noexcept override;
+    // Over a shadowed link: the slot's host copy from VRAM, every host copy when it moved.
+    void refresh_signal(const hcq::SignalSlot& slot) noexcept override;
     void recover() override;
+
+    GpuVirtualAddress map_bus_peer(hcq::Device& owner, GpuVirtualAddress address, uint64_t size) override;
+    void retire_bus_peer_mappings(uint64_t value) noexcept override { peers_->retire(value); }
+    size_t live_peer_mappings() const { return peers_->live(); }
+
+    // PeerMemoryExporter: VRAM through BAR0, host memory as its bytes.
+    pci::PciDevice& peer_pci() override { return chip_->pci(); }
+    unsigned peer_bar() const override { return 0; }
+    uint64_t peer_memory_bytes() const override { return chip_->vram_size(); }
+    std::vector<Segment> peer_segments(uint64_t va, uint64_t size) override;
 
     // Consumes the IH ring: a page fault fails the device (message: queue, address, hub, client,
     // read/write). Returns true when it did. Called by waits; cheap when nothing is pending.
@@ -78,6 +99,22 @@ public:
     // Allocation for the engines' own memory (rings, control words, EOP, MQD).
     hcq::Buffer allocate_owned(uint64_t size, const hcq::BufferOptions& options) { return memory().allocate(size, options, nullptr); }
 
+    // The memory-strategy seam. On a link that maps device memory (BAR0) or lets the GPU DMA into
+    // host memory, CPU pointers are the memory itself and these do nothing. On one that does not
+    // (USB: LinkCapabilities without bar_mmap and host_dma), CPU-mapped allocations are VRAM plus a
+    // host copy (shadow_memory.hpp) and these are its synchronization points.
+    bool shadowed() const { return shadow_ != nullptr; }
+    // `buffer` (CPU-mapped) is only ever written by the host: never read back from VRAM.
+    void host_writes_only(const hcq::Buffer& buffer);
+    // `buffer` holds what tells an engine to look (its write pointer): published after the rest.
+    void publish_last(const hcq::Buffer& buffer);
+    // Refresh the host copy of [host, host + bytes) (words the host polls); true when it changed.
+    bool refresh_host(const void* host, uint64_t bytes);
+    // Refresh every host copy the GPU may write (after the host saw the device progress).
+    void refresh_all_host() {
+        if (shadow_) shadow_->refresh_all();
+    }
+
     struct MemoryStats {
         uint64_t vram_free = 0, vram_largest_free = 0;
         size_t vram_fragments = 0;
@@ -91,11 +128,17 @@ private:
     std::shared_ptr<hcq::Program> load_program_impl(std::span<const std::byte> code_object, std::string_view kernel) override;
     std::byte* map_memory(GpuVirtualAddress va, uint64_t size, uint64_t page_size, const hcq::BufferOptions& options) override;
     void unmap_memory(GpuVirtualAddress va, uint64_t size, std::byte* cpu) noexcept override;
+    void collect_retired(uint64_t completed) noexcept override { peers_->collect(completed); }
 
     // An AMDGPU HSA code object (code_object.hpp) for the chip's own ISA: the image in VRAM, the
     // launch state from its kernel descriptor, the HCQ argument layout checked against its metadata.
     std::shared_ptr<hcq::Program> load_native(std::span<const std::byte> code_object, std::string_view kernel);
     std::byte* map_host(GpuVirtualAddress va, uint64_t size);
+    std::byte* map_shadowed(GpuVirtualAddress va, uint64_t size, uint64_t page_size, const hcq::BufferOptions& options);
+    // Sleep as long as the link's clock moved beyond the host's since (link_start, host_start).
+    void pace_link(std::chrono::nanoseconds link_start, uint64_t host_start) noexcept;
+    // Publish host writes to VRAM (shadowed links); fails the device when the link is gone.
+    void publish_host_writes();
     void count_leaves(uint64_t va, uint64_t paddr, uint64_t size);
     std::string queue_of_fault(const PageFault& fault) const;
 
@@ -121,8 +164,12 @@ private:
     };
     std::vector<Unloaded> unloaded_;  // the most recent ones, under fault_mutex_
 
+    // Set when the link cannot map device memory for the CPU (see shadowed()).
+    std::unique_ptr<ShadowMemory> shadow_;
+
     std::vector<std::unique_ptr<ComputeQueueEngine>> compute_;
     std::unique_ptr<CopyQueueEngine> copy_;
+    std::unique_ptr<pci::PeerWindow> peers_;  // after the engines: they may still reach peers while stopping
 };
 
 }  // namespace baregpu::am

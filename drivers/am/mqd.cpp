@@ -2,6 +2,7 @@
 #include "drivers/am/mqd.hpp"
 
 #include "base/error.hpp"
+#include "drivers/am/dwords.hpp"
 
 #include <bit>
 #include <fmt/format.h>
@@ -9,8 +10,6 @@
 namespace baregpu::am::mqd {
 
 namespace {
-uint32_t lo(uint64_t v) { return static_cast<uint32_t>(v); }
-uint32_t hi(uint64_t v) { return static_cast<uint32_t>(v >> 32); }
 void check_aligned(uint64_t address, const char* what) {
     if (address % 256 != 0)
         throw Error("", fmt::format("compute MQD: {} {:#x} is not 256-byte aligned (the register takes address >> 8)",

@@ -2,14 +2,13 @@
 #include "drivers/am/pm4.hpp"
 
 #include "base/error.hpp"
+#include "drivers/am/dwords.hpp"
 
 #include <fmt/format.h>
 
 namespace baregpu::am::pm4 {
 
 namespace {
-uint32_t lo(uint64_t v) { return static_cast<uint32_t>(v); }
-uint32_t hi(uint64_t v) { return static_cast<uint32_t>(v >> 32); }
 void check_aligned(uint64_t address, uint64_t alignment, const char* what) {
     if (address % alignment != 0)
         throw Error("", fmt::format("PM4 {}: address {:#x} is not {}-byte aligned", what, address, alignment));

@@ -25,6 +25,8 @@ void RingQueue::allocate_ring() {
     ring_ = device_.allocate_owned(ring_units_ * unit_bytes_, {.host = true, .uncached = true});
     control_ = device_.allocate_owned(4096, {.host = true, .uncached = true});
     std::memset(control_.cpu(), 0, 4096);
+    device_.host_writes_only(ring_);  // the engine only reads the ring
+    device_.publish_last(control_);     // the write pointer, after the ring it points into
     ring_words_ = reinterpret_cast<uint32_t*>(ring_.cpu());
     wptr_word_ = reinterpret_cast<uint64_t*>(control_.cpu());
     rptr_word_ = reinterpret_cast<uint64_t*>(control_.cpu() + 0x100);
@@ -38,7 +40,21 @@ void RingQueue::release() noexcept {
     control_ = {};
 }
 
-uint64_t RingQueue::read_pointer() const noexcept { return rptr_word_ ? hcq::load_acquire(*rptr_word_) : 0; }
+uint64_t RingQueue::read_pointer() const noexcept {
+    if (rptr_word_ == nullptr) return 0;
+    try {
+        // What error messages show: the engine's, not an old host copy (shadowed links).
+        if (device_.shadowed()) device_.refresh_host(rptr_word_, 0x108);
+    } catch (...) {
+    }
+    return hcq::load_acquire(*rptr_word_);
+}
+
+bool RingQueue::refresh_progress() {
+    // The engine's read pointer (+0x100) and the fence (+0x200), where the host's copy of the
+    // control page must be brought up to date first (AmHcqDevice::shadowed()).
+    return fence_word_ != nullptr && device_.shadowed() && device_.refresh_host(rptr_word_, 0x108);
+}
 
 uint64_t RingQueue::completed_ticket() const noexcept {
     return fence_word_ ? std::max(base_, hcq::load_acquire(*fence_word_)) : base_;
@@ -48,7 +64,8 @@ void RingQueue::wait_for_space(uint64_t units) {
     auto used = [&] { return base_ + wptr_ - completed_ticket(); };
     if (used() + units <= ring_units_) return;
     const uint64_t deadline = hcq::host_now_ns() + static_cast<uint64_t>(hcq::default_timeout().count());
-    while (used() + units > ring_units_) {
+    refresh_progress();
+    for (; used() + units > ring_units_; refresh_progress()) {
         device_.check_usable();
         device_.check_faults();
         if (hcq::host_now_ns() > deadline) {
@@ -60,7 +77,13 @@ void RingQueue::wait_for_space(uint64_t units) {
 
 void RingQueue::wait_ticket(uint64_t ticket, hcq::Duration timeout) {
     const uint64_t deadline = hcq::host_now_ns() + static_cast<uint64_t>(timeout.count());
-    for (unsigned spin = 0; completed_ticket() < ticket; ++spin) {
+    // A host wait: when the fence moved, what the finished work wrote is brought to the host too
+    // (a bound queue's caller reads signals after its patch waited here).
+    auto refresh = [&] {
+        if (refresh_progress()) device_.refresh_all_host();
+    };
+    refresh();
+    for (unsigned spin = 0; completed_ticket() < ticket; ++spin, refresh()) {
         device_.check_usable();
         if (spin % 64 == 0) device_.check_faults();
         if (hcq::host_now_ns() > deadline) {

@@ -41,6 +41,9 @@ protected:
     GpuVirtualAddress rptr_address() const { return control_.address() + 0x100; }
     GpuVirtualAddress fence_address() const { return control_.address() + 0x200; }
     uint64_t read_pointer() const noexcept;  // what the engine last reported
+    // Over a shadowed link: read the engine's read pointer and fence back from device memory;
+    // true when they moved.
+    bool refresh_progress();
     // Blocks (bounded by the default timeout, polling faults) until `units` more fit in the ring
     // without passing what the fence says completed. Throws TimeoutError or DeviceLostError.
     void wait_for_space(uint64_t units);

@@ -2,6 +2,7 @@
 #include "drivers/am/sdma_packets.hpp"
 
 #include "base/error.hpp"
+#include "drivers/am/dwords.hpp"
 
 #include <algorithm>
 #include <fmt/format.h>
@@ -9,8 +10,6 @@
 namespace baregpu::am::sdma {
 
 namespace {
-uint32_t lo(uint64_t v) { return static_cast<uint32_t>(v); }
-uint32_t hi(uint64_t v) { return static_cast<uint32_t>(v >> 32); }
 // HEADER: op bits 7:0, sub_op bits 15:8 (every SDMA_PKT_*_HEADER_op/sub_op shift).
 constexpr uint32_t header(uint32_t op, uint32_t sub_op) { return (op & 0xFF) | (sub_op & 0xFF) << 8; }
 void check_aligned(uint64_t address, uint64_t alignment, const char* what) {

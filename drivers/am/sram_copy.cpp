@@ -1,6 +1,7 @@
 #include "drivers/am/sram_copy.hpp"
 
 #include "base/error.hpp"
+#include "drivers/am/dwords.hpp"
 #include "drivers/am/page_table.hpp"
 #include "drivers/am/registers.hpp"
 #include "drivers/am/sdma_packets.hpp"
@@ -30,8 +31,6 @@ constexpr uint64_t kWindowVa = kVmStart + (uint64_t{2} << 30);
 constexpr std::chrono::seconds kDrainTimeout{10};
 
 uint64_t round_up(uint64_t v, uint64_t to) { return (v + to - 1) / to * to; }
-uint32_t lo(uint64_t v) { return static_cast<uint32_t>(v); }
-uint32_t hi(uint64_t v) { return static_cast<uint32_t>(v >> 32); }
 
 }  // namespace
 

@@ -30,7 +30,7 @@ constexpr uint32_t kRCuda32 = 1, kRCuda64 = 2, kRCudaG32 = 3, kRCudaG64 = 4, kRC
 
 constexpr uint64_t kImageAlign = 256;  // program and bank addresses are taken >> 8 by the QMD
 
-uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
 struct Record {
     uint8_t format;
@@ -108,7 +108,7 @@ Cubin Cubin::parse(std::span<const std::byte> elf, std::string name, uint32_t sm
     for (uint32_t i = 0; i < sections.size(); ++i) {
         const auto& s = sections[i];
         if (!(s.flags & kShfAlloc) || s.name.starts_with(".nv.constant0") || s.name.starts_with(".nv.shared")) continue;
-        offset = align_up(offset, std::max<uint64_t>(kImageAlign, s.addralign));
+        offset = round_up(offset, std::max<uint64_t>(kImageAlign, s.addralign));
         Piece piece{offset, {s.region.bytes.begin(), s.region.bytes.end()}, s.size};
         c.pieces_[i] = piece;
         if (s.name.starts_with(".nv.constant")) {
@@ -121,7 +121,7 @@ Cubin Cubin::parse(std::span<const std::byte> elf, std::string name, uint32_t sm
         }
         offset += s.size;
     }
-    c.image_size_ = align_up(offset, kImageAlign);
+    c.image_size_ = round_up(offset, kImageAlign);
 
     // Relocations of sections in the image.
     for (const auto& s : sections) {

@@ -10,7 +10,7 @@
 namespace baregpu::nv {
 namespace {
 template <typename T>
-void put(std::vector<std::byte>& b, size_t at, T v) {
+void put_at(std::vector<std::byte>& b, size_t at, T v) {
     std::memcpy(b.data() + at, &v, sizeof(T));
 }
 void put_bytes(std::vector<std::byte>& b, size_t at, std::span<const std::byte> v, size_t want, const char* field) {
@@ -24,20 +24,20 @@ constexpr uint32_t kMctpTypeVendorPci = 0x7e, kVendorNv = 0x10de;
 
 std::vector<std::byte> encode_fsp_cot_message(const FspCotPayload& p) {
     std::vector<std::byte> m(8 + kNvdmPayloadCotSize);
-    put<uint32_t>(m, 0, kMctpSom | kMctpEom);  // one packet: SOM and EOM, SEQ 0, TAG 0
-    put<uint32_t>(m, 4, kMctpTypeVendorPci | (kVendorNv << 8) | (uint32_t{kNvdmTypeCot} << 24));
+    put_at<uint32_t>(m, 0, kMctpSom | kMctpEom);  // one packet: SOM and EOM, SEQ 0, TAG 0
+    put_at<uint32_t>(m, 4, kMctpTypeVendorPci | (kVendorNv << 8) | (uint32_t{kNvdmTypeCot} << 24));
     const size_t b = 8;
-    put<uint16_t>(m, b + 0, p.version);
-    put<uint16_t>(m, b + 2, static_cast<uint16_t>(kNvdmPayloadCotSize));
-    put<uint64_t>(m, b + 4, p.gsp_fmc_sysmem_offset);
-    put<uint64_t>(m, b + 12, p.frts_sysmem_offset);
-    put<uint32_t>(m, b + 20, p.frts_sysmem_size);
-    put<uint64_t>(m, b + 24, p.frts_vidmem_offset);
-    put<uint32_t>(m, b + 32, p.frts_vidmem_size);
+    put_at<uint16_t>(m, b + 0, p.version);
+    put_at<uint16_t>(m, b + 2, static_cast<uint16_t>(kNvdmPayloadCotSize));
+    put_at<uint64_t>(m, b + 4, p.gsp_fmc_sysmem_offset);
+    put_at<uint64_t>(m, b + 12, p.frts_sysmem_offset);
+    put_at<uint32_t>(m, b + 20, p.frts_sysmem_size);
+    put_at<uint64_t>(m, b + 24, p.frts_vidmem_offset);
+    put_at<uint32_t>(m, b + 32, p.frts_vidmem_size);
     put_bytes(m, b + 36, p.hash384, 48, "hash384");
     put_bytes(m, b + 84, p.public_key, 384, "publicKey");
     put_bytes(m, b + 468, p.signature, 384, "signature");
-    put<uint64_t>(m, b + 852, p.gsp_boot_args_sysmem_offset);
+    put_at<uint64_t>(m, b + 852, p.gsp_boot_args_sysmem_offset);
     static_assert(8 + kNvdmPayloadCotSize <= kFspEmemChannelBytes);
     return m;
 }

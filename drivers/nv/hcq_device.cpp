@@ -19,7 +19,6 @@ namespace baregpu::nv {
 
 namespace {
 
-constexpr uint64_t kPage = 4096;
 // What a CTA may use on AD102 (sm_89): 1024 threads, 99 KiB of shared memory.
 constexpr uint32_t kMaxThreads = 1024, kMaxShared = 99 * 1024;
 
@@ -64,6 +63,7 @@ NvHcqDevice::NvHcqDevice(Token, std::unique_ptr<NvPlatform> platform, NvHcqOptio
                                                                            options_.compute_ring_bytes});
     copy_ = std::make_unique<ChannelQueue>(*this, ChannelQueue::Config{hcq::QueueKind::copy, "copy:0", options_.gpfifo_entries,
                                                                         options_.copy_ring_bytes});
+    peers_ = make_peer_window();
     Parts parts;
     parts.memory = this;
     parts.va_base = GpuVirtualAddress(kVaBase);
@@ -86,6 +86,7 @@ NvHcqDevice::~NvHcqDevice() {
     compute_->release();
     copy_->release();
     detach();
+    peers_.reset();  // unmaps through the platform's page tables, which go with it below
     platform_->detach();
     try {
         std::lock_guard lock(rm_mutex_);
@@ -170,6 +171,7 @@ bool NvHcqDevice::check_faults() noexcept {
     std::unique_lock lock(rm_mutex_, std::try_to_lock);
     if (!lock.owns_lock()) return false;
     try {
+        if (check_iommu_faults()) return true;
         std::optional<NvChannelError> error = platform_->poll_errors();
         if (!error) return false;
         const std::string& text = error->text;
@@ -183,7 +185,7 @@ bool NvHcqDevice::check_faults() noexcept {
             if (at != std::string::npos) {
                 const uint64_t va = std::strtoull(text.c_str() + at + 3, nullptr, 16);
                 for (auto u = unloaded_.rbegin(); u != unloaded_.rend(); ++u) {
-                    if (va >= (u->begin & ~(kPage - 1)) && va < u->end) {
+                    if (va >= (u->begin & ~(kSmallPage - 1)) && va < u->end) {
                         unloaded = fmt::format("a kernel launch found no program is loaded at {:#x}: kernel '{}' was unloaded and its "
                                                "code unmapped; ",
                                                va, u->kernel);

@@ -14,6 +14,7 @@
 #include "drivers/nv/gsp_boot.hpp"
 #include "drivers/nv/hcq_platform.hpp"
 #include "drivers/nv/rm_device.hpp"
+#include "drivers/pci/peer_window.hpp"
 #include "hcq/device.hpp"
 
 #include <map>
@@ -31,13 +32,14 @@ struct NvHcqOptions {
     uint64_t compute_ring_bytes = 1ull << 20;  // command rings, power of two (a launch takes >= 560 bytes)
     uint64_t copy_ring_bytes = 1ull << 20;
     uint64_t va_bytes = 64ull << 30;           // the HCQ VA window at kVaBase (below 2^40: GP entries, QMDs)
+    uint64_t peer_va_bytes = 64ull << 30;      // after it: where bus peers' memory is mapped (hcq_peer.cpp)
     uint64_t memory_bytes = 0;                 // what buffers may map at once; 0: the VRAM heap
     uint64_t staging_bytes = 2ull << 20;
     uint32_t staging_slots = 4;
     std::shared_ptr<void> keepalive;           // the simulated bus a sim-nv device sits on
 };
 
-class NvHcqDevice final : public hcq::Device, private hcq::MemoryBackend {
+class NvHcqDevice final : public hcq::Device, public pci::PeerMemoryExporter, private hcq::MemoryBackend {
     struct Token {};
 
 public:
@@ -69,7 +71,27 @@ public:
     // A program's code range that is going away (NvProgram's destructor).
     void program_unloaded(GpuVirtualAddress code, uint64_t size, const std::string& kernel) noexcept;
 
+    // Bus peers (hcq_peer.cpp): a peer's VRAM through its BAR and its host memory as SYS aperture
+    // pages in the peer window after the HCQ window; our VRAM exported to peers as BAR1. Only where
+    // the platform maps bus addresses (NvPlatform::peer_access: nvpci); elsewhere UnsupportedError.
+    GpuVirtualAddress map_bus_peer(hcq::Device& owner, GpuVirtualAddress address, uint64_t size) override;
+    void retire_bus_peer_mappings(uint64_t value) noexcept override {
+        if (peers_) peers_->retire(value);
+    }
+    pci::PciDevice& peer_pci() override;
+    unsigned peer_bar() const override { return 1; }
+    uint64_t peer_memory_bytes() const override;
+    std::vector<Segment> peer_segments(uint64_t va, uint64_t size) override;
+
 private:
+    void collect_retired(uint64_t completed) noexcept override {
+        if (peers_) peers_->collect(completed);
+    }
+    // nullptr where the platform has no peer access (nvk).
+    std::unique_ptr<pci::PeerWindow> make_peer_window();
+    NvPeerAccess& peer_access();
+    // A DMA the IOMMU refused fails the device naming the mapping (check_faults calls it).
+    bool check_iommu_faults();
     std::shared_ptr<hcq::Program> load_program_impl(std::span<const std::byte> code_object, std::string_view kernel) override;
     std::byte* map_memory(GpuVirtualAddress va, uint64_t size, uint64_t page_size, const hcq::BufferOptions& options) override;
     void unmap_memory(GpuVirtualAddress va, uint64_t size, std::byte* cpu) noexcept override;
@@ -90,6 +112,7 @@ private:
     std::vector<Unloaded> unloaded_;  // the most recent ones, under fault_mutex_
 
     std::unique_ptr<ChannelQueue> compute_, copy_;
+    std::unique_ptr<pci::PeerWindow> peers_;  // after the channels: they may still reach peers while stopping
 };
 
 }  // namespace baregpu::nv

@@ -12,13 +12,18 @@
 #include "base/address.hpp"
 #include "drivers/nv/rm_api.hpp"
 #include "drivers/nv/rm_device.hpp"
+#include "drivers/pci/peer_mapping.hpp"
 #include "hcq/memory.hpp"
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace baregpu::nv {
+
+// The GPU MMU's small page: the granule of every mapping both platforms make.
+inline constexpr uint64_t kSmallPage = 4096;
 
 // A channel error the platform learned of: the channel's work-submit token (what the doorbell
 // carries; GSP's chid) and the whole story the platform has (Xid, faulting VA when known).
@@ -26,6 +31,22 @@ struct NvChannelError {
     uint32_t token = 0;
     std::string text;
     size_t more = 0;  // further errors reported at the same time
+};
+
+// What bus peers (P2P DMA through BARs, drivers/pci/peer_window.hpp) need from a platform that
+// owns the GPU's page tables and VRAM. Calls come with NvHcqDevice's memory lock held.
+class NvPeerAccess {
+public:
+    virtual pci::PciDevice& pci() = 0;
+    virtual uint64_t vram_bytes() const = 0;
+    // [va, va + size) as SYS aperture (non-coherent) pages at bus address `bus`; and unmapped.
+    virtual void map_bus(GpuVirtualAddress va, uint64_t bus, uint64_t size) = 0;
+    virtual void unmap_bus(GpuVirtualAddress va, uint64_t size) noexcept = 0;
+    // Where [va, va + size) of our own mapped memory lives: VRAM (BAR1 offsets) or host bytes.
+    virtual std::vector<pci::PeerMemoryExporter::Segment> segments(uint64_t va, uint64_t size) = 0;
+
+protected:
+    ~NvPeerAccess() = default;
 };
 
 class NvPlatform {
@@ -65,6 +86,9 @@ public:
     virtual std::optional<NvChannelError> poll_errors() = 0;
     // Everything reported so far counts as seen (recover()).
     virtual void forget_errors() = 0;
+    // Bus peers, where the platform can map foreign bus addresses: nvpci (our page tables); not nvk,
+    // where nvidia.ko owns the page tables and maps no bus address it did not allocate.
+    virtual NvPeerAccess* peer_access() { return nullptr; }
 };
 
 }  // namespace baregpu::nv

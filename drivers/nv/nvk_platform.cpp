@@ -13,7 +13,6 @@ namespace baregpu::nv {
 
 namespace {
 
-constexpr uint64_t kPage = 4096;
 // clc361.h: the usermode region (NVC361_NV_USERMODE__SIZE) and NOTIFY_CHANNEL_PENDING in it.
 constexpr uint64_t kUsermodeBytes = 0x10000, kNotifyChannelPending = 0x90;
 // NVOS33_FLAGS_CACHING_TYPE (nvos.h): UNCACHED for the doorbell and uncached buffers, else WRITECOMBINED.
@@ -21,7 +20,7 @@ constexpr uint32_t kCachingUncached = 1, kCachingWriteCombined = 2;
 // nvgputypes.h NvNotification: info32 at 8, info16 at 12, status at 14 (written last by RM).
 constexpr size_t kInfo32 = 8, kInfo16 = 12, kStatus = 14;
 
-uint64_t page_round(uint64_t size) { return (size + kPage - 1) & ~(kPage - 1); }
+uint64_t page_round(uint64_t size) { return (size + kSmallPage - 1) & ~(kSmallPage - 1); }
 
 // nverror.h ROBUST_CHANNEL_* for the Xids drivers meet most.
 const char* xid_name(uint32_t xid) {
@@ -52,7 +51,7 @@ NvkPlatform::~NvkPlatform() {
     for (auto& [va, m] : mappings_) {
         if (m.host) ::munmap(m.cpu, m.bytes);
     }
-    for (Notifier& n : notifiers_) ::munmap(n.page, kPage);
+    for (Notifier& n : notifiers_) ::munmap(n.page, kSmallPage);
     if (kmsg_fd_ >= 0) files_.close(kmsg_fd_);
 }
 
@@ -96,7 +95,7 @@ std::byte* NvkPlatform::map(GpuVirtualAddress va, uint64_t size, const hcq::Buff
             m.cpu = static_cast<std::byte*>(p);
             m.memory = nvk_->alloc_os_descriptor(rm_->device(), p, bytes);
         } else {
-            m.memory = rm_->alloc_vram(bytes, kPage);
+            m.memory = rm_->alloc_vram(bytes, kSmallPage);
         }
         nvk_->map_memory_dma(rm_->device(), rm_->virtual_memory(), m.memory, 0, bytes, va.value(), false);
         if (!options.host && options.cpu_access) {
@@ -144,14 +143,14 @@ void NvkPlatform::ring_doorbell(uint32_t token) {
 }
 
 NvHandle NvkPlatform::new_error_notifier() {
-    void* p = ::mmap(nullptr, kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void* p = ::mmap(nullptr, kSmallPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) throw Error(name(), fmt::format("mmap of an error notifier page failed: {}", std::strerror(errno)));
     Notifier n;
     n.page = static_cast<std::byte*>(p);
     try {
-        n.memory = nvk_->alloc_os_descriptor(rm_->device(), p, kPage);
+        n.memory = nvk_->alloc_os_descriptor(rm_->device(), p, kSmallPage);
     } catch (...) {
-        ::munmap(p, kPage);
+        ::munmap(p, kSmallPage);
         throw;
     }
     notifiers_.push_back(n);

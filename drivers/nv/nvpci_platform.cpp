@@ -12,7 +12,7 @@ namespace baregpu::nv {
 
 namespace {
 
-constexpr uint64_t kPage = 4096, k2M = 2ull << 20;
+constexpr uint64_t k2M = 2ull << 20;
 // NV_VIRTUAL_FUNCTION_DOORBELL (tu102/dev_vm.h: VF window 0xb80000 + 0x30090; clc361.h NOTIFY_CHANNEL_PENDING).
 constexpr uint32_t kDoorbell = 0xbb0090;
 // VRAM the driver hands out: above the 2 MiB boot arena GSP's boot used (gsp_boot.cpp), below GSP-RM's
@@ -61,7 +61,7 @@ void NvpciPlatform::attach(RmDevice& rm) {
     // Our page directory for the VA space, before any channel (research A.3 step 10).
     const MmuGeometry& g = mmu_geometry(MmuVersion::v2);
     const unsigned root_shift = g.levels[0].shift;
-    rm.copy_server_reserved_pdes(pt_->root(), kPage, static_cast<uint8_t>(root_shift), 0, (uint64_t{1} << root_shift) - 1);
+    rm.copy_server_reserved_pdes(pt_->root(), kSmallPage, static_cast<uint8_t>(root_shift), 0, (uint64_t{1} << root_shift) - 1);
 }
 
 void NvpciPlatform::detach() noexcept {}
@@ -131,6 +131,29 @@ std::optional<NvChannelError> NvpciPlatform::poll_errors() {
 void NvpciPlatform::forget_errors() {
     gsp_->rpc().poll_events();
     errors_seen_ = gsp_->rpc().events().os_errors.size();
+}
+
+// Bus peers. A peer's BAR behind the IOMMU is reached like system memory, non-coherent (nothing
+// to snoop); the PEER aperture is for NVLink and NVIDIA-to-NVIDIA BAR1 mailboxes.
+uint64_t NvpciPlatform::vram_bytes() const { return gsp_->vram_bytes(); }
+
+void NvpciPlatform::map_bus(GpuVirtualAddress va, uint64_t bus, uint64_t size) {
+    pt_->map(va, bus, size, PteAttributes{.aperture = Aperture::sys_noncoherent, .volatile_ = true});
+}
+
+void NvpciPlatform::unmap_bus(GpuVirtualAddress va, uint64_t size) noexcept {
+    try {
+        pt_->unmap(va, size);
+    } catch (const std::exception&) {
+    }
+}
+
+std::vector<pci::PeerMemoryExporter::Segment> NvpciPlatform::segments(uint64_t va, uint64_t size) {
+    return pci::exported_segments(mappings_, va, size, name_, [](const Mapping& m) {
+        std::vector<std::pair<uint64_t, uint64_t>> pieces;
+        for (const VramBlock& b : m.vram.blocks) pieces.emplace_back(b.offset, b.size);
+        return pieces;
+    });
 }
 
 }  // namespace baregpu::nv

@@ -20,7 +20,7 @@
 
 namespace baregpu::nv {
 
-class NvpciPlatform final : public NvPlatform {
+class NvpciPlatform final : public NvPlatform, private NvPeerAccess {
 public:
     // Throws UnsupportedError when BAR1 does not show all of VRAM or the link cannot DMA to host memory.
     NvpciPlatform(std::unique_ptr<pci::PciDevice> pci, std::unique_ptr<GspDevice> gsp, std::string name);
@@ -40,6 +40,14 @@ public:
     void ring_doorbell(uint32_t token) override;
     std::optional<NvChannelError> poll_errors() override;
     void forget_errors() override;
+    NvPeerAccess* peer_access() override { return this; }
+
+    // NvPeerAccess (hcq_peer.cpp): VRAM through BAR1 (which shows all of it, checked at open).
+    pci::PciDevice& pci() override { return *pci_; }
+    uint64_t vram_bytes() const override;
+    void map_bus(GpuVirtualAddress va, uint64_t bus, uint64_t size) override;
+    void unmap_bus(GpuVirtualAddress va, uint64_t size) noexcept override;
+    std::vector<pci::PeerMemoryExporter::Segment> segments(uint64_t va, uint64_t size) override;
 
 private:
     std::byte* map_host(GpuVirtualAddress va, uint64_t size);

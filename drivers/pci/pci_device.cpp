@@ -134,4 +134,42 @@ UniqueFd PciDevice::make_eventfd(const std::string& device) {
 #endif
 }
 
+// ---- peer-to-peer ----
+
+std::optional<std::string> PciDevice::peer_refusal(PciDevice& owner) {
+    if (&owner == this) return std::string("a device does not reach its own BAR as a peer");
+    if (owner.backend() == "usb") {
+        return fmt::format("no peer access: {} sits behind a USB bridge, whose BARs are reached only through the bridge's own "
+                           "transfers; peer-to-peer DMA needs both devices on PCIe", owner.name());
+    }
+    if (owner.backend() != backend()) {
+        return fmt::format("{} is driven through {} and {} through {}: the two are not on one bus this process can map", name_,
+                           backend(), owner.name(), owner.backend());
+    }
+    return std::nullopt;
+}
+
+std::unique_ptr<BusMapping> PciDevice::map_peer_bar(PciDevice& owner, unsigned bar, uint64_t offset, uint64_t size) {
+    if (std::optional<std::string> why = peer_refusal(owner)) {
+        throw UnsupportedError(name_, fmt::format("cannot reach BAR{} of {}: {}", bar, owner.name(), *why));
+    }
+    const BarInfo& info = owner.bar_info(bar);
+    if (!info.is_memory()) throw UnsupportedError(name_, fmt::format("cannot reach {} of {}: not a memory BAR", info.describe(), owner.name()));
+    if (size == 0 || offset > info.size || size > info.size - offset) {
+        throw UnsupportedError(name_, fmt::format("small BAR: [{:#x}, {:#x}) is outside BAR{} of {} ({}); a peer reaches only what "
+                                                  "the BAR decodes",
+                                                  offset, offset + size, bar, owner.name(), format_size(info.size)));
+    }
+    return map_peer_bar_impl(owner, bar, offset, size);
+}
+
+std::unique_ptr<BusMapping> PciDevice::map_peer_bar_impl(PciDevice& owner, unsigned bar, uint64_t, uint64_t) {
+    throw UnsupportedError(name_, fmt::format("cannot reach BAR{} of {}: the {} backend has no peer mappings", bar, owner.name(), backend()));
+}
+
+std::unique_ptr<BusMapping> PciDevice::map_foreign_host(std::span<std::byte> memory) {
+    throw UnsupportedError(name_, fmt::format("cannot map {} of another device's host memory: the {} backend has no peer mappings",
+                                              format_size(memory.size()), backend()));
+}
+
 }  // namespace baregpu::pci

@@ -8,6 +8,7 @@
 #include "drivers/pci/dma_buffer.hpp"
 #include "drivers/pci/mmio_region.hpp"
 #include "drivers/pci/pci_address.hpp"
+#include "drivers/pci/peer_mapping.hpp"
 
 #include <array>
 #include <chrono>
@@ -37,6 +38,13 @@ struct LinkCapabilities {
         uint64_t host_granule = 1;  // dma_window_write/read start on a multiple of this from the window's base
     };
     std::vector<Window> dma_windows;
+};
+
+// One DMA of the device the IOMMU refused (no mapping at that IOVA).
+struct IommuFaultRecord {
+    BusAddress address;
+    uint64_t length = 0;
+    bool write = false;
 };
 
 struct PciIdentity {
@@ -128,6 +136,23 @@ public:
     // Throws DeviceLostError when config space reads all-ones (surprise removal, link down).
     void check_alive();
 
+    // Peer-to-peer DMA (peer_mapping.hpp). Makes [offset, offset + size) of `owner`'s memory BAR
+    // `bar` a DMA target of this device and returns where this device reaches it (an IOVA, or the
+    // BAR's bus address where nothing translates). The caller owns the mapping; `owner` must
+    // outlive it. Throws UnsupportedError naming the reason when the platform cannot: peer_refusal,
+    // a range past the BAR's end, a backend without peer mappings.
+    std::unique_ptr<BusMapping> map_peer_bar(PciDevice& owner, unsigned bar, uint64_t offset, uint64_t size);
+    // Host memory another device allocated (a peer's signals), made a DMA target of this device.
+    // `memory` (page aligned) must stay mapped while the BusMapping lives. The base class refuses.
+    virtual std::unique_ptr<BusMapping> map_foreign_host(std::span<std::byte> memory);
+    // Why this device cannot DMA into `owner`'s BARs, nullopt when it can. The base class refuses
+    // across backends and for itself; backends add their topology rules.
+    virtual std::optional<std::string> peer_refusal(PciDevice& owner);
+    // The device's DMAs the IOMMU refused since the last call, where the platform tells us: the
+    // simulated bus does. VFIO type1 does not (the host kernel logs them: AMD-Vi IO_PAGE_FAULT,
+    // DMAR fault), so real backends return none and a refused posted write shows only as lost data.
+    virtual std::vector<IommuFaultRecord> take_iommu_faults() { return {}; }
+
 protected:
     PciDevice(std::string name, PciAddress address);
 
@@ -135,6 +160,8 @@ protected:
     void set_bar_infos(const std::array<BarInfo, kBarCount>& bars) { bars_ = bars; }
     // Backend hook: map BAR `index` (a memory BAR, checked by bar()).
     virtual MmioRegion map_bar(unsigned index) = 0;
+    // Backend hook for map_peer_bar once the common checks passed. The base class refuses.
+    virtual std::unique_ptr<BusMapping> map_peer_bar_impl(PciDevice& owner, unsigned bar, uint64_t offset, uint64_t size);
 
     std::vector<UniqueFd>& irq_fds() { return irq_fds_; }
     void set_warning(std::string text) { warning_ = std::move(text); }

@@ -48,8 +48,10 @@ void store_word(std::byte* at, unsigned width, uint64_t value) {
 }  // namespace
 
 std::string IommuFault::describe() const {
-    return fmt::format("{}: IOMMU fault: device {} of {} bytes at IOVA {} hit no mapping", device,
-                       write ? "write" : "read", length, address.hex());
+    std::string text = fmt::format("{}: IOMMU fault: device {} of {} bytes at IOVA {} hit no mapping", device,
+                                   write ? "write" : "read", length, address.hex());
+    if (!missing_peer_mapping.empty()) text += fmt::format(" (the missing mapping: peer {})", missing_peer_mapping);
+    return text;
 }
 
 std::string ProtocolViolation::describe() const {
@@ -61,8 +63,9 @@ IommuDomain::IommuDomain()
     // MSI window; 48 bits like a 4-level VT-d page table.
     : iova({{0x1000, kMsiWindowStart}, {kMsiWindowEnd, uint64_t{1} << 48}}) {}
 
-bool IommuDomain::translate(uint64_t address, uint64_t length, std::vector<std::span<std::byte>>& out) {
+bool IommuDomain::translate(uint64_t address, uint64_t length, std::vector<std::span<std::byte>>& out, bool* peer) {
     out.clear();
+    if (peer) *peer = false;
     uint64_t at = address;
     uint64_t left = length;
     while (left > 0) {
@@ -73,6 +76,7 @@ bool IommuDomain::translate(uint64_t address, uint64_t length, std::vector<std::
         if (offset >= it->second.size) return false;
         uint64_t n = std::min(left, it->second.size - offset);
         out.emplace_back(it->second.host + offset, n);
+        if (peer && !it->second.peer.empty()) *peer = true;
         at += n;
         left -= n;
     }
@@ -446,9 +450,17 @@ void SimBus::Function::clear_interrupt_routes() {
 // ---- DMA -------------------------------------------------------------------------------
 
 void SimBus::Function::record_iommu_fault(uint64_t fault_address, uint64_t length, bool write) {
+    // Called with iommu->mutex held.
+    std::string missing;
+    auto it = iommu->dropped.upper_bound(fault_address);
+    if (it != iommu->dropped.begin() && fault_address - std::prev(it)->first < std::prev(it)->second.size) {
+        --it;
+        missing = fmt::format("{} at IOVA {:#x}+{:#x}", it->second.peer, it->first, it->second.size);
+    }
     counters.iommu_faults.fetch_add(1, std::memory_order_relaxed);
     std::lock_guard lock(bus.mutex_);
-    bus.iommu_faults_.push_back({name, BusAddress(fault_address), length, write});
+    bus.iommu_faults_.push_back({name, BusAddress(fault_address), length, write, std::move(missing)});
+    if (unread_iommu_faults.size() < 64) unread_iommu_faults.push_back({BusAddress(fault_address), length, write});
 }
 
 bool SimBus::Function::dma(uint64_t dma_address, uint64_t length, bool write,
@@ -460,12 +472,15 @@ bool SimBus::Function::dma(uint64_t dma_address, uint64_t length, bool write,
                   "Command register bit 2", "PCI Local Bus Spec 3.0 6.2.2: a function may not master the bus");
         return false;
     }
-    charge(bus.transport_.dma_setup_ns + static_cast<uint64_t>(static_cast<double>(length) /
-                                                               bus.transport_.dma_bytes_per_ns));
+    const uint64_t link_ns =
+        bus.transport_.dma_setup_ns + static_cast<uint64_t>(static_cast<double>(length) / bus.transport_.dma_bytes_per_ns);
+    charge(link_ns);
+    counters.dma_ns.fetch_add(link_ns, std::memory_order_relaxed);
     std::vector<std::span<std::byte>> segments;
+    bool peer = false;
     {
         std::lock_guard lock(iommu->mutex);
-        if (!range_within(dma_address, length, ~uint64_t{0}) || !iommu->translate(dma_address, length, segments)) {
+        if (!range_within(dma_address, length, ~uint64_t{0}) || !iommu->translate(dma_address, length, segments, &peer)) {
             record_iommu_fault(dma_address, length, write);
             return false;
         }
@@ -475,7 +490,11 @@ bool SimBus::Function::dma(uint64_t dma_address, uint64_t length, bool write,
             done += seg.size();
         }
     }
-    if (write) {
+    if (peer) {
+        // Into another function's BAR: peer-to-peer, not host memory.
+        (write ? counters.peer_writes : counters.peer_reads).fetch_add(1, std::memory_order_relaxed);
+        (write ? counters.peer_bytes_written : counters.peer_bytes_read).fetch_add(length, std::memory_order_relaxed);
+    } else if (write) {
         counters.dma_writes.fetch_add(1, std::memory_order_relaxed);
         counters.dma_bytes_written.fetch_add(length, std::memory_order_relaxed);
     } else {
@@ -568,7 +587,9 @@ Counters SimBus::counters(PciAddress address) const {
                     get(c.mmio_writes),       get(c.mmio_bytes_read),   get(c.mmio_bytes_written),
                     get(c.dma_reads),         get(c.dma_writes),        get(c.dma_bytes_read),
                     get(c.dma_bytes_written), get(c.interrupts_delivered), get(c.interrupts_dropped),
-                    get(c.completion_timeouts), get(c.iommu_faults),    get(c.modelled_ns)};
+                    get(c.completion_timeouts), get(c.iommu_faults),    get(c.modelled_ns),
+                    get(c.peer_reads),        get(c.peer_writes),       get(c.peer_bytes_read),
+                    get(c.peer_bytes_written), get(c.dma_ns)};
 }
 
 void SimBus::reset_counters(PciAddress address) {
@@ -576,7 +597,8 @@ void SimBus::reset_counters(PciAddress address) {
     for (std::atomic<uint64_t>* v :
          {&c.config_reads, &c.config_writes, &c.mmio_reads, &c.mmio_writes, &c.mmio_bytes_read, &c.mmio_bytes_written,
           &c.dma_reads, &c.dma_writes, &c.dma_bytes_read, &c.dma_bytes_written, &c.interrupts_delivered,
-          &c.interrupts_dropped, &c.completion_timeouts, &c.iommu_faults, &c.modelled_ns}) {
+          &c.interrupts_dropped, &c.completion_timeouts, &c.iommu_faults, &c.modelled_ns, &c.peer_reads, &c.peer_writes,
+          &c.peer_bytes_read, &c.peer_bytes_written, &c.dma_ns}) {
         v->store(0, std::memory_order_relaxed);
     }
 }
@@ -596,6 +618,22 @@ void SimBus::inject(PciAddress address, Fault fault) {
             break;
         }
     }
+}
+
+size_t SimBus::drop_peer_mappings(PciAddress address) {
+    Function& f = function(address);
+    std::lock_guard lock(f.iommu->mutex);
+    size_t dropped = 0;
+    for (auto it = f.iommu->mappings.begin(); it != f.iommu->mappings.end();) {
+        if (it->second.peer.empty()) {
+            ++it;
+            continue;
+        }
+        f.iommu->dropped.insert_or_assign(it->first, it->second);
+        it = f.iommu->mappings.erase(it);
+        ++dropped;
+    }
+    return dropped;
 }
 
 void SimBus::clear_faults(PciAddress address) {

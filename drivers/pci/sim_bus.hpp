@@ -28,7 +28,7 @@ struct Counters {
     uint64_t mmio_writes = 0;
     uint64_t mmio_bytes_read = 0;
     uint64_t mmio_bytes_written = 0;
-    uint64_t dma_reads = 0;  // device-initiated transfers from host memory
+    uint64_t dma_reads = 0;  // device-initiated transfers from host memory (peer BARs not included)
     uint64_t dma_writes = 0;
     uint64_t dma_bytes_read = 0;
     uint64_t dma_bytes_written = 0;
@@ -37,6 +37,13 @@ struct Counters {
     uint64_t completion_timeouts = 0;
     uint64_t iommu_faults = 0;
     uint64_t modelled_ns = 0;  // link time spent by this function's transactions
+    // Device-initiated transfers that landed in another function's BAR through a peer mapping
+    // (PciDevice::map_peer_bar): reads from / writes into the peer's memory, not host memory.
+    uint64_t peer_reads = 0;
+    uint64_t peer_writes = 0;
+    uint64_t peer_bytes_read = 0;
+    uint64_t peer_bytes_written = 0;
+    uint64_t dma_ns = 0;  // the part of modelled_ns spent on device-initiated transfers (host and peer)
 };
 
 struct IommuFault {
@@ -44,6 +51,8 @@ struct IommuFault {
     BusAddress address;
     uint64_t length = 0;
     bool write = false;  // device write to host memory
+    // What the IOVA was, when it was a peer mapping that is gone (SimBus::drop_peer_mappings).
+    std::string missing_peer_mapping;
     std::string describe() const;
 };
 
@@ -101,6 +110,10 @@ public:
     uint64_t now_ns() const { return clock_ns_.load(std::memory_order_relaxed); }
 
     void inject(PciAddress address, Fault fault);
+    // Removes every peer mapping (PciDevice::map_peer_bar) from the function's IOMMU domain behind
+    // its driver's back, as a platform that tears down a peer's mapping would: the next DMA through
+    // one faults, and the fault names the mapping that was there. Returns how many went.
+    size_t drop_peer_mappings(PciAddress address);
     void clear_faults(PciAddress address);
 
     // Everything models reported, oldest first; and the IOMMU faults.

@@ -21,14 +21,18 @@ struct IommuDomain {
     struct Mapping {
         uint64_t size;
         std::byte* host;
+        // A peer's BAR ("BAR0+0x0 of sim:0000:00:02.0 (bus address 0x4000000000)"); empty for host memory.
+        std::string peer = {};
     };
     std::mutex mutex;
     std::map<uint64_t, Mapping> mappings;  // iova -> mapping
+    std::map<uint64_t, Mapping> dropped;  // peer mappings SimBus::drop_peer_mappings removed, for fault messages
     IovaAllocator iova;
 
     IommuDomain();
-    // Host bytes for [address, address + length), or false if any byte is unmapped.
-    bool translate(uint64_t address, uint64_t length, std::vector<std::span<std::byte>>& out);
+    // Host bytes for [address, address + length), or false if any byte is unmapped. *peer: whether
+    // any of them is a peer's BAR rather than host memory.
+    bool translate(uint64_t address, uint64_t length, std::vector<std::span<std::byte>>& out, bool* peer = nullptr);
 };
 
 struct SimBus::Function final : SimPort {
@@ -73,11 +77,13 @@ struct SimBus::Function final : SimPort {
     std::array<std::vector<std::byte>, kBarCount> owned_memory;  // Memory BARs without BarSpec::storage
     std::shared_ptr<IommuDomain> iommu = std::make_shared<IommuDomain>();
     std::atomic<bool> opened{false};
+    std::vector<IommuFaultRecord> unread_iommu_faults;  // under bus.mutex_, for the opener (take_iommu_faults)
 
     struct LiveCounters {
         std::atomic<uint64_t> config_reads{0}, config_writes{0}, mmio_reads{0}, mmio_writes{0}, mmio_bytes_read{0},
             mmio_bytes_written{0}, dma_reads{0}, dma_writes{0}, dma_bytes_read{0}, dma_bytes_written{0},
-            interrupts_delivered{0}, interrupts_dropped{0}, completion_timeouts{0}, iommu_faults{0}, modelled_ns{0};
+            interrupts_delivered{0}, interrupts_dropped{0}, completion_timeouts{0}, iommu_faults{0}, modelled_ns{0}, peer_reads{0},
+            peer_writes{0}, peer_bytes_read{0}, peer_bytes_written{0}, dma_ns{0};
     } counters;
 
 private:

@@ -79,6 +79,41 @@ public:
                                            });
     }
 
+    // Peer-to-peer on the simulated bus: the peer's BAR bytes mapped into this function's IOMMU
+    // domain at an IOVA of ours, as VFIO_IOMMU_MAP_DMA of a BAR mmap does on a real host; the
+    // bus counts what lands there as peer traffic, not host DMA. Functions on different SimBus
+    // objects are behind different (simulated) root complexes and refused.
+    std::optional<std::string> peer_refusal(PciDevice& owner) override {
+        if (auto why = PciDevice::peer_refusal(owner)) return why;
+        auto* peer = dynamic_cast<SimPciDevice*>(&owner);
+        if (peer == nullptr || &peer->function_.bus != &function_.bus) {
+            return fmt::format("{} and {} are behind different root complexes (two simulated buses) with no ACS peer forwarding "
+                               "between them; open both on one bus (the URI option bus=<name>)",
+                               name(), owner.name());
+        }
+        return std::nullopt;
+    }
+
+    std::unique_ptr<BusMapping> map_peer_bar_impl(PciDevice& owner, unsigned bar, uint64_t offset, uint64_t size) override {
+        auto& peer = static_cast<SimPciDevice&>(owner);
+        std::span<std::byte> memory = peer.function_.memory[bar];
+        if (memory.empty()) {
+            throw UnsupportedError(name(), fmt::format("no peer access: BAR{} of {} holds registers, not memory", bar, owner.name()));
+        }
+        return map_into_iommu(memory.subspan(offset, size),
+                              fmt::format("BAR{}+{:#x} of {} (bus address {:#x})", bar, offset, owner.name(),
+                                          owner.bar_info(bar).bus_base + offset));
+    }
+
+    std::vector<IommuFaultRecord> take_iommu_faults() override {
+        std::lock_guard lock(function_.bus.mutex_);
+        return std::exchange(function_.unread_iommu_faults, {});
+    }
+
+    std::unique_ptr<BusMapping> map_foreign_host(std::span<std::byte> memory) override {
+        return map_into_iommu(memory, {});
+    }
+
     void enable_interrupts(InterruptKind kind, unsigned vectors) override {
         function_.check_not_gone("enable interrupts");
         if (interrupt_vectors() != 0) disable_interrupts();
@@ -149,6 +184,29 @@ protected:
     }
 
 private:
+    // `peer` names a peer BAR; empty for host memory.
+    std::unique_ptr<BusMapping> map_into_iommu(std::span<std::byte> memory, std::string peer) {
+        function_.check_not_gone("peer mapping");
+        std::shared_ptr<IommuDomain> iommu = function_.iommu;
+        const uint64_t bytes = align_up(memory.size(), uint64_t{4096}).value_or(0);
+        uint64_t iova;
+        {
+            std::lock_guard lock(iommu->mutex);
+            // 2 MiB aligned, so a GPU maps the alias with its large leaves.
+            auto got = iommu->iova.allocate(bytes, 2ull << 20, dma_address_limit());
+            if (!got) throw Error(name(), fmt::format("no free IOVA range of {} for a peer mapping", format_size(bytes)));
+            iova = *got;
+            iommu->mappings.emplace(iova, IommuDomain::Mapping{memory.size(), memory.data(), peer});
+        }
+        std::string what = peer.empty() ? fmt::format("{} of host memory", format_size(memory.size())) : peer;
+        return std::make_unique<BusMapping>(BusAddress(iova), memory.size(), std::move(what), [iommu, iova, bytes] {
+            std::lock_guard lock(iommu->mutex);
+            iommu->mappings.erase(iova);
+            iommu->dropped.erase(iova);
+            iommu->iova.free(iova, bytes);
+        });
+    }
+
     struct BarHandler final : MmioHandler {
         BarHandler() = default;
         BarHandler(SimPciDevice* d, unsigned b) : device(d), bar(b) {}

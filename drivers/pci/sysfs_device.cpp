@@ -29,7 +29,7 @@ class SysfsPciDevice final : public PciDevice {
 public:
     SysfsPciDevice(PciAddress address, const OpenOptions& options, DeviceLock lock)
         : PciDevice(address.to_string(), address), lock_(std::move(lock)),
-          dir_(kfile::pci_device_dir(options.sysfs_root, address)), proc_root_(options.proc_root) {
+          dir_(kfile::pci_device_dir(options.sysfs_root, address)), proc_root_(options.proc_root), sysfs_root_(options.sysfs_root) {
         if (::geteuid() != 0) {
             throw UnsupportedError(name(), "the sysfs backend needs root: it maps BARs through resourceN, writes config "
                                            "space beyond 64 bytes and reads physical addresses from /proc/self/pagemap "
@@ -114,6 +114,18 @@ public:
         }
     }
 
+    // Without an IOMMU a peer's BAR is reached at its bus address (the `resource` file's start).
+    std::optional<std::string> peer_refusal(PciDevice& owner) override {
+        if (auto why = PciDevice::peer_refusal(owner)) return why;
+        return sysfs_peer_refusal(sysfs_root_, address(), owner.address());
+    }
+
+    std::unique_ptr<BusMapping> map_peer_bar_impl(PciDevice& owner, unsigned bar, uint64_t offset, uint64_t size) override {
+        const uint64_t bus = owner.bar_info(bar).bus_base + offset;
+        return std::make_unique<BusMapping>(BusAddress(bus), size,
+                                            fmt::format("BAR{}+{:#x} of {} (bus address {:#x})", bar, offset, owner.name(), bus), nullptr);
+    }
+
     std::unique_ptr<DmaBuffer> alloc_dma(uint64_t size, PageSize page_size) override {
         return alloc_physical_dma(name(), proc_root_, size, page_size, dma_address_limit());
     }
@@ -180,6 +192,7 @@ private:
     DeviceLock lock_;  // first member: released last
     std::string dir_;
     std::string proc_root_;
+    std::string sysfs_root_;
     UniqueFd config_;
     uint16_t config_size_ = 0;
     bool enabled_by_us_ = false;

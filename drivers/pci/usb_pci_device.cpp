@@ -59,6 +59,10 @@ public:
     }
 
     std::string_view backend() const override { return "usb"; }
+    std::optional<std::string> peer_refusal(PciDevice& owner) override {
+        return fmt::format("no peer access: {} sits behind a USB bridge, which forwards only its own transfers (DMA into the bridge's "
+                           "SRAM); peer-to-peer DMA with {} needs both devices on PCIe", name(), owner.name());
+    }
     uint16_t config_size() const override { return cfg::kConfigSizeExtended; }
 
     uint32_t config_read(uint16_t offset, unsigned width) override {

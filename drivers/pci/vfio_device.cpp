@@ -41,7 +41,7 @@ public:
     VfioPciDevice(PciAddress address, VfioHandle handle, const OpenOptions& options, DeviceLock lock)
         : PciDevice(address.to_string(), address), lock_(std::move(lock)),
           dma_(std::make_shared<VfioDmaState>(std::move(handle.iommu))), device_(std::move(handle.device)),
-          proc_root_(options.proc_root) {
+          proc_root_(options.proc_root), sysfs_root_(options.sysfs_root) {
         vfio_device_info info{};
         info.argsz = sizeof info;
         if (vfio_ioctl(device_.get(), VFIO_DEVICE_GET_INFO, &info) != 0) {
@@ -162,6 +162,38 @@ public:
                                            });
     }
 
+    // Peer-to-peer through the IOMMU: VFIO_IOMMU_MAP_DMA (type1, include/uapi/linux/vfio.h) of the
+    // peer's BAR mmap at an IOVA of ours. The type1 driver resolves a VM_PFNMAP vaddr to the BAR's
+    // physical pages (vfio_iommu_type1.c, vaddr_get_pfns: follow_fault_pfn), which is how QEMU gives
+    // one assigned device another's BAR. iommufd's IOMMU_IOAS_MAP wants struct pages and refuses a
+    // BAR mmap on kernels without dma-buf import (EFAULT), and the error says so. tests/qemu runs it on
+    // a real kernel (edu reading NVMe's BAR0); two GPUs behind VFIO were not available (TESTING.md 4).
+    std::optional<std::string> peer_refusal(PciDevice& owner) override {
+        if (auto why = PciDevice::peer_refusal(owner)) return why;
+        return sysfs_peer_refusal(sysfs_root_, address(), owner.address());
+    }
+
+    std::unique_ptr<BusMapping> map_peer_bar_impl(PciDevice& owner, unsigned bar, uint64_t offset, uint64_t size) override {
+        const BarInfo& info = owner.bar_info(bar);
+        const std::string what = fmt::format("BAR{}+{:#x} of {} (bus address {:#x})", bar, offset, owner.name(), info.bus_base + offset);
+        if (dma_->iommu->noiommu()) {
+            // Nothing translates: the device puts the BAR's bus address on the wire.
+            return std::make_unique<BusMapping>(BusAddress(info.bus_base + offset), size, what, nullptr);
+        }
+        volatile std::byte* mapped = owner.bar(bar).direct();
+        if (mapped == nullptr) {
+            throw UnsupportedError(name(), fmt::format("cannot reach {}: the BAR cannot be mmapped (no VFIO_REGION_INFO_FLAG_MMAP), "
+                                                       "so there is nothing to hand VFIO_IOMMU_MAP_DMA", what));
+        }
+        std::span<std::byte> memory(const_cast<std::byte*>(mapped) + offset, size);
+        return map_into_iommu(memory, what);
+    }
+
+    std::unique_ptr<BusMapping> map_foreign_host(std::span<std::byte> memory) override {
+        if (dma_->iommu->noiommu()) return PciDevice::map_foreign_host(memory);
+        return map_into_iommu(memory, fmt::format("{} of host memory at {}", format_size(memory.size()), static_cast<void*>(memory.data())));
+    }
+
     void enable_interrupts(InterruptKind kind, unsigned vectors) override {
         if (irq_index_) disable_interrupts();  // VFIO enables one index at a time
         if (vectors == 0) throw Error(name(), "asked to enable 0 interrupt vectors");
@@ -264,6 +296,36 @@ protected:
     }
 
 private:
+    std::unique_ptr<BusMapping> map_into_iommu(std::span<std::byte> memory, const std::string& what) {
+        const uint64_t page = dma_->iommu->iova_page_size();
+        if (reinterpret_cast<uintptr_t>(memory.data()) % page != 0 || memory.size() % page != 0) {
+            throw Error(name(), fmt::format("cannot map {} into the IOMMU: not aligned to its {} pages", what, format_size(page)));
+        }
+        std::shared_ptr<VfioDmaState> dma = dma_;
+        uint64_t iova;
+        {
+            std::lock_guard guard(dma->mutex);
+            auto got = dma->iova.allocate(memory.size(), std::max<uint64_t>(page, 2ull << 20), dma_address_limit());
+            if (!got) throw Error(name(), fmt::format("no free IOVA range of {} for {}", format_size(memory.size()), what));
+            iova = *got;
+        }
+        try {
+            dma->iommu->map_dma(memory, iova);
+        } catch (const Error& e) {
+            std::lock_guard guard(dma->mutex);
+            dma->iova.free(iova, memory.size());
+            throw UnsupportedError(name(), fmt::format("no peer access to {}: {} refused the mapping: {}", what, dma->iommu->describe(),
+                                                       e.what()));
+        }
+        const uint64_t bytes = memory.size();
+        return std::make_unique<BusMapping>(BusAddress(iova), bytes, what, [dma, iova, bytes] {
+            if (dma->iommu->unmap_dma(iova, bytes)) {
+                std::lock_guard guard(dma->mutex);
+                dma->iova.free(iova, bytes);
+            }
+        });
+    }
+
     // BAR type bits from the (VFIO-virtualized) BAR registers, size and mappability from the
     // region info, the assigned bus address from sysfs `resource` (vfio's BAR registers read back
     // what the guest-facing view holds, not necessarily what the bus decodes).
@@ -336,6 +398,7 @@ private:
     std::shared_ptr<VfioDmaState> dma_;
     UniqueFd device_;  // after dma_: the device closes before its container or iommufd
     std::string proc_root_;
+    std::string sysfs_root_;
     uint32_t device_flags_ = 0;
     uint32_t num_irqs_ = 0;
     uint64_t config_offset_ = 0;

@@ -32,10 +32,11 @@ int main(int argc, char** argv) {
         d0->synchronize();
         Device::transfer(c, b, n * 4);
         d1->synchronize();
-        // A device wait that lasts ~5 ms.
+        // A device wait of up to 30 ms: the host sets the gate 30 ms after submitting, and the
+        // engine thread may start waiting late on a loaded machine (check_trace.py wants >= 10 ms).
         Signal gate = d0->new_signal(0, "gate");
         d0->compute_queue().wait(gate, 1).submit();
-        std::this_thread::sleep_for(5ms);
+        std::this_thread::sleep_for(30ms);
         gate.set(1);
         // A name the trace must escape: quotes, a backslash, a tab and a byte that is not UTF-8.
         Signal odd = d0->new_signal(1, "odd \"q\"\t\\ \xff");

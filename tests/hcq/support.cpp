@@ -85,7 +85,7 @@ std::shared_ptr<hcq::Device> open_device(const std::string& name) {
 std::string with_options(const std::string& name, const std::string& options) {
     auto uri = hcq::DeviceUri::parse(name);
     // Backends declare their options; add them here as they come. "ring" is every queue's ring size.
-    if (uri.scheme() != "cpu" && uri.scheme() != "sim-am" && uri.scheme() != "sim-qcom" &&
+    if (uri.scheme() != "cpu" && uri.scheme() != "sim-am" && uri.scheme() != "am" && uri.scheme() != "sim-qcom" &&
         uri.scheme() != "sim-nv" && uri.scheme() != "sim-nvk")
         return {};
     return name + (name.find('?') == std::string::npos ? "?" : "&") + options;

@@ -19,13 +19,13 @@ using namespace baregpu::pci::testing;
 
 namespace {
 
-const PciAddress kGpu{0, 0x03, 0x00, 0};
+const PciAddress kSysfsGpu{0, 0x03, 0x00, 0};
 
 struct SysfsRig {
     FakeKernel kernel;
-    explicit SysfsRig(const FakeFunction& f = navi31_like()) { kernel.add_function(kGpu, f); }
-    std::unique_ptr<PciDevice> open() { return open_device(kGpu, kernel.options(Backend::Sysfs)); }
-    std::string file(const std::string& name) const { return kernel.device_dir(kGpu) + "/" + name; }
+    explicit SysfsRig(const FakeFunction& f = navi31_like()) { kernel.add_function(kSysfsGpu, f); }
+    std::unique_ptr<PciDevice> open() { return open_device(kSysfsGpu, kernel.options(Backend::Sysfs)); }
+    std::string file(const std::string& name) const { return kernel.device_dir(kSysfsGpu) + "/" + name; }
 };
 
 bool is_root() { return ::geteuid() == 0; }
@@ -202,7 +202,7 @@ TEST_CASE("sysfs: what it refuses, and why") {
     }
     SECTION("a function bound to a kernel driver") {
         SysfsRig rig;
-        rig.kernel.bind(kGpu, "amdgpu");
+        rig.kernel.bind(kSysfsGpu, "amdgpu");
         CHECK_THROWS_WITH(rig.open(), Catch::Contains("bound to amdgpu") && Catch::Contains("driver/unbind"));
     }
     SECTION("a function that does not exist") {
@@ -223,7 +223,7 @@ TEST_CASE("sysfs: what it refuses, and why") {
         OpenOptions options = rig.kernel.options(Backend::Sysfs);
         std::string out = run_as_nobody([&] {
             try {
-                open_device(kGpu, options);
+                open_device(kSysfsGpu, options);
                 return std::string("opened");
             } catch (const UnsupportedError& e) {
                 return std::string(e.what());
@@ -248,7 +248,7 @@ TEST_CASE("sysfs: the ownership lock is taken first and names the owner") {
         CHECK(e.owner_pid() == ::getpid());
     }
     // The lock comes before anything else: even a vanished function reports the owner first.
-    std::filesystem::remove_all(rig.kernel.device_dir(kGpu));
+    std::filesystem::remove_all(rig.kernel.device_dir(kSysfsGpu));
     CHECK_THROWS_AS(rig.open(), BusyError);
     dev.reset();
     CHECK_THROWS_WITH(rig.open(), Catch::Contains("does not exist"));

@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
         GuestTest{"vfio-group-not-viable", group_not_viable},
         GuestTest{"vfio-nvme-registers", nvme_registers},
         GuestTest{"vfio-nvme-identify-read-block", nvme_identify_and_read},
+        GuestTest{"vfio-peer-bar-edu-reads-nvme", vfio_peer_bar_dma},
     };
     std::vector<std::string> only(argv + 1, argv + argc);
     return run_batch(tests, only, std::chrono::seconds(60)) == 0 ? 0 : 1;

@@ -20,6 +20,8 @@ void group_not_viable();
 // NVMe through vfio (nvme_test.cpp).
 void nvme_registers();
 void nvme_identify_and_read();
+// Peer-to-peer: edu's DMA reads NVMe's BAR0 through a VFIO peer mapping (peer_bar_test.cpp).
+void vfio_peer_bar_dma();
 
 // The USB batch, a separate dynamically linked program (guest_usb_main.cpp): our libusb backend
 // against a FunctionFS gadget on dummy_hcd (usb_libusb_test.cpp).

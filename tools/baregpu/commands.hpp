@@ -11,4 +11,8 @@ namespace baregpu::tools {
 // `baregpu devices [--json]`: the GPUs on this machine and the built-in devices.
 int devices_command(std::span<const std::string_view> args);
 
+// `baregpu p2p [--devices URI,...] [--bytes N] [--window N] [--json]`: which device pairs reach
+// each other as bus peers, and each direction's bandwidth next to a copy bounced through host memory.
+int p2p_command(std::span<const std::string_view> args);
+
 }  // namespace baregpu::tools

@@ -13,6 +13,7 @@ namespace {
 
 using baregpu::tools::bench_command;
 using baregpu::tools::devices_command;
+using baregpu::tools::p2p_command;
 
 struct Command {
     std::string_view name;
@@ -27,6 +28,8 @@ constexpr Command kCommands[] = {
      devices_command},
     {"bench", "[--suite hcq] [--device NAME] [--json] [--quick] [--repeats N] [--only NAMES]",
      "run benchmark suites on a device (default: the first GPU, else cpu)", bench_command},
+    {"p2p", "[--devices URI,URI,...] [--bytes N] [--window N] [--json]",
+     "which device pairs reach each other peer-to-peer, and the bandwidth both ways vs. a host bounce", p2p_command},
 };
 
 void print_help(std::FILE* out) {

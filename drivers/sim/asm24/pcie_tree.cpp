@@ -16,7 +16,7 @@ namespace a24 = usb::asm24;
 
 namespace {
 constexpr const char* kBridgeSpec = "PCI-to-PCI Bridge Architecture Specification 1.2, chapter 3";
-constexpr const char* kResearch = "research/nv_qcom_usb.md C.3-C.5 (tinygrad usb.py / ops_amd.py)";
+constexpr const char* kTreeResearch = "research/nv_qcom_usb.md C.3-C.5 (tinygrad usb.py / ops_amd.py)";
 // Type-1 header offsets (pci_regs.h): PCI_PRIMARY_BUS 0x18, PCI_MEMORY_BASE 0x20 ... PCI_BRIDGE_CONTROL 0x3e.
 constexpr uint16_t kBusNumbers = 0x18, kMemBase = 0x20, kMemLimit = 0x22, kPrefBase = 0x24, kPrefLimit = 0x26, kPrefBaseUpper = 0x28,
                    kPrefLimitUpper = 0x2c, kBridgeControl = 0x3e;
@@ -139,7 +139,7 @@ Completion PcieTree::config(const usb::tlp::Request& r) {
         BridgeHeader& br = bridges_[static_cast<unsigned>(element)];
         if (write) {
             if (std::string v = br.write(offset, width, value); !v.empty()) {
-                violation(v, r.describe(), kResearch);
+                violation(v, r.describe(), kTreeResearch);
                 return Completion{0, CompletionStatus::CompleterAbort, 0};
             }
         } else {
@@ -262,7 +262,7 @@ bool PcieTree::dma_read(BusAddress address, std::span<std::byte> out) {
     if (s.empty() && !out.empty()) {
         violation(fmt::format("DMA read of {} bytes outside the bridge SRAM windows (512 KB at {:#x}, 4 KB at {:#x} and {:#x})", out.size(),
                               a24::kGpuSram, a24::kGpuSysBuf, a24::kGpuCqBuf),
-                  fmt::format("{:#x}", address.value()), kResearch);
+                  fmt::format("{:#x}", address.value()), kTreeResearch);
         return false;
     }
     std::memcpy(out.data(), s.data(), out.size());
@@ -279,7 +279,7 @@ bool PcieTree::dma_write(BusAddress address, std::span<const std::byte> data) {
     if (s.empty() && !data.empty()) {
         violation(fmt::format("DMA write of {} bytes outside the bridge SRAM windows (512 KB at {:#x}, 4 KB at {:#x} and {:#x})", data.size(),
                               a24::kGpuSram, a24::kGpuSysBuf, a24::kGpuCqBuf),
-                  fmt::format("{:#x}", address.value()), kResearch);
+                  fmt::format("{:#x}", address.value()), kTreeResearch);
         return false;
     }
     std::memcpy(s.data(), data.data(), data.size());

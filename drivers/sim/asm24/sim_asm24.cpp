@@ -18,7 +18,7 @@ namespace a24 = usb::asm24;
 namespace tlp = usb::tlp;
 
 namespace {
-constexpr const char* kResearch = "research/nv_qcom_usb.md C.2-C.3 (tinygrad usb.py, MockUSB3)";
+constexpr const char* kBridgeResearch = "research/nv_qcom_usb.md C.2-C.3 (tinygrad usb.py, MockUSB3)";
 }
 
 std::string Violation::describe() const { return fmt::format("{} at {} ({})", what, where, source); }
@@ -38,7 +38,7 @@ struct SimAsm24Bridge::Impl {
 
     // What the firmware does with a request it does not accept: stall EP0 / the bulk endpoint.
     [[noreturn]] void stall(const std::string& what, const std::string& where) {
-        record(what, where, kResearch);
+        record(what, where, kBridgeResearch);
         throw ProtocolError(self.name(), fmt::format("{}: stalled ({})", where, what));
     }
 

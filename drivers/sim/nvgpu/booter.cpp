@@ -10,7 +10,7 @@ namespace baregpu::sim::nvgpu {
 namespace {
 constexpr uint64_t kMagic = 0xdc3aae21371a60b3ull;  // GSP_FW_WPR_META_MAGIC
 constexpr uint64_t kRevision = 1;                   // GSP_FW_WPR_META_REVISION
-constexpr uint64_t kMiB = 1ull << 20, kPage = 0x1000;
+constexpr uint64_t kBooterMiB = 1ull << 20, kBooterPage = 0x1000;
 constexpr const char* kSrc = "open-gpu-kernel-modules 570.144 gsp_fw_wpr_meta.h; kernel_gsp_tu102.c kgspCalculateFbLayout";
 constexpr const char* kSrcRadix3 = "open-gpu-kernel-modules 570.144 kernel_gsp.c kgspCreateRadix3 (LibOS radix3, 4 KiB pages)";
 
@@ -46,14 +46,14 @@ BooterVerdict check_wpr_meta(pci::sim::SimPort& port, uint64_t meta_address, uin
     need(fb == fb_size, fmt::format("fbSize {:#x}, the chip has {:#x}", fb, fb_size));
     need(vga + vga_size <= fb && vga_size != 0, fmt::format("VGA workspace {:#x}+{:#x} past fbSize", vga, vga_size));
     need(frts == frts_offset, fmt::format("frtsOffset {:#x}, but FWSEC put FRTS at {:#x}", frts, frts_offset));
-    need(frts_size == kMiB && frts + frts_size <= vga, fmt::format("FRTS {:#x}+{:#x} not 1 MiB below the VGA workspace {:#x}",
+    need(frts_size == kBooterMiB && frts + frts_size <= vga, fmt::format("FRTS {:#x}+{:#x} not 1 MiB below the VGA workspace {:#x}",
                                                                    frts, frts_size, vga));
     need(boot + bl_size <= frts, fmt::format("boot binary {:#x}+{:#x} overlaps FRTS {:#x}", boot, bl_size, frts));
     need(fw % 0x10000 == 0 && fw + elf_size <= boot,
          fmt::format("GSP FW {:#x}+{:#x} not 64 KiB aligned below the boot binary {:#x}", fw, elf_size, boot));
-    need(heap % kMiB == 0 && heap + heap_size <= fw, fmt::format("heap {:#x}+{:#x} not 1 MiB aligned below GSP FW {:#x}",
+    need(heap % kBooterMiB == 0 && heap + heap_size <= fw, fmt::format("heap {:#x}+{:#x} not 1 MiB aligned below GSP FW {:#x}",
                                                                  heap, heap_size, fw));
-    need(wpr_start % kMiB == 0 && wpr_start + kPage <= heap,
+    need(wpr_start % kBooterMiB == 0 && wpr_start + kBooterPage <= heap,
          fmt::format("gspFwWprStart {:#x} not 1 MiB aligned below the heap {:#x} with room for the metadata", wpr_start, heap));
     need(non_wpr + non_wpr_size <= wpr_start && non_wpr_size != 0,
          fmt::format("non-WPR heap {:#x}+{:#x} overlaps gspFwWprStart {:#x}", non_wpr, non_wpr_size, wpr_start));
@@ -67,7 +67,7 @@ BooterVerdict check_wpr_meta(pci::sim::SimPort& port, uint64_t meta_address, uin
 
     // radix3: level 0 is one page whose first entry is level 1; level 2 lists the data pages. The
     // first data page of a GSP-RM .fwimage starts with an ELF header.
-    std::vector<std::byte> page(kPage);
+    std::vector<std::byte> page(kBooterPage);
     uint64_t at = radix3;
     for (int level = 0; level < 3; ++level) {
         if (!port.dma_read(BusAddress{at}, page)) {

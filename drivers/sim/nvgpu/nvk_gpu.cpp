@@ -15,7 +15,7 @@ namespace baregpu::sim::nvgpu {
 
 namespace {
 
-constexpr uint64_t kPage = 4096;
+constexpr uint64_t kNvkPage = 4096;
 // clc361.h NVC361_NOTIFY_CHANNEL_PENDING: the doorbell word of the usermode region.
 constexpr uint64_t kNotifyChannelPending = 0x90;
 // nverror.h ROBUST_CHANNEL_* (the Xid numbers nvidia.ko logs).
@@ -96,8 +96,8 @@ NvkGpu::NvkGpu(std::shared_ptr<RmModel> rm, NvkGpuOptions options) : options_(st
     usermode_ = map_shared(usermode_fd_, rm::kUsermodeBytes, "sim-nvidia-usermode");
     free_[0] = bytes;
     tables_ = std::make_unique<RmPageTables>(vram_, [this]() -> std::optional<uint64_t> {
-        std::optional<uint64_t> at = alloc_vram(kPage, kPage);
-        if (at) std::memset(vram_.data() + *at, 0, kPage);
+        std::optional<uint64_t> at = alloc_vram(kNvkPage, kNvkPage);
+        if (at) std::memset(vram_.data() + *at, 0, kNvkPage);
         return at;
     });
     port_ = std::make_unique<HostPort>(*this);
@@ -181,8 +181,8 @@ NvkGpu::~NvkGpu() {
 }
 
 std::optional<uint64_t> NvkGpu::alloc_vram(uint64_t size, uint64_t alignment) {
-    size = (size + kPage - 1) & ~(kPage - 1);
-    if (alignment < kPage || (alignment & (alignment - 1)) != 0) alignment = kPage;
+    size = (size + kNvkPage - 1) & ~(kNvkPage - 1);
+    if (alignment < kNvkPage || (alignment & (alignment - 1)) != 0) alignment = kNvkPage;
     for (auto it = free_.begin(); it != free_.end(); ++it) {
         const uint64_t begin = it->first, bytes = it->second;
         const uint64_t at = (begin + alignment - 1) & ~(alignment - 1);
@@ -196,7 +196,7 @@ std::optional<uint64_t> NvkGpu::alloc_vram(uint64_t size, uint64_t alignment) {
 }
 
 void NvkGpu::free_vram(uint64_t offset, uint64_t size) {
-    size = (size + kPage - 1) & ~(kPage - 1);
+    size = (size + kNvkPage - 1) & ~(kNvkPage - 1);
     auto [it, inserted] = free_.emplace(offset, size);
     if (!inserted) return;  // freed twice: RM frees an object once
     if (auto next = std::next(it); next != free_.end() && it->first + it->second == next->first) {

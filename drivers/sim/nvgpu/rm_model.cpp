@@ -14,8 +14,8 @@ namespace {
 
 bool is_gpfifo(uint32_t cls) { return cls == kAmpereGpfifo || cls == kHopperGpfifo || cls == kBlackwellGpfifo; }
 bool is_engine(uint32_t cls) {
-    return cls == kAmpereDmaCopyB || cls == kHopperDmaCopyA || cls == kBlackwellDmaCopyB || cls == kAmpereComputeB ||
-           cls == kAdaComputeA || cls == kHopperComputeA || cls == kBlackwellComputeB;
+    return cls == rm::kAmpereDmaCopyB || cls == kHopperDmaCopyA || cls == kBlackwellDmaCopyB || cls == rm::kAmpereComputeB ||
+           cls == rm::kAdaComputeA || cls == kHopperComputeA || cls == kBlackwellComputeB;
 }
 bool is_memory(uint32_t cls) { return cls == kMemoryUser || cls == kMemorySystem; }
 bool is_usermode(uint32_t cls) { return cls == kTuringUsermode || cls == kHopperUsermode; }
@@ -78,7 +78,7 @@ uint32_t control_size(uint32_t cmd) {
 RmModel::RmModel(RmModelOptions options) : options_(std::move(options)) {
     if (options_.classes.empty()) {
         // AD102's channel, engine and usermode classes (what an Ada GPU's GET_CLASSLIST includes of them).
-        options_.classes = {kTuringUsermode, kAmpereGpfifo, kAmpereDmaCopyB, kAdaComputeA};
+        options_.classes = {kTuringUsermode, kAmpereGpfifo, rm::kAmpereDmaCopyB, rm::kAdaComputeA};
     }
 }
 

@@ -7,7 +7,7 @@ namespace baregpu::sim::nvgpu {
 
 namespace {
 
-constexpr uint64_t kPage = 4096;
+constexpr uint64_t kTablePage = 4096;
 // dev_mmu.h VER2, root first: PDE3 (2 index bits), PDE2, PDE1 (9 bits), PDE0 (dual, 8 bits, 16-byte
 // entries), PTE (9 bits); VA shifts 47 / 38 / 29 / 21 / 12.
 struct Level {
@@ -60,7 +60,7 @@ std::optional<uint64_t> RmPageTables::pte_slot(uint64_t pdb, uint64_t va, bool c
 }
 
 bool RmPageTables::map(uint64_t pdb, uint64_t va, uint64_t length, bool vram, uint64_t address) {
-    for (uint64_t done = 0; done < length; done += kPage) {
+    for (uint64_t done = 0; done < length; done += kTablePage) {
         std::optional<uint64_t> slot = pte_slot(pdb, va + done, true);
         if (!slot) return false;
         write64(*slot, pte(vram, address + done));
@@ -69,7 +69,7 @@ bool RmPageTables::map(uint64_t pdb, uint64_t va, uint64_t length, bool vram, ui
 }
 
 void RmPageTables::unmap(uint64_t pdb, uint64_t va, uint64_t length) {
-    for (uint64_t done = 0; done < length; done += kPage) {
+    for (uint64_t done = 0; done < length; done += kTablePage) {
         if (std::optional<uint64_t> slot = pte_slot(pdb, va + done, false)) write64(*slot, 0);
     }
 }

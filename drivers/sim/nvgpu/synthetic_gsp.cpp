@@ -13,7 +13,7 @@ struct Section {
     uint8_t fill;
 };
 
-struct Writer {
+struct ElfWriter {
     std::vector<std::byte> b;
     void fit(uint64_t n) {
         if (b.size() < n) b.resize(n);
@@ -35,7 +35,7 @@ std::vector<std::byte> synthetic_gsp_elf(const std::vector<std::string>& familie
     std::vector<Section> sections = {{".fwimage", 0x2c00, 0xaa}};
     for (const auto& f : families) sections.push_back({".fwsignature_" + f, 0x1000, 0x5a});
     // ELF64 little-endian (System V gABI): header 64 bytes, section data, .shstrtab, section headers.
-    Writer w;
+    ElfWriter w;
     uint64_t at = 0x40;
     std::vector<uint64_t> offsets;
     for (const auto& s : sections) {

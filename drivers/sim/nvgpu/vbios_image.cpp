@@ -6,7 +6,7 @@
 namespace baregpu::sim::nvgpu {
 namespace {
 
-struct Writer {
+struct VbiosWriter {
     std::vector<std::byte>& b;
     void u8(uint64_t at, uint64_t v) {
         if (at + 1 > b.size()) b.resize(at + 1);
@@ -23,7 +23,7 @@ struct Writer {
 };
 
 // ROM header (55 AA, PCIR pointer at +0x18), PCIR, and an NPDE after it.
-void image(Writer& w, uint64_t base, uint16_t device, uint8_t code_type, uint16_t blocks, bool last) {
+void image(VbiosWriter& w, uint64_t base, uint16_t device, uint8_t code_type, uint16_t blocks, bool last) {
     constexpr uint64_t pcir = 0x40;
     w.u8(base, 0x55), w.u8(base + 1, 0xaa), w.u16(base + 0x18, pcir);
     const uint64_t p = base + pcir;
@@ -39,7 +39,7 @@ void image(Writer& w, uint64_t base, uint16_t device, uint8_t code_type, uint16_
 VbiosImage make_vbios(uint16_t device_id, bool with_fwsec) {
     VbiosImage v;
     v.has_fwsec = with_fwsec;
-    Writer w{v.rom};
+    VbiosWriter w{v.rom};
     constexpr uint64_t kPcAtSize = 0x400, kFwsec = 0x400;
     constexpr uint64_t kTableRel = 0x80, kDescRel = 0x100;
     constexpr uint64_t kDescSize = 44 + 384;  // descriptor + one RSA-3K signature

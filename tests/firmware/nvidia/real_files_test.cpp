@@ -64,7 +64,7 @@ const RiscvFile kRiscvFiles[] = {
      {5, 0, 0, 0, 0, 0, 0, 0, 0, 0xa00, 0xa00, 0xa800, 0xb200, 0x25800, 1, 0, 0, 0, 0, 0, 0}},
 };
 
-std::string basename_of(const std::string& path) { return path.substr(path.rfind('/') + 1); }
+std::string file_name_of(const std::string& path) { return path.substr(path.rfind('/') + 1); }
 
 }  // namespace
 
@@ -74,7 +74,7 @@ TEST_CASE("nvidia: booter and scrubber nvfw_bin_hdr + nvfw_hs_header_v2 fields",
             auto bytes = firmware_file(f.path);
             if (!bytes) return;
             REQUIRE(bytes->size() == f.file_size);
-            const auto file = reader_for(*bytes, basename_of(f.path));
+            const auto file = reader_for(*bytes, file_name_of(f.path));
             const nv::HsHeaderV2 h = nv::parse_hs_header_v2(file);
 
             CHECK(h.bin.bin_magic == 0x10de);
@@ -125,7 +125,7 @@ TEST_CASE("nvidia: booter and scrubber nvfw_bin_hdr + nvfw_hs_header_v2 fields",
             CHECK(h.apps[0].code.offset == 0x478);
             CHECK(h.apps[0].code.size() == f.app0_size);
 
-            const auto d = nv::describe_file(file, basename_of(f.path));
+            const auto d = nv::describe_file(file, file_name_of(f.path));
             REQUIRE(d.has_value());
             CHECK(d->format == "nvfw_bin_hdr + nvfw_hs_header_v2");
         }
@@ -138,7 +138,7 @@ TEST_CASE("nvidia: bootloader nvfw_bin_hdr + RM_RISCV_UCODE_DESC fields", "[nvid
             auto bytes = firmware_file(f.path);
             if (!bytes) return;
             REQUIRE(bytes->size() == f.file_size);
-            const auto file = reader_for(*bytes, basename_of(f.path));
+            const auto file = reader_for(*bytes, file_name_of(f.path));
             const nv::RiscvUcodeDesc d = nv::parse_riscv_ucode_desc(file);
 
             CHECK(d.bin.bin_magic == 0x10de);
@@ -181,7 +181,7 @@ TEST_CASE("nvidia: bootloader nvfw_bin_hdr + RM_RISCV_UCODE_DESC fields", "[nvid
             CHECK(d.bootloader.offset == 0x6c + w[1]);
             CHECK(d.bootloader.size() == w[2]);
 
-            const auto desc = nv::describe_file(file, basename_of(f.path));
+            const auto desc = nv::describe_file(file, file_name_of(f.path));
             REQUIRE(desc.has_value());
             CHECK(desc->format == "nvfw_bin_hdr + RM_RISCV_UCODE_DESC");
         }
@@ -193,7 +193,7 @@ TEST_CASE("nvidia: gb202 FMC ELF32 sections", "[nvidia][firmware]") {
     auto bytes = firmware_file(path);
     if (!bytes) return;
     REQUIRE(bytes->size() == 199820);
-    const auto file = reader_for(*bytes, basename_of(path));
+    const auto file = reader_for(*bytes, file_name_of(path));
     const nv::FmcImage f = nv::parse_fmc_image(file);
 
     CHECK_FALSE(f.elf.is_64bit());
@@ -224,7 +224,7 @@ TEST_CASE("nvidia: gb202 FMC ELF32 sections", "[nvidia][firmware]") {
     CHECK(f.image.size() == 0x30a48);
     CHECK(f.image.end() == 199820);  // the image is the last thing in the file
 
-    const auto d = nv::describe_file(file, basename_of(path));
+    const auto d = nv::describe_file(file, file_name_of(path));
     REQUIRE(d.has_value());
     CHECK(d->format == "FMC ELF32 image");
 }
@@ -263,7 +263,7 @@ TEST_CASE("nvidia: every NVIDIA file in the firmware directory is checked above 
         CHECK(known.count(rel) == 1);
         auto bytes = firmware_file(rel);
         if (!bytes) continue;
-        CHECK(nv::describe_file(reader_for(*bytes, basename_of(rel)), basename_of(rel)).has_value());
+        CHECK(nv::describe_file(reader_for(*bytes, file_name_of(rel)), file_name_of(rel)).has_value());
         ++seen;
     }
     CHECK(seen == known.size());
