@@ -6,7 +6,7 @@ A target's parser is its name less "fuzz_firmware_" or "fuzz_". Each is seeded w
 files it parses (read from FIRMWARE_DIR, never written: the licences allow only unmodified
 copies) and with the --seed files named for it, and writes what it finds to CORPUS_DIR/<parser>,
 a build directory. FIRMWARE_DIR and WRITE_SEEDS may be "-" (none). WRITE_SEEDS adds synthetic seeds (a VBIOS, an ELF64, the PSP TOC) to
-CORPUS_DIR/<parser>.seeds. BAREGPU_LONG=full runs each for 300 s, otherwise 4 s. A crash, a sanitizer report or a
+CORPUS_DIR/<parser>.seeds. BAREGPU_LONG=full runs each for 300 s, otherwise 2 s. A crash, a sanitizer report or a
 leak fails the run and names the input libFuzzer saved.
 """
 import os
@@ -23,7 +23,7 @@ for arg in args:
         extra_seeds.setdefault(parser, []).append(pathlib.Path(path))
     else:
         fuzzers.append(arg)
-seconds = 300 if os.environ.get("BAREGPU_LONG") == "full" else 4
+seconds = 300 if os.environ.get("BAREGPU_LONG") == "full" else 2
 
 # Which real files seed which parser (globs under FIRMWARE_DIR).
 SEEDS = {
