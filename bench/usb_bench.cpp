@@ -11,6 +11,7 @@
 #include "drivers/pci/usb_pci_device.hpp"
 #include "drivers/sim/amdgpu/navi.hpp"
 #include "drivers/sim/asm24/sim_asm24.hpp"
+#include "drivers/sim/firmware_path.hpp"
 #include "drivers/usb/asm24_controller.hpp"
 #include "drivers/usb/asm24_protocol.hpp"
 
@@ -62,7 +63,7 @@ double mb_per_s(uint64_t bytes, uint64_t ns) { return ns == 0 ? 0 : static_cast<
 }  // namespace
 
 int main(int argc, char** argv) {
-    std::string firmware = std::getenv("BAREGPU_FIRMWARE_PATH") ? std::getenv("BAREGPU_FIRMWARE_PATH") : "../shared/firmware";
+    std::string firmware = std::getenv("BAREGPU_FIRMWARE_PATH") ? std::getenv("BAREGPU_FIRMWARE_PATH") : sim::carried_firmware_dir().string();
     uint64_t mib = 64;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (std::string(argv[i]) == "--firmware") firmware = argv[i + 1];

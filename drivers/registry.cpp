@@ -19,6 +19,7 @@
 #include "drivers/sim/amdgpu/state_file.hpp"
 #include "drivers/sim/asm24/sim_asm24.hpp"
 #include "drivers/sim/edu.hpp"
+#include "drivers/sim/firmware_path.hpp"
 #include "drivers/sim/kgsl/kgsl_abi.hpp"
 #include "drivers/sim/kgsl/sim_kgsl.hpp"
 #include "drivers/sim/nvgpu/ad102.hpp"
@@ -183,12 +184,12 @@ std::shared_ptr<hcq::Device> open_sim_nv(const hcq::DeviceUri& uri) {
 
     // The real ad102 booter / bootloader from the firmware search path; the GSP-RM ELF is the
     // model's synthetic stand-in (drivers/sim/nvgpu/synthetic_gsp.hpp): gsp-570.144.bin is not available.
-    const fw::FirmwareSearchPath path = fw::FirmwareSearchPath::from_environment();
+    const fw::FirmwareSearchPath path = sim::firmware_search_path();
     std::optional<std::filesystem::path> booter = path.find(kAd102Booter);
     if (!booter) {
-        throw Error(uri.name(), fmt::format("{} is not in the firmware search path ($BAREGPU_FIRMWARE_PATH, /lib/firmware/updates, "
-                                                    "/lib/firmware); sim-nv:ad102 boots GSP with the real ad102 booter",
-                                                    kAd102Booter));
+        throw Error(uri.name(), fmt::format("{} is not in the firmware search path ($BAREGPU_FIRMWARE_PATH, {}, /lib/firmware/updates, "
+                                            "/lib/firmware); sim-nv:ad102 boots GSP with the real ad102 booter",
+                                            kAd102Booter, sim::carried_firmware_dir().string()));
     }
     nv::GspFirmware firmware;
     firmware.booter_name = kAd102Booter;
@@ -562,6 +563,11 @@ AmTarget open_am_with_model(std::string_view uri, am::AmOptions options, std::st
                             sim::amdgpu::NaviModel** model_out, std::shared_ptr<pci::sim::SimBus> shared_bus,
                             pci::PciAddress* address_out) {
     if (options.lock_key.empty()) options.lock_key = am_lock_key(uri);
+    // A simulated chip finds the firmware the build carries; a real GPU only the system's.
+    if (options.firmware_dirs.empty() && (uri.starts_with("sim-am:") || uri == "am:usb:sim")) {
+        const fw::FirmwareSearchPath path = sim::firmware_search_path();
+        for (const std::filesystem::path& dir : path.directories()) options.firmware_dirs.push_back(dir.string());
+    }
     AmTarget target;
     target.uri = std::string(uri);
     if (uri.starts_with("sim-am:")) {

@@ -118,7 +118,7 @@ FirmwareFile read_firmware_file(const std::filesystem::path& path) {
     return f;
 }
 
-FirmwareSearchPath FirmwareSearchPath::from_environment() {
+FirmwareSearchPath FirmwareSearchPath::from_environment(const std::vector<std::filesystem::path>& ahead_of_system) {
     std::vector<std::filesystem::path> dirs;
     if (const char* env = std::getenv("BAREGPU_FIRMWARE_PATH")) {
         std::string_view rest = env;
@@ -130,6 +130,7 @@ FirmwareSearchPath FirmwareSearchPath::from_environment() {
             rest.remove_prefix(colon + 1);
         }
     }
+    dirs.insert(dirs.end(), ahead_of_system.begin(), ahead_of_system.end());
     dirs.emplace_back("/lib/firmware/updates");
     dirs.emplace_back("/lib/firmware");
     return FirmwareSearchPath(std::move(dirs));

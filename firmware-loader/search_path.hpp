@@ -36,8 +36,9 @@ std::vector<std::byte> decompress(std::vector<std::byte> bytes, const std::strin
 
 class FirmwareSearchPath {
 public:
-    // $BAREGPU_FIRMWARE_PATH's entries, then /lib/firmware/updates, then /lib/firmware.
-    static FirmwareSearchPath from_environment();
+    // $BAREGPU_FIRMWARE_PATH's entries, then `ahead_of_system` (the firmware a build carries for its
+    // simulated devices), then /lib/firmware/updates, then /lib/firmware.
+    static FirmwareSearchPath from_environment(const std::vector<std::filesystem::path>& ahead_of_system = {});
     explicit FirmwareSearchPath(std::vector<std::filesystem::path> directories);
 
     const std::vector<std::filesystem::path>& directories() const { return directories_; }

@@ -5,10 +5,12 @@
 #include "drivers/pci/sim_function.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <cstdio>
 #include <cstdlib>
 #include <fmt/format.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 namespace baregpu::pci::sim {
@@ -83,6 +85,10 @@ bool IommuDomain::translate(uint64_t address, uint64_t length, std::vector<std::
     return true;
 }
 
+SimBus::Function::ZeroPages::~ZeroPages() {
+    if (!bytes.empty()) ::munmap(bytes.data(), bytes.size());
+}
+
 SimBus::Function::Function(SimBus& owner, PciAddress addr, std::unique_ptr<SimDeviceModel> m,
                            const std::array<uint64_t, kBarCount>& bar_addresses)
     : bus(owner), address(addr), name("sim:" + addr.to_string()), model(std::move(m)), spec(model->spec()),
@@ -90,8 +96,10 @@ SimBus::Function::Function(SimBus& owner, PciAddress addr, std::unique_ptr<SimDe
     for (const BarSpec& bar : spec.bars) {
         if (bar.kind != BarSpec::Kind::Memory) continue;
         if (bar.storage.empty()) {
-            owned_memory[bar.index].assign(bar.size, std::byte{0});
-            memory[bar.index] = owned_memory[bar.index];
+            void* p = ::mmap(nullptr, bar.size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+            if (p == MAP_FAILED) throw SystemError(name, fmt::format("mmap of BAR{}'s {} bytes", bar.index, bar.size), errno);
+            owned_memory[bar.index].bytes = {static_cast<std::byte*>(p), bar.size};
+            memory[bar.index] = owned_memory[bar.index].bytes;
         } else if (bar.storage.size() != bar.size) {
             throw Error(name, fmt::format("BAR{}: the model's storage is {} bytes, the BAR {}", bar.index,
                                           bar.storage.size(), bar.size));

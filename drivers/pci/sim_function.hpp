@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <vector>
 
 namespace baregpu::pci::sim {
@@ -74,7 +75,16 @@ struct SimBus::Function final : SimPort {
     const std::unique_ptr<SimDeviceModel> model;
     const DeviceSpec spec;
     std::array<std::span<std::byte>, kBarCount> memory;  // Memory BARs: the bus's bytes or the model's
-    std::array<std::vector<std::byte>, kBarCount> owned_memory;  // Memory BARs without BarSpec::storage
+    // Memory BARs without BarSpec::storage: anonymous pages, zero until touched. A 1 GiB VRAM BAR
+    // costs nothing until the driver writes it (a zeroed vector faulted in all of it at every open).
+    struct ZeroPages {
+        std::span<std::byte> bytes;
+        ZeroPages() = default;
+        ZeroPages(const ZeroPages&) = delete;
+        ZeroPages& operator=(const ZeroPages&) = delete;
+        ~ZeroPages();
+    };
+    std::array<ZeroPages, kBarCount> owned_memory;
     std::shared_ptr<IommuDomain> iommu = std::make_shared<IommuDomain>();
     std::atomic<bool> opened{false};
     std::vector<IommuFaultRecord> unread_iommu_faults;  // under bus.mutex_, for the opener (take_iommu_faults)

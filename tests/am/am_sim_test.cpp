@@ -14,6 +14,7 @@
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
+#include <stdexcept>
 #include <fmt/format.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -25,7 +26,8 @@ namespace {
 
 std::string firmware_dir() {
     const char* d = std::getenv("BAREGPU_TEST_FIRMWARE_DIR");
-    return d != nullptr ? d : "../shared/firmware";
+    if (d == nullptr) throw std::runtime_error("BAREGPU_TEST_FIRMWARE_DIR is not set: run the tests through meson test");
+    return d;
 }
 
 // A fresh state dir and lock dir per test.

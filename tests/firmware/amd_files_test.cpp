@@ -1,4 +1,4 @@
-// Every AMD file in ../shared/firmware decoded field by field. The expected values were read from
+// Every AMD file in firmware/ decoded field by field. The expected values were read from
 // the files' bytes (xxd and a struct.unpack script, not our parser) against the public layouts:
 // Linux drivers/gpu/drm/amd/amdgpu/amdgpu_ucode.h (common_firmware_header and the per-IP headers),
 // amdgpu_rlc.h (RLC_TABLE_OF_CONTENT_V2), include/discovery.h, drivers/platform/x86/amd/pmf/pmf.h
@@ -68,7 +68,7 @@ void check_region(const Region& r, uint64_t offset, uint64_t size) {
 }  // namespace
 
 TEST_CASE("every amdgpu ucode file's common header decodes to the values in its bytes", "[amd][files]") {
-    SKIP_WITHOUT_FIRMWARE();
+    REQUIRE_FIRMWARE();
     for (const Common& c : kCommon) {
         INFO(c.file);
         auto bytes = test::firmware_bytes(c.file);
@@ -90,7 +90,7 @@ TEST_CASE("every amdgpu ucode file's common header decodes to the values in its 
 }
 
 TEST_CASE("PSP sOS v2.0: the table of binaries, and the PSP TOC inside it", "[amd][files]") {
-    SKIP_WITHOUT_FIRMWARE();
+    REQUIRE_FIRMWARE();
     struct Bin {
         PspFwType type;
         uint32_t version, offset, size;  // offset relative to the ucode array (256)
@@ -144,7 +144,7 @@ TEST_CASE("PSP sOS v2.0: the table of binaries, and the PSP TOC inside it", "[am
 }
 
 TEST_CASE("PSP TA v2.0: ASD, HDCP, DTM, RAS", "[amd][files]") {
-    SKIP_WITHOUT_FIRMWARE();
+    REQUIRE_FIRMWARE();
     struct Bin {
         TaFwType type;
         uint32_t version, offset, size;
@@ -172,7 +172,7 @@ TEST_CASE("PSP TA v2.0: ASD, HDCP, DTM, RAS", "[amd][files]") {
 }
 
 TEST_CASE("SMU: v2.1 with six soft PPTables (Navi31), v2.0 with one (Navi48)", "[amd][files]") {
-    SKIP_WITHOUT_FIRMWARE();
+    REQUIRE_FIRMWARE();
     {
         auto bytes = test::firmware_bytes("amdgpu/smu_13_0_0.bin");
         SmcFirmware fw = parse_smc(test::reader(bytes, "smu_13_0_0.bin"));
@@ -199,7 +199,7 @@ TEST_CASE("SMU: v2.1 with six soft PPTables (Navi31), v2.0 with one (Navi48)", "
 }
 
 TEST_CASE("CP PFP/ME/MEC: gfx v2.0 (RS64) code and data parts", "[amd][files]") {
-    SKIP_WITHOUT_FIRMWARE();
+    REQUIRE_FIRMWARE();
     struct Want {
         const char* file;
         uint32_t ucode_size, data_size, data_offset;
@@ -225,7 +225,7 @@ TEST_CASE("CP PFP/ME/MEC: gfx v2.0 (RS64) code and data parts", "[amd][files]") 
 }
 
 TEST_CASE("RLC: v2.3 (Navi31) and v2.2 (Navi48) lists and images at absolute offsets", "[amd][files]") {
-    SKIP_WITHOUT_FIRMWARE();
+    REQUIRE_FIRMWARE();
     struct Want {
         const char* name;
         uint64_t offset, size;
@@ -275,7 +275,7 @@ TEST_CASE("RLC: v2.3 (Navi31) and v2.2 (Navi48) lists and images at absolute off
 }
 
 TEST_CASE("MES v1.0: instructions and data with their load addresses; version 0 is a version", "[amd][files]") {
-    SKIP_WITHOUT_FIRMWARE();
+    REQUIRE_FIRMWARE();
     struct Want {
         const char* file;
         uint32_t ucode_size, data_size, data_offset;
@@ -300,7 +300,7 @@ TEST_CASE("MES v1.0: instructions and data with their load addresses; version 0 
 }
 
 TEST_CASE("IMU v1.0: IRAM then DRAM, offsets relative to the ucode array", "[amd][files]") {
-    SKIP_WITHOUT_FIRMWARE();
+    REQUIRE_FIRMWARE();
     for (const char* name : {"amdgpu/gc_11_0_0_imu.bin", "amdgpu/gc_12_0_1_imu.bin"}) {
         INFO(name);
         auto bytes = test::firmware_bytes(name);
@@ -312,7 +312,7 @@ TEST_CASE("IMU v1.0: IRAM then DRAM, offsets relative to the ucode array", "[amd
 }
 
 TEST_CASE("SDMA: v2.0 TH0 + TH1 (Navi31), v3.0 one image (Navi48)", "[amd][files]") {
-    SKIP_WITHOUT_FIRMWARE();
+    REQUIRE_FIRMWARE();
     {
         auto bytes = test::firmware_bytes("amdgpu/sdma_6_0_0.bin");
         SdmaFirmware fw = parse_sdma(test::reader(bytes, "sdma_6_0_0.bin"));
@@ -332,7 +332,7 @@ TEST_CASE("SDMA: v2.0 TH0 + TH1 (Navi31), v3.0 one image (Navi48)", "[amd][files
 }
 
 TEST_CASE("RLC autoload TOC (gc_12_0_1_toc): 36 entries, ids past the enum, zero-size pads", "[amd][files]") {
-    SKIP_WITHOUT_FIRMWARE();
+    REQUIRE_FIRMWARE();
     auto bytes = test::firmware_bytes("amdgpu/gc_12_0_1_toc.bin");
     RlcToc toc = parse_rlc_toc(test::reader(bytes, "gc_12_0_1_toc.bin"));
     REQUIRE(toc.entries.size() == 36);
@@ -356,7 +356,7 @@ TEST_CASE("RLC autoload TOC (gc_12_0_1_toc): 36 entries, ids past the enum, zero
 }
 
 TEST_CASE("IP discovery binaries: signatures, checksums, dies and IP versions", "[amd][files]") {
-    SKIP_WITHOUT_FIRMWARE();
+    REQUIRE_FIRMWARE();
     struct Want {
         const char* file;
         uint16_t binary_size, ips;

@@ -19,7 +19,7 @@ std::vector<std::byte> firmware_bytes(const std::string& relative) {
     if (!dir) throw std::runtime_error("BAREGPU_TEST_FIRMWARE_DIR does not name a directory");
     std::filesystem::path path = *dir / relative;
     if (!std::filesystem::is_regular_file(path))
-        throw std::runtime_error("firmware file " + path.string() + " is missing (see ../shared/firmware/MANIFEST.txt)");
+        throw std::runtime_error("firmware file " + path.string() + " is missing (see firmware/MANIFEST.txt)");
     std::ifstream in(path, std::ios::binary);
     std::vector<char> chars((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     std::vector<std::byte> bytes(chars.size());
@@ -34,7 +34,7 @@ std::vector<std::string> all_firmware_files() {
     for (const auto& entry : std::filesystem::recursive_directory_iterator(*dir)) {
         if (!entry.is_regular_file()) continue;
         std::string name = entry.path().filename().string();
-        if (name.starts_with("LICEN") || name == "MANIFEST.txt") continue;
+        if (name.starts_with("LICEN") || name == "MANIFEST.txt" || name == "README.md") continue;
         out.push_back(std::filesystem::relative(entry.path(), *dir).string());
     }
     std::sort(out.begin(), out.end());

@@ -1,7 +1,6 @@
-// The real firmware files the tests decode: ../shared/firmware (linux-firmware, unmodified), found
-// through BAREGPU_TEST_FIRMWARE_DIR, which tests/firmware/meson.build sets. Without the directory a
-// test skips (SKIP_WITHOUT_FIRMWARE: a WARN naming what is missing, then return); with it, a file
-// the manifest lists but that is absent fails the test.
+// The real firmware files the tests decode: firmware/ (linux-firmware, unmodified; the Meson option
+// firmware_dir), found through BAREGPU_TEST_FIRMWARE_DIR, which the tests' meson.build files set.
+// The repository carries them, so a missing directory or file fails the test (REQUIRE_FIRMWARE).
 #pragma once
 
 #include "firmware-loader/byte_reader.hpp"
@@ -33,10 +32,8 @@ inline fw::ByteReader reader(const std::vector<std::byte>& bytes, const std::str
 }  // namespace baregpu::test
 
 // At the top of a test case that reads real firmware files.
-#define SKIP_WITHOUT_FIRMWARE()                                                                              \
-    do {                                                                                                     \
-        if (!::baregpu::test::firmware_dir()) {                                                              \
-            WARN("skipped: BAREGPU_TEST_FIRMWARE_DIR does not name a directory (it should be ../shared/firmware)"); \
-            return;                                                                                          \
-        }                                                                                                    \
+#define REQUIRE_FIRMWARE()                                                                                          \
+    do {                                                                                                            \
+        if (!::baregpu::test::firmware_dir())                                                                       \
+            FAIL("BAREGPU_TEST_FIRMWARE_DIR does not name a directory (the checkout's firmware/: run through meson test)"); \
     } while (false)

@@ -1,4 +1,4 @@
-// Every real file in ../shared/firmware, cut at every length and mutated at thousands of seeded
+// Every real file in firmware/, cut at every length and mutated at thousands of seeded
 // random places, must give a FirmwareError or a valid parse: never another exception, a crash or
 // (in the ASan+UBSan build) a read outside the bytes given. Mutations are made in memory and
 // undone; no mutated copy is ever written (LICENSE.amdgpu and LICENCE.nvidia allow only
@@ -103,7 +103,7 @@ uint64_t truncations_that_parse(const std::vector<std::byte>& bytes, const std::
 }  // namespace
 
 TEST_CASE("truncations of every real firmware file (every length with BAREGPU_LONG=full) are refused cleanly or parse", "[robustness]") {
-    SKIP_WITHOUT_FIRMWARE();
+    REQUIRE_FIRMWARE();
     for (const std::string& relative : test::all_firmware_files()) {
         INFO(relative);
         std::vector<std::byte> bytes = test::firmware_bytes(relative);
@@ -117,7 +117,7 @@ TEST_CASE("truncations of every real firmware file (every length with BAREGPU_LO
 }
 
 TEST_CASE("thousands of seeded random mutations of every real file are refused cleanly or parse", "[robustness]") {
-    SKIP_WITHOUT_FIRMWARE();
+    REQUIRE_FIRMWARE();
     const int per_file = full_length() ? 20000 : 400;
     std::mt19937_64 rng(0x6261726567707521ull);  // fixed seed: a failure names its iteration and reproduces
     uint64_t total = 0, refused = 0;

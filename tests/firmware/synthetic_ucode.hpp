@@ -1,4 +1,4 @@
-// Builds amdgpu ucode files in memory for the header versions no real file in ../shared/firmware
+// Builds amdgpu ucode files in memory for the header versions no real file in firmware/
 // uses (psp v1.x, ta v1.0, gfx v1.0, sdma v1.x, rlc v2.4/v2.5, smc v1.0) and for malformed
 // variants. Layouts: Linux amdgpu_ucode.h (see firmware-loader/amd/*.hpp).
 #pragma once

@@ -1,5 +1,5 @@
 // drivers/nv's GSP boot against the simulated AD102 (drivers/sim/nvgpu), with the real ad102
-// booter_load / bootloader 570.144 from ../shared/firmware and a synthetic GSP-RM ELF (the real
+// booter_load / bootloader 570.144 from firmware/ and a synthetic GSP-RM ELF (the real
 // gsp-570.144.bin is not in the shared firmware set): a clean boot with zero model violations,
 // then the negative cases of issue 8 point 2, each asserting its specific error.
 #include "drivers/nv/falcon.hpp"

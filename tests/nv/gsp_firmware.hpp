@@ -1,5 +1,5 @@
 // The GSP boot's firmware for tests: the real ad102 booter_load / bootloader 570.144 from
-// ../shared/firmware ($BAREGPU_TEST_FIRMWARE_DIR) and a synthetic GSP-RM ELF, because the real
+// firmware/ ($BAREGPU_TEST_FIRMWARE_DIR) and a synthetic GSP-RM ELF, because the real
 // gsp-570.144.bin is not in the firmware set (drivers/sim/nvgpu/README.md).
 #pragma once
 
@@ -8,6 +8,7 @@
 #include "tests/firmware/nvidia/synthetic_elf.hpp"
 
 #include <cstdlib>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -15,7 +16,8 @@ namespace baregpu::test::nv {
 
 inline std::string firmware_dir() {
     const char* d = std::getenv("BAREGPU_TEST_FIRMWARE_DIR");
-    return d != nullptr ? d : "../shared/firmware";
+    if (d == nullptr) throw std::runtime_error("BAREGPU_TEST_FIRMWARE_DIR is not set: run the tests through meson test");
+    return d;
 }
 
 // A GSP-RM-shaped ELF: .fwimage (3 pages, starting with an ELF header as the real image's does)

@@ -24,8 +24,8 @@ def check(condition, what):
 
 
 if not FIRMWARE.is_dir():
-    print(f"skipped: {FIRMWARE} is not there (it is ../shared/firmware beside the checkout)")
-    sys.exit(77)
+    print(f"FAIL: {FIRMWARE} is not there (the checkout's firmware/ directory)")
+    sys.exit(1)
 
 with tempfile.TemporaryDirectory() as tmp:
     env = dict(os.environ)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """`fwinfo` end to end. Usage: fwinfo_test.py FWINFO FIRMWARE_DIR
 
-On every file of FIRMWARE_DIR (../shared/firmware): exits 0, names each file's format, and
+On every file of FIRMWARE_DIR (firmware/): exits 0, names each file's format, and
 --json parses with one ok entry per file. Then: a truncated copy (made in a temporary directory,
 never committed) exits 1 with the FirmwareError's field and offset; --asic finds what navi31 and
 navi48 need through BAREGPU_FIRMWARE_PATH, reports ad102's absent GSP-RM image as MISSING (exit
@@ -35,8 +35,8 @@ def run(*args, env=None):
 
 
 if not FIRMWARE.is_dir():
-    print(f"skipped: {FIRMWARE} is not there (it is ../shared/firmware beside the checkout)")
-    sys.exit(77)
+    print(f"FAIL: {FIRMWARE} is not there (the checkout's firmware/ directory)")
+    sys.exit(1)
 
 files = sorted(str(p) for p in FIRMWARE.rglob("*.bin"))
 check(len(files) >= 41, f"expected the 41 files of MANIFEST.txt, found {len(files)}")

@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <stdexcept>
 
 using namespace baregpu;
 using sim::asm24::SimAsm24Bridge;
@@ -26,7 +27,8 @@ namespace {
 
 std::string firmware_dir() {
     const char* d = std::getenv("BAREGPU_TEST_FIRMWARE_DIR");
-    return d != nullptr ? d : "../shared/firmware";
+    if (d == nullptr) throw std::runtime_error("BAREGPU_TEST_FIRMWARE_DIR is not set: run the tests through meson test");
+    return d;
 }
 
 struct TempDirs {

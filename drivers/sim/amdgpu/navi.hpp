@@ -34,7 +34,7 @@ namespace baregpu::sim::amdgpu {
 struct ModelOptions {
     Asic asic = Asic::navi31;
     std::string state_dir;     // empty: $BAREGPU_SIM_STATE_DIR or /tmp/baregpu-sim-<uid>
-    std::string firmware_dir;  // where the PSP finds the known-good files; empty: firmware-loader's search path
+    std::string firmware_dir;  // where the PSP finds the known-good files; empty: the simulated devices' search path (drivers/sim/firmware_path.hpp)
     // A chip nobody else can see: its state lives in anonymous memory (no state file is created,
     // opened or mapped; state_dir is ignored) and is gone with the model. Always powered on. For
     // looking at what the chip presents on the bus (`baregpu devices`) without touching, or

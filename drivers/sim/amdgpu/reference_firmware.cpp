@@ -6,6 +6,7 @@
 #include "firmware-loader/amd/rlc.hpp"
 #include "firmware-loader/amd/sdma.hpp"
 #include "firmware-loader/amd/smc.hpp"
+#include "drivers/sim/firmware_path.hpp"
 #include "firmware-loader/search_path.hpp"
 
 #include <deque>
@@ -37,8 +38,8 @@ bool ReferenceFirmware::available(std::string* why) {
                     path = search.find(name);
                     if (!path) throw Error("sim-am", "no " + std::string(name) + " in " + dir_);
                 } else {
-                    path = fw::FirmwareSearchPath::from_environment().find("amdgpu/" + std::string(name));
-                    if (!path) throw Error("sim-am", "no amdgpu/" + std::string(name) + " on the firmware search path");
+                    path = firmware_search_path().find("amdgpu/" + std::string(name));
+                    if (!path) throw Error("sim-am", "no amdgpu/" + std::string(name) + " on the simulated devices' firmware search path");
                 }
                 loaded->files.push_back(fw::read_firmware_file(*path));
                 return fw::ByteReader(loaded->files.back().bytes, std::string(name));

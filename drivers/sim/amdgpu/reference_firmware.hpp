@@ -29,8 +29,8 @@ inline constexpr uint32_t kRlcV = 7, kRlcG = 8, kSmu = 18, kRlcRestoreListGpmMem
 
 class ReferenceFirmware {
 public:
-    // dir: where the files are (dir/NAME or dir/amdgpu/NAME); empty: firmware-loader's search path
-    // ($BAREGPU_FIRMWARE_PATH, /lib/firmware/updates, /lib/firmware) as "amdgpu/NAME".
+    // dir: where the files are (dir/NAME or dir/amdgpu/NAME); empty: "amdgpu/NAME" on the simulated
+    // devices' search path (drivers/sim/firmware_path.hpp: $BAREGPU_FIRMWARE_PATH, the carried firmware/).
     ReferenceFirmware(const AsicInfo& asic, std::string dir);
     ~ReferenceFirmware();
 

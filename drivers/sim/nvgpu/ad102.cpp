@@ -6,6 +6,7 @@
 #include "registers.hpp"
 
 #include "firmware-loader/nvidia/hs_header.hpp"
+#include "drivers/sim/firmware_path.hpp"
 #include "firmware-loader/search_path.hpp"
 
 #include <fmt/format.h>
@@ -267,7 +268,7 @@ bool Ad102Model::booter_matches_known_image() {
     const char* src = "nouveau include/nvfw/hs.h; nvkm/falcon/fw.c nvkm_falcon_fw_ctor_hs_v2";
     fw::FirmwareFile file;
     try {
-        const auto path = options_.firmware_dir.empty() ? fw::FirmwareSearchPath::from_environment()
+        const auto path = options_.firmware_dir.empty() ? sim::firmware_search_path()
                                                         : fw::FirmwareSearchPath({options_.firmware_dir});
         file = path.load(name);
     } catch (const std::exception& e) {

@@ -32,7 +32,7 @@ struct Ad102Options {
     bool gfw_boot_hangs = false;  // the VBIOS's boot code never reports done (GROUP_05(0) stays 0x0f)
     std::shared_ptr<GspRpcServer> server;  // answers RPCs after GSP_INIT_DONE; none: NV_ERR_NOT_SUPPORTED
     // Where the booter finds its known-good image (nvidia/ad102/gsp/booter_load-570.144.bin) to
-    // compare what SEC2 was loaded with; empty: firmware-loader's search path.
+    // compare what SEC2 was loaded with; empty: the simulated devices' search path (drivers/sim/firmware_path.hpp).
     std::string firmware_dir;
     // Test knob: NV_PMC_BOOT_42 as another chip would read it (0: AD102's), to drive a driver's
     // per-architecture seams; nothing else about the model changes.

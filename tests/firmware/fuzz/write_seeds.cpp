@@ -1,5 +1,5 @@
 // Writes the fuzzers' synthetic seeds into a directory: inputs for the parsers that no file in
-// ../shared/firmware exercises (a VBIOS, a GSP-RM-like ELF64) and the PSP TOC cut out of a real
+// firmware/ exercises (a VBIOS, a GSP-RM-like ELF64) and the PSP TOC cut out of a real
 // sOS file (a part of an unmodified file, written only into the build directory).
 // Usage: write_seeds OUT_DIR [FIRMWARE_DIR]
 #include "firmware-loader/amd/psp.hpp"

@@ -1,6 +1,6 @@
 // GspImage / ElfImage on a synthetic ELF64 built here from the public layouts (Linux
 // include/uapi/linux/elf.h: Elf64_Ehdr 64 bytes, Elf64_Shdr 64 bytes), since the real
-// gsp-*.bin is not in ../shared/firmware, and on malformed variants of it.
+// gsp-*.bin is not in firmware/, and on malformed variants of it.
 #include "firmware-loader/nvidia/describe.hpp"
 #include "firmware-loader/nvidia/elf_image.hpp"
 #include "tests/firmware/nvidia/nv_test_support.hpp"

@@ -22,14 +22,10 @@
 
 namespace baregpu::test::nv {
 
-// The bytes of $BAREGPU_TEST_FIRMWARE_DIR/relative, or nullopt after a WARN saying why (the caller
-// returns, which is how a Catch2 v2 test skips). A file missing from a directory that exists fails
-// the test (tests/firmware/firmware_files.hpp).
+// The bytes of $BAREGPU_TEST_FIRMWARE_DIR/relative. The repository carries the files, so a missing
+// directory or file fails the test (tests/firmware/firmware_files.hpp).
 inline std::optional<std::vector<std::byte>> firmware_file(const std::string& relative) {
-    if (!firmware_dir()) {
-        WARN("skipped: BAREGPU_TEST_FIRMWARE_DIR does not name a directory (it should be ../shared/firmware)");
-        return std::nullopt;
-    }
+    if (!firmware_dir()) FAIL("BAREGPU_TEST_FIRMWARE_DIR does not name a directory (the checkout's firmware/: run through meson test)");
     return firmware_bytes(relative);
 }
 

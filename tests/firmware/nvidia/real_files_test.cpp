@@ -1,4 +1,4 @@
-// Every NVIDIA file in ../shared/firmware, decoded field by field. The expected values were read
+// Every NVIDIA file in firmware/, decoded field by field. The expected values were read
 // from the files with a python struct.unpack script over the public layouts, not from our
 // parser:
 //   nvfw_bin_hdr           nouveau include/nvfw/fw.h (torvalds/linux)

@@ -122,7 +122,7 @@ TEST_CASE("sim-am: discovery round-trips through parse_discovery with the contra
 }
 
 TEST_CASE("sim-am: the Linux bring-up with the real firmware produces zero violations", "[sim-am]") {
-    SKIP_WITHOUT_AMD_FIRMWARE();
+    REQUIRE_AMD_FIRMWARE();
     for (Asic asic : {Asic::navi31, Asic::navi48}) {
         INFO(baregpu::sim::amdgpu::to_string(asic));
         TempDir dir;
@@ -166,7 +166,7 @@ TEST_CASE("sim-am: the Linux bring-up with the real firmware produces zero viola
 }
 
 TEST_CASE("sim-am: bootloader refuses commands while busy, out of order, and other chips' blobs", "[sim-am]") {
-    SKIP_WITHOUT_AMD_FIRMWARE();
+    REQUIRE_AMD_FIRMWARE();
     SECTION("command while C2PMSG_35 bit 31 is clear") {
         TempDir dir;
         Rig rig(Asic::navi31, dir.path);
@@ -210,7 +210,7 @@ TEST_CASE("sim-am: bootloader refuses commands while busy, out of order, and oth
 }
 
 TEST_CASE("sim-am: PSP ring protocol violations and command errors", "[sim-am]") {
-    SKIP_WITHOUT_AMD_FIRMWARE();
+    REQUIRE_AMD_FIRMWARE();
     SECTION("ring command before the sOS, submit with no ring, bad write pointer") {
         TempDir dir;
         Rig rig(Asic::navi31, dir.path);
@@ -291,7 +291,7 @@ TEST_CASE("sim-am: PSP ring protocol violations and command errors", "[sim-am]")
 }
 
 TEST_CASE("sim-am: AUTOLOAD_RLC needs every piece the ASIC's RLC file carries", "[sim-am]") {
-    SKIP_WITHOUT_AMD_FIRMWARE();
+    REQUIRE_AMD_FIRMWARE();
     // gc_11_0_0_rlc.bin is rlc_firmware_header v2.3 (lists, IRAM/DRAM, RLCP/RLCV); gc_12_0_1_rlc.bin
     // v2.2 (lists, IRAM/DRAM); both have an empty save_restore_list_cntl, which is not loaded (Linux
     // skips ucode_size 0) and not required. psp_gfx_if.h: RLC_IRAM 26, RLC_DRAM_BOOT 48, RLC_P 25, RLC_V 7,
@@ -316,7 +316,7 @@ TEST_CASE("sim-am: AUTOLOAD_RLC needs every piece the ASIC's RLC file carries", 
 }
 
 TEST_CASE("sim-am: an RLC piece is accepted only as the real file's bytes", "[sim-am]") {
-    SKIP_WITHOUT_AMD_FIRMWARE();
+    REQUIRE_AMD_FIRMWARE();
     {
         TempDir dir;
         Rig rig(Asic::navi31, dir.path);
@@ -338,7 +338,7 @@ TEST_CASE("sim-am: an RLC piece is accepted only as the real file's bytes", "[si
 }
 
 TEST_CASE("sim-am: SMU mailbox", "[sim-am]") {
-    SKIP_WITHOUT_AMD_FIRMWARE();
+    REQUIRE_AMD_FIRMWARE();
     TempDir dir;
     Rig rig(Asic::navi31, dir.path);
     boot_to_smu(rig);
@@ -364,7 +364,7 @@ TEST_CASE("sim-am: SMU mailbox", "[sim-am]") {
 }
 
 TEST_CASE("sim-am: mode1 reset through the debug mailbox", "[sim-am]") {
-    SKIP_WITHOUT_AMD_FIRMWARE();
+    REQUIRE_AMD_FIRMWARE();
     for (Asic asic : {Asic::navi31, Asic::navi48}) {
         TempDir dir;
         Rig rig(asic, dir.path);
@@ -393,7 +393,7 @@ TEST_CASE("sim-am: mode1 reset through the debug mailbox", "[sim-am]") {
 }
 
 TEST_CASE("sim-am: RCC_DEV0_EPF2_STRAP2 and the pinned clocks", "[sim-am]") {
-    SKIP_WITHOUT_AMD_FIRMWARE();
+    REQUIRE_AMD_FIRMWARE();
     for (Asic asic : {Asic::navi31, Asic::navi48}) {
         INFO(baregpu::sim::amdgpu::to_string(asic));
         TempDir dir;
@@ -432,7 +432,7 @@ TEST_CASE("sim-am: RCC_DEV0_EPF2_STRAP2 and the pinned clocks", "[sim-am]") {
 }
 
 TEST_CASE("sim-am: state survives the model and the bus; power_cycle is power-on", "[sim-am]") {
-    SKIP_WITHOUT_AMD_FIRMWARE();
+    REQUIRE_AMD_FIRMWARE();
     TempDir dir;
     {
         Rig rig(Asic::navi31, dir.path);
@@ -613,7 +613,7 @@ TEST_CASE("sim-am: HDP flush through the remap register and GPU_HDP_FLUSH_REQ/DO
 }
 
 TEST_CASE("sim-am: PPSMC_MSG_Mode1Reset on MP1 13.0.0 and the warm ring path across processes", "[sim-am]") {
-    SKIP_WITHOUT_AMD_FIRMWARE();
+    REQUIRE_AMD_FIRMWARE();
     TempDir dir;
     {
         Rig rig(Asic::navi31, dir.path);
@@ -643,7 +643,7 @@ TEST_CASE("sim-am: PPSMC_MSG_Mode1Reset on MP1 13.0.0 and the warm ring path acr
 }
 
 TEST_CASE("sim-am: mode1 reset with bus mastering on is a violation", "[sim-am]") {
-    SKIP_WITHOUT_AMD_FIRMWARE();
+    REQUIRE_AMD_FIRMWARE();
     TempDir dir;
     Rig rig(Asic::navi48, dir.path);
     boot_to_smu(rig);

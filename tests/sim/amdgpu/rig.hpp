@@ -22,16 +22,15 @@ namespace baregpu::test::sim_am {
 using baregpu::sim::amdgpu::Asic;
 using baregpu::sim::amdgpu::NaviModel;
 
-// BAREGPU_TEST_FIRMWARE_DIR/amdgpu, or nullopt (the test then skips).
+// BAREGPU_TEST_FIRMWARE_DIR/amdgpu, or nullopt (REQUIRE_AMD_FIRMWARE then fails the test: the
+// repository carries the files).
 std::optional<std::filesystem::path> firmware_dir();
 std::vector<std::byte> firmware(const std::string& name);
 
-#define SKIP_WITHOUT_AMD_FIRMWARE()                                                                           \
+#define REQUIRE_AMD_FIRMWARE()                                                                           \
     do {                                                                                                      \
-        if (!::baregpu::test::sim_am::firmware_dir()) {                                                       \
-            WARN("skipped: BAREGPU_TEST_FIRMWARE_DIR does not name ../shared/firmware (with amdgpu/ in it)"); \
-            return;                                                                                           \
-        }                                                                                                     \
+        if (!::baregpu::test::sim_am::firmware_dir())                                                         \
+            FAIL("BAREGPU_TEST_FIRMWARE_DIR does not name the checkout's firmware/ (with amdgpu/ in it)");     \
     } while (false)
 
 // A fresh state directory per test case (tests run in parallel), removed afterwards.
