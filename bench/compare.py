@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The tensor suite's acceptance ratios (issue 6): runs `baregpu bench --suite tensor --json`, then,
+"""The tensor suite's ratios against its baselines: runs `baregpu bench --suite tensor --json`, then,
 each in a process of its own right after it, bench/baseline_sgemm (OpenBLAS, when built) and
 bench/baseline_stream, and prints:
 
@@ -9,7 +9,9 @@ bench/baseline_stream, and prints:
   reduce_sum_16M / STREAM triad         target >= 0.6
   softmax_4096 (GB/s: 2 * 4 bytes per element) / STREAM triad   target >= 0.6
 
-Baselines run with OMP_WAIT_POLICY=passive so that no spinning pool outlives its process.
+Baselines run at their best, with OMP_WAIT_POLICY=passive so that no spinning pool outlives its
+process, and without OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE (a forced kernel or cache size handicaps
+OpenBLAS; baseline_sgemm drops them itself too). The OpenBLAS kernel that ran is printed.
 
 Usage: bench/compare.py [--build DIR] [--runs N] [--quick] [--json]   (DIR default: build)
 --quick only checks that everything runs: the suite shrinks its sizes, the sgemm baseline does not,
@@ -32,8 +34,17 @@ def run_json_lines(cmd, env):
     return {r["name"]: r for r in (json.loads(line) for line in out.splitlines() if line.strip())}
 
 
+HANDICAPS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+
+
+def baseline_env():
+    env = {k: v for k, v in os.environ.items() if k not in HANDICAPS}
+    env["OMP_WAIT_POLICY"] = "passive"
+    return env
+
+
 def one_run(build, quick):
-    env = dict(os.environ, OMP_WAIT_POLICY="passive")
+    env = baseline_env()
     extra = ["--quick"] if quick else []
     suite = subprocess.run([os.path.join(build, "tools/baregpu/baregpu"), "bench", "--suite", "tensor", "--device", "cpu",
                             "--json", "--only", "matmul_1024,matmul_2048,ew_fused,reduce_sum,softmax"] + extra,
@@ -51,6 +62,8 @@ def one_run(build, quick):
         r = results[ours]
         value = r["gbps"] if ours == "softmax_4096" else r["value"]
         ratios[ours] = {"ours": value, "baseline": base[theirs]["value"], "ratio": value / base[theirs]["value"]}
+        if "kernel" in base[theirs]:
+            ratios[ours]["kernel"] = base[theirs]["kernel"]
     return ratios
 
 
@@ -76,9 +89,13 @@ def main():
         print(json.dumps(summary, indent=1))
         return 0
     print(f"{'figure':<16} {'baseline':<22} {'target':>6} {'median':>7}  met  runs (ours / baseline = ratio)")
+    kernels = set()
     for ours, s in summary.items():
         runs_text = "; ".join(f"{g['ours']:.2f}/{g['baseline']:.2f}={g['ratio']:.3f}" for g in s["runs"])
         print(f"{ours:<16} {s['baseline']:<22} {s['target']:>6.2f} {s['median_ratio']:>7.3f}  {'yes' if s['met'] else 'no ':<4} {runs_text}")
+        kernels.update(g["kernel"] for g in s["runs"] if "kernel" in g)
+    if kernels:
+        print(f"OpenBLAS kernel: {', '.join(sorted(kernels))} (OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset for the baseline)")
     if not any(t[1].startswith("baseline_sgemm") for t in TARGETS if t[0] in summary):
         print("(no OpenBLAS baseline: bench/baseline_sgemm is built only when libopenblas-dev is installed)")
     return 0
