@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The tensor suite's acceptance ratios (issue 6): runs `baregpu bench --suite tensor --json`, then,
+"""The tensor suite's acceptance ratios: runs `baregpu bench --suite tensor --json`, then,
 each in a process of its own right after it, bench/baseline_sgemm (OpenBLAS, when built) and
 bench/baseline_stream, and prints:
 
