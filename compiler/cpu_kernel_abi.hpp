@@ -1,5 +1,5 @@
 // The CPU device's code-object ABI as the code generator writes it. The compiler may not
-// include drivers/ (ARCHITECTURE.md, the dependency rule), so the numbers are repeated here
+// include drivers/ (docs/ARCHITECTURE.md, the dependency rule), so the numbers are repeated here
 // from drivers/hostcode/kernel_abi.h; tests/compiler/abi_test.cpp checks that both agree.
 #pragma once
 

@@ -7,8 +7,8 @@ namespace baregpu::fw {
 
 // File choice per IP version follows Linux's amdgpu *_init_microcode functions (gfx_v11_0.c,
 // gfx_v12_0.c, psp_v13_0.c, psp_v14_0.c, smu_v13_0.c, smu_v14_0.c, sdma_v6_0.c, sdma_v7_0.c,
-// imu_v11_0.c, imu_v12_0.c, amdgpu_mes.c) and nouveau/open-gpu-kernel-modules for NVIDIA
-// (shared/research/firmware.md §2-3).
+// imu_v11_0.c, imu_v12_0.c, amdgpu_mes.c) and nouveau/open-gpu-kernel-modules for NVIDIA; the
+// names are those in linux-firmware's amdgpu/ and nvidia/ (firmware/MANIFEST.txt).
 const std::vector<AsicManifest>& asic_manifests() {
     static const std::vector<AsicManifest> kManifests = {
         {"navi31", "amd", "Radeon RX 7900 XTX / XT (RDNA3)",

@@ -1,8 +1,8 @@
 // The device registry: backends register a URI scheme; open_device() turns a name into a
 // Device. hcq names no backend itself: drivers/registry.cpp registers them all.
 //
-// Names (ARCHITECTURE.md, "Devices and names"): "cpu", "cpu:1", "am:0000:03:00.0", "nv:...",
-// "sim-am:navi31". Options follow a '?' as key=value pairs joined by '&', e.g.
+// Names (docs/ARCHITECTURE.md, "Devices and names"): "cpu", "cpu:1", "am:0000:03:00.0",
+// "nv:0000:01:00.0", "sim-am:navi31". Options follow a '?' as key=value pairs joined by '&', e.g.
 // "cpu?threads=2&ring=4096"; a backend rejects options it does not know.
 #pragma once
 

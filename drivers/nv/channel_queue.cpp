@@ -389,7 +389,8 @@ void ChannelQueue::push_entry(uint64_t va, uint64_t bytes) {
 }
 
 void ChannelQueue::ring_doorbell() {
-    // research nv_qcom_usb.md A.5: USERD.GPPut, a barrier, then the doorbell with the work-submit token.
+    // USERD.GPPut, a barrier, then the doorbell (NV_VIRTUAL_FUNCTION_DOORBELL, tu102 dev_vm.h) with the
+    // work-submit token, as tinygrad's ops_nv.py _submit_to_gpfifo does.
     std::atomic_thread_fence(std::memory_order_seq_cst);
     const uint32_t put = gpfifo_->put();
     std::memcpy(channel_mem_.cpu() + userd_offset_ + kUserdGpPut, &put, 4);

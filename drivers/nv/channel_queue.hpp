@@ -1,4 +1,4 @@
-// An HCQ queue on a GPFIFO channel (research nv_qcom_usb.md A.5, A.6): the compute queue (ADA_COMPUTE_A
+// An HCQ queue on a GPFIFO channel (clc56f.h; tinygrad ops_nv.py NVComputeQueue): the compute queue (ADA_COMPUTE_A
 // on subchannel 1) and the copy queue (AMPERE_DMA_COPY_B on subchannel 4) are the same engine with a
 // different channel behind it; both bind the copy class on subchannel 4 (a compute channel's GRCE) for
 // timestamps.

@@ -22,10 +22,10 @@ namespace baregpu::nv {
 
 inline constexpr size_t kNvdmPayloadCotSize = 860;
 inline constexpr uint8_t kNvdmTypeCot = 0x14;
-inline constexpr size_t kFspEmemChannelBytes = 1024;  // what one EMEM channel holds (research A.3 8b)
+inline constexpr size_t kFspEmemChannelBytes = 1024;  // what one EMEM channel holds (tinygrad nv/ip.py NV_FLCN_COT)
 
 struct FspCotPayload {
-    uint16_t version = 2;  // research A.3 8b (570.144 on GB20x)
+    uint16_t version = 2;  // NVDM_PAYLOAD_COT version for 570.144 on GB20x (tinygrad nv/ip.py NV_FLCN_COT)
     uint64_t gsp_fmc_sysmem_offset = 0;
     uint64_t frts_sysmem_offset = 0;
     uint32_t frts_sysmem_size = 0;

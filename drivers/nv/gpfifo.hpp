@@ -103,7 +103,7 @@ private:
 // `entries` is the ring the GPU fetches from (gpFifoOffset, gpFifoEntries of the channel). put
 // is the next slot the CPU writes, GPGet the next the GPU fetches; put == get means empty, so at
 // most size - 1 entries are outstanding. An entry is only written once GPGet has passed its slot:
-// the GPU may still be fetching the old one (research/nv_qcom_usb.md D.4, D.10).
+// the GPU may still be fetching the old one (GPGet: clc56f.h AmpereAControlGPFifo).
 class GpFifoRing {
 public:
     explicit GpFifoRing(std::span<uint64_t> entries);

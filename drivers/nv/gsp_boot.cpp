@@ -37,9 +37,9 @@ constexpr uint32_t kFalconOs = 0x080;  // NV_PFALCON_FALCON_OS (dev_falcon_v4.h)
 // +0x348, ..., hostPageSize +0x398; 0x3a0 bytes in all.
 constexpr size_t kGspSystemInfoSize = 0x3a0;
 constexpr size_t kSystemInfoIsPassthru = 0x348;
-constexpr uint32_t kPciConfigMirrorBase = 0x88000, kPciConfigMirrorSize = 0x1000;  // research A.3 7 (not in headers)
+constexpr uint32_t kPciConfigMirrorBase = 0x88000, kPciConfigMirrorSize = 0x1000;  // tinygrad nv/ip.py NV_GSP (in no header)
 constexpr uint64_t kMaxUserVa = 0x7ffffffff000;
-// UNLOADING_GUEST_DRIVER newLevel: research A.3 11 (tinygrad: 1 << 6, fast unload).
+// UNLOADING_GUEST_DRIVER newLevel: 1 << 6, a fast unload (tinygrad nv/ip.py NV_GSP.rpc_unloading_guest_driver).
 constexpr uint32_t kUnloadNewLevel = 1u << 6;
 
 std::string chip_name(uint32_t boot42) {
@@ -388,7 +388,7 @@ void AdaBootFlow::boot(GspDevice& d) {
         put<uint32_t>(info, 0x58, pci.config_read32(0x00));
         put<uint32_t>(info, 0x5c, pci.config_read32(0x2c));
         put<uint32_t>(info, 0x60, pci.config_read8(0x08));
-        put<uint8_t>(info, kSystemInfoIsPassthru, 1);  // research A.3 7 (tinygrad): the CPU side is a passthrough owner
+        put<uint8_t>(info, kSystemInfoIsPassthru, 1);  // as tinygrad's NV_GSP sets it: the CPU side is a passthrough owner
         d.rpc_->queue(gsp::kFnGspSetSystemInfo, info);
         d.rpc_->queue(gsp::kFnSetRegistry, registry_table({{"RMForcePcieConfigSave", 1}, {"RMSecBusResetEnable", 1}}));
         return fmt::format("radix3 {:#x}, WPR meta {:#x} (WPR {:#x}..{:#x}), LibOS args {:#x}, queues {:#x}", total,

@@ -1,7 +1,7 @@
 // NVPCI bring-up: boots GSP-RM on an NVIDIA GPU we own through a PciDevice (vfio, sysfs or the
 // simulated bus) and hands back the RPC channel the RM layer talks through. Ada (AD10x) is done,
-// in the order research nv_qcom_usb.md A.3 gives (tinygrad NVDev / Linux nouveau r535 / open-gpu-
-// kernel-modules kernel_gsp*.c):
+// in the order tinygrad's NVDev boots it (runtime/support/nv/nvdev.py, nv/ip.py), cross-checked
+// with Linux nouveau r535 and open-gpu-kernel-modules kernel_gsp*.c:
 //   chip id (PMC_BOOT_42) -> firmware checked -> stale state (WPR2 up: bus master off, function
 //   reset) -> GFW boot done -> VRAM size -> FWSEC-FRTS on the GSP falcon (WPR2 + FRTS) -> GSP-RM
 //   ELF behind radix3, bootloader, signature, GspFwWprMeta, LibOS args, message queues, pre-queued

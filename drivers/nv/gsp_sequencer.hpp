@@ -5,7 +5,7 @@
 // GSP_SEQ_BUF_OPCODE: 0 REG_WRITE {addr; val}, 1 REG_MODIFY {addr; mask; val}, 2 REG_POLL
 // {addr; mask; val; timeout; error}, 3 DELAY_US {val}, 4 REG_STORE {addr; index}, 5 CORE_RESET,
 // 6 CORE_START, 7 CORE_WAIT_FOR_HALT, 8 CORE_RESUME (no payload). REG_MODIFY's field order is
-// {addr, mask, val} — tinygrad reads {addr, val, mask} (research D).
+// {addr, mask, val} — tinygrad's nv/ip.py run_cpu_seq reads {addr, val, mask}.
 #pragma once
 
 #include <chrono>

@@ -55,7 +55,7 @@ NvHcqDevice::NvHcqDevice(Token, std::unique_ptr<NvPlatform> platform, NvHcqOptio
              device_name(options, *platform)),
       options_(std::move(options)), platform_(std::move(platform)) {
     // RM: the device objects on the platform's client, then whatever the platform does before channels
-    // (nvpci: our page directory to GSP-RM, research A.3 step 10; nvk: the doorbell page).
+    // (nvpci: our page directory to GSP-RM, NV90F1_CTRL_CMD_VASPACE_COPY_SERVER_RESERVED_PDES; nvk: the doorbell page).
     rm_ = RmDevice::open(platform_->transport(), platform_->client(), platform_->branch(), 0, platform_->vaspace_owner());
     platform_->attach(*rm_);
 

@@ -169,7 +169,7 @@ inline constexpr unsigned long kIoctlAllocMemory = escape_request(NV_ESC_RM_ALLO
 inline constexpr unsigned long kIoctlMapMemory = escape_request(NV_ESC_RM_MAP_MEMORY, sizeof(Nvos33WithFd));
 inline constexpr unsigned long kIoctlMapMemoryDma570 = escape_request(NV_ESC_RM_MAP_MEMORY_DMA, sizeof(Nvos46Parameters570));
 inline constexpr unsigned long kIoctlMapMemoryDma580 = escape_request(NV_ESC_RM_MAP_MEMORY_DMA, sizeof(Nvos46Parameters580));
-// The numbers the research notes quote from a running driver (nv_qcom_usb.md A.9).
+// Pinned request numbers: a struct whose size drifts from nvos.h / nv-ioctl.h changes them and fails here.
 static_assert(kIoctlAlloc == 0xc020462b && kIoctlControl == 0xc020462a && kIoctlFree == 0xc0104629);
 static_assert(kIoctlCardInfo == 0xd20046c8 && kIoctlRegisterFd == 0xc00446c9);
 static_assert(kIoctlAllocMemory == 0xc0384627 && kIoctlMapMemory == 0xc038464e && kIoctlMapMemoryDma570 == 0xc0384657);

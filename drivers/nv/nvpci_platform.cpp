@@ -58,7 +58,8 @@ NvpciPlatform::~NvpciPlatform() {
 uint64_t NvpciPlatform::memory_bytes() const { return heap_end(gsp_->vram_bytes()) - kHeapBegin; }
 
 void NvpciPlatform::attach(RmDevice& rm) {
-    // Our page directory for the VA space, before any channel (research A.3 step 10).
+    // Our page directory for the VA space, before any channel (COPY_SERVER_RESERVED_PDES, as tinygrad's
+    // nv/ip.py init_golden_image sends it).
     const MmuGeometry& g = mmu_geometry(MmuVersion::v2);
     const unsigned root_shift = g.levels[0].shift;
     rm.copy_server_reserved_pdes(pt_->root(), kSmallPage, static_cast<uint8_t>(root_shift), 0, (uint64_t{1} << root_shift) - 1);

@@ -7,7 +7,7 @@
 // Every field is MW(hi:lo): bit positions counted from bit 0 of 32-bit word 0, little-endian, as the
 // headers write them. Fields move *and* change units between versions (program address and shared
 // memory size are shifted in V05, constant buffer addresses in V04/V05; release addresses have 8
-// upper bits in V03, 25 in V04/V05) — research/nv_qcom_usb.md D.5 — so each version has its own
+// upper bits in V03, 25 in V04/V05; compare the three headers) — so each version has its own
 // table and every setter checks that the value fits before writing a bit.
 #pragma once
 

@@ -1,5 +1,5 @@
 // An NVIDIA GPU as RM objects: the open sequence shared by the nvk and nvpci transports
-// (research nv_qcom_usb.md A.2 step 6) — device, subdevice, virtual memory (the hDma of DMA
+// (tinygrad ops_nv.py NVDevice.__init__) — device, subdevice, virtual memory (the hDma of DMA
 // maps), the class list and the classes picked from it, the usermode (doorbell) object, a VA
 // space, a channel group on the graphics engine and its context share; then GPFIFO channels
 // with their compute or copy engine object and work-submit token, and scheduling.
@@ -75,7 +75,7 @@ public:
     RmChannel create_channel(const RmChannelSpec& spec);
     // NV90F1_CTRL_CMD_VASPACE_COPY_SERVER_RESERVED_PDES on the VA space: the driver-owned root page
     // directory (VRAM offset `root`, `root_bytes`) that covers [va_lo, va_hi]; GSP-RM then runs the
-    // channels of this VA space on the driver's page tables (research nv_qcom_usb.md A.3 step 10).
+    // channels of this VA space on the driver's page tables (ctrl90f1.h; tinygrad nv/ip.py init_golden_image).
     void copy_server_reserved_pdes(uint64_t root, uint64_t root_bytes, uint8_t root_page_shift, uint64_t va_lo, uint64_t va_hi);
     // NVA06C_CTRL_CMD_GPFIFO_SCHEDULE on the channel group, once its channels exist.
     void schedule();

@@ -1,8 +1,8 @@
 // Physical VRAM allocator of the NVIDIA driver. VRAM is handed out in naturally aligned chunks of
 // 512 MiB, then 2 MiB, then 4 KiB, so that the page table can map an allocation with the largest
-// leaves the MMU has (research/nv_qcom_usb.md A.7: 512 MiB PTEs at PDE1, 2 MiB PTEs at PDE0,
-// uvm_ampere_mmu.c). When fragmentation leaves no aligned big chunk, it steps down to the next
-// size. A `contiguous` request (page tables, USERD, firmware) gets one block. Retired ranges (bad
+// leaves the MMU has (512 MiB PTEs at PDE1, 2 MiB PTEs at PDE0: open-gpu-kernel-modules
+// uvm_ampere_mmu.c; tinygrad's nv/nvdev.py takes the same three sizes). When fragmentation
+// leaves no aligned big chunk, it steps down to the next size. A `contiguous` request (page tables, USERD, firmware) gets one block. Retired ranges (bad
 // pages, reserved firmware regions) are never handed out again.
 #pragma once
 

@@ -3,7 +3,7 @@
 // Layout: open-gpu-kernel-modules 570.144 src/nvidia/arch/nvalloc/common/inc/gsp/gsp_fw_wpr_meta.h
 // (256 bytes; every field up to bootCount an NvU64, in the order below; GSP_FW_WPR_META_MAGIC,
 // GSP_FW_WPR_META_REVISION). The layout top-down: kernel_gsp_tu102.c kgspCalculateFbLayout_TU102
-// (research nv_qcom_usb.md A.3 7): VGA workspace 1 MiB at the top, FRTS 1 MiB below it, the boot
+// (and tinygrad nv/ip.py NV_GSP): VGA workspace 1 MiB at the top, FRTS 1 MiB below it, the boot
 // binary below, GSP FW 64 KiB aligned below that, the WPR heap 1 MiB aligned below, the metadata
 // page, gspFwWprStart 1 MiB aligned, the non-WPR heap 1 MiB below.
 #pragma once

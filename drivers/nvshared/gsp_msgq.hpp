@@ -18,7 +18,7 @@
 // msgCount entries of msgSize bytes from +entryOff. Where the *consumer* publishes its readPtr
 // depends on MSGQ_FLAGS_SWAP_RX: with it (GSP's queues use flags = 1) the reader of queue A writes its
 // readPtr into the rx slot of the *other* queue B's store, so every side writes only its own pages.
-// Writer and reader therefore take the readPtr's 4 bytes as a separate span (research D.2).
+// Writer and reader therefore take the readPtr's 4 bytes as a separate span (msgq_priv.h msgqRxHeader).
 #pragma once
 
 #include <cstddef>

@@ -17,7 +17,7 @@ struct ChipIds {
 // AMD. Device IDs per chip from the PCI ID Repository (pci.ids, version 2026.08.22,
 // github.com/pciutils/pciids); GC (graphics core) IP versions as Linux amdgpu's IP discovery
 // reports them (amdgpu_discovery.c, gfx_v11_0.c / gfx_v12_0.c firmware names) and as tinygrad's
-// AM driver keys its support (runtime/ops_amd.py PCIIface, see research/am.md "Supported ASICs").
+// AM driver keys its support (tinygrad/runtime/ops_amd.py: the device IDs PCIIface opens).
 // The AM driver is written for Navi31 (GC 11.0.0) and Navi48 (GC 12.0.1); the other RDNA3/RDNA4
 // dies share their IP blocks.
 constexpr std::array<uint16_t, 6> kNavi31{0x7448, 0x7449, 0x744a, 0x744b, 0x744c, 0x745e};
@@ -28,7 +28,7 @@ constexpr std::array<uint16_t, 2> kNavi48{0x7550, 0x7551};
 
 // NVIDIA. Device IDs per chip from pci.ids 2026.08.22 (entries named AD10x / GB20x, display
 // functions only). The NV backend boots GSP-RM on Ada (firmware directory ad102) and Blackwell
-// GB20x (gb202), see research/nv_qcom_usb.md A.1 and A.10.
+// GB20x (gb202), as tinygrad's NVPCI does (runtime/support/nv/nvdev.py: the chip from NV_PMC_BOOT_42).
 constexpr std::array<uint16_t, 15> kAd102{0x2681, 0x2684, 0x2685, 0x2689, 0x26af, 0x26b1, 0x26b2, 0x26b3,
                                           0x26b5, 0x26b7, 0x26b8, 0x26b9, 0x26ba, 0x26bb, 0x26f5};
 constexpr std::array<uint16_t, 9> kAd103{0x2702, 0x2703, 0x2704, 0x2705, 0x2709, 0x2717, 0x2730, 0x2757, 0x2770};

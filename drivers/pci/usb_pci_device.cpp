@@ -106,7 +106,7 @@ public:
         c.interrupts = false;
         c.host_dma_bytes = usb::asm24::kSramBytes + 2 * usb::asm24::kSmallWindowBytes;
         c.register_round_trip = true;
-        // research C.5: the SRAM behind the bulk engine (host access in 16 KB slots) and the two
+        // The SRAM behind the bulk engine (host access in 16 KB slots) and the two
         // 4 KB windows the host reaches byte-wise through XDATA.
         c.dma_windows = {{usb::asm24::kGpuSram, usb::asm24::kSramBytes, usb::asm24::kSramSlotBytes},
                          {usb::asm24::kGpuSysBuf, usb::asm24::kSmallWindowBytes, 1},
@@ -306,7 +306,7 @@ private:
         controller_.mem_write(batch_address_, data);
     }
 
-    // research C.4 steps 1-4, in that order.
+    // Link up, bridges, resizable BARs, BAR placement: tinygrad's USBPCIDevice and pci_setup_usb_bars order.
     void bring_up() {
         controller_.bring_link_up();
         // Each bridge on buses 0..3: bus numbers in one dword (primary | secondary << 8 |
@@ -339,7 +339,7 @@ private:
         config_write16(cfg::kCommand, cfg::kCommandMemory);
     }
 
-    // research C.4 step 3: every resizable BAR to its largest supported size.
+    // Every resizable BAR to its largest supported size (Resizable BAR, PCIe Base Spec 4.0 7.8.6).
     void grow_resizable_bars() {
         const std::optional<uint16_t> cap = find_extended_capability(cfg::kExtCapResizableBar);
         if (!cap) return;
@@ -358,7 +358,7 @@ private:
         }
     }
 
-    // research C.4 step 4: size, then place prefetchable BARs from 32 GB and the rest from 256 MB.
+    // Size, then place prefetchable BARs from 32 GB and the rest from 256 MB (pci_setup_usb_bars).
     void assign_bars() {
         std::array<BarInfo, kBarCount> bars = size_bars(*this);
         uint64_t next_mem = kUsbMemBase, next_pref = kUsbPrefMemBase;

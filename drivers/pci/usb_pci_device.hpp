@@ -2,7 +2,7 @@
 // carried by configuration TLPs, BAR accesses by streaming memory TLPs (writes to prefetchable
 // BARs batched into one stream, repeated doorbell values skipped), and the GPU's "host memory"
 // is the bridge's SRAM. Bring-up programs the bridges' bus numbers and windows and assigns the
-// GPU's BARs, as tinygrad's pci_setup_usb_bars does (research/nv_qcom_usb.md C.4).
+// GPU's BARs, as tinygrad's pci_setup_usb_bars does (runtime/support/system.py).
 #pragma once
 
 #include "drivers/pci/pci_device.hpp"
@@ -21,9 +21,9 @@ struct UsbOpenOptions {
     std::vector<unsigned> write_once_bars;
 };
 
-// Where the bring-up puts things (research C.4): the GPU on bus 4 behind bridges on buses 0..3,
-// non-prefetchable BARs from 256 MB, prefetchable from 32 GB, each on a 2 MB boundary. Both
-// stay clear of the SRAM windows at 0x200000..0x823000 the GPU DMAs into.
+// Where the bring-up puts things (tinygrad system.py USBPCIDevice): the GPU on bus 4 behind
+// bridges on buses 0..3, non-prefetchable BARs from 256 MB, prefetchable from 32 GB, each on a
+// 2 MB boundary. Both stay clear of the SRAM windows at 0x200000..0x823000 the GPU DMAs into.
 inline constexpr uint8_t kUsbGpuBus = 4;
 inline constexpr uint64_t kUsbMemBase = 0x10000000;
 inline constexpr uint64_t kUsbPrefMemBase = 32ull << 30;

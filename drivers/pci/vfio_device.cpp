@@ -167,7 +167,8 @@ public:
     // physical pages (vfio_iommu_type1.c, vaddr_get_pfns: follow_fault_pfn), which is how QEMU gives
     // one assigned device another's BAR. iommufd's IOMMU_IOAS_MAP wants struct pages and refuses a
     // BAR mmap on kernels without dma-buf import (EFAULT), and the error says so. tests/qemu runs it on
-    // a real kernel (edu reading NVMe's BAR0); two GPUs behind VFIO were not available (TESTING.md 4).
+    // a real kernel (edu reading NVMe's BAR0); two GPUs behind VFIO are a check for the silicon kit
+    // (docs/TESTING.md).
     std::optional<std::string> peer_refusal(PciDevice& owner) override {
         if (auto why = PciDevice::peer_refusal(owner)) return why;
         return sysfs_peer_refusal(sysfs_root_, address(), owner.address());

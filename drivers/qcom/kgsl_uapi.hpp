@@ -1,7 +1,7 @@
 // The KGSL ioctl interface this driver uses: request numbers, argument structs and flag values.
 // Source: Linux/Android include/uapi/linux/msm_kgsl.h ("KGSL version frozen as of 3.14", the copy
 // tinygrad keeps in extra/qcom_gpu_driver/msm_kgsl.h), LP64 layouts. The encoded request numbers
-// are checked below against the values ../shared/research/nv_qcom_usb.md B.6 lists.
+// are pinned below to their LP64 values, so a struct whose layout drifts fails the build.
 #pragma once
 
 #include <cstddef>

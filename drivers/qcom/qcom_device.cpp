@@ -69,7 +69,7 @@ std::string vendor_opencl_status() {
 
 uint32_t context_flags(uint32_t priority) {
     using namespace kgsl;
-    // research/nv_qcom_usb.md B.2: what tinygrad creates its context with.
+    // What tinygrad's ops_qcom.py (QCOMDevice.__init__) creates its context with.
     return KGSL_CONTEXT_PREAMBLE | KGSL_CONTEXT_PWR_CONSTRAINT | KGSL_CONTEXT_NO_FAULT_TOLERANCE | KGSL_CONTEXT_NO_GMEM_ALLOC |
            (priority & 0xf) << KGSL_CONTEXT_PRIORITY_SHIFT | KGSL_CONTEXT_PREEMPT_STYLE_FINEGRAIN << KGSL_CONTEXT_PREEMPT_STYLE_SHIFT;
 }

@@ -26,13 +26,13 @@ Asm24Controller::Asm24Controller(std::unique_ptr<UsbBackend> usb) : usb_(std::mo
                                                 kCustomProduct, kAsmediaVendor, kStockProduct2464));
     }
     if (*protocol != BridgeProtocol::CustomFirmware) {
-        // research C.8: the SCSI path needs the controller init writes, the XDATA TLP engine at
+        // The SCSI path needs the controller init writes, the XDATA TLP engine at
         // 0xB2xx and UAS streams; not implemented here (drivers/usb/README.md).
         throw UnsupportedError(name(), fmt::format("the bridge speaks {}; drivers/usb only drives the custom-firmware vendor protocol. "
-                                                   "Flash the custom ASM2464 firmware (research/nv_qcom_usb.md C.1)",
+                                                   "Flash tinygrad's custom ASM2464 firmware",
                                                    to_string(*protocol)));
     }
-    // research C.2: configuration 1, interface 0, alternate setting 0.
+    // Configuration 1, interface 0, alternate setting 0 (tinygrad usb.py USB3).
     usb_->claim_interface(0, 0);
 }
 

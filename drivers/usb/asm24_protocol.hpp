@@ -1,7 +1,7 @@
 // The ASM2464 custom-firmware protocol: USB IDs, endpoints, vendor requests, controller (XDATA)
 // addresses and the SRAM windows the GPU can DMA into. There is no public header for any of it;
-// every value is from tinygrad (tinygrad/runtime/support/usb.py, ops_amd.py USBIface) as
-// summarised in research/nv_qcom_usb.md C.1, C.2, C.5.
+// every value is from tinygrad (tinygrad/runtime/support/usb.py, support/system.py USBPCIDevice,
+// ops_amd.py USBIface).
 #pragma once
 
 #include <chrono>
@@ -9,7 +9,7 @@
 
 namespace baregpu::usb::asm24 {
 
-// USB IDs (research C.1).
+// USB IDs (ASMedia's stock IDs; tinygrad usb.py for the custom firmware's).
 inline constexpr uint16_t kAsmediaVendor = 0x174C;  // stock firmware: 0x2464 (ASM2464PD), 0x2463
 inline constexpr uint16_t kStockProduct2464 = 0x2464;
 inline constexpr uint16_t kStockProduct2463 = 0x2463;
@@ -17,11 +17,11 @@ inline constexpr uint16_t kCustomVendorOld = 0xADD1;  // tinygrad's custom firmw
 inline constexpr uint16_t kCustomVendor = 0x3801;  // since 2026-07-31
 inline constexpr uint16_t kCustomProduct = 0x0001;
 
-// Endpoints of the custom firmware (research C.2).
+// Endpoints of the custom firmware.
 inline constexpr uint8_t kBulkOut = 0x02;
 inline constexpr uint8_t kBulkIn = 0x81;
 
-// Vendor requests on EP0 (research C.2 table).
+// Vendor requests on EP0 (usb.py ASM24Controller).
 inline constexpr uint8_t kReqXdataRead = 0xE4;  // IN, wValue = XDATA address, wLength <= 0xFF
 inline constexpr uint8_t kReqXdataWrite = 0xE5;  // OUT, wValue = address, wIndex = the byte
 inline constexpr uint8_t kReqTlp = 0xF0;  // OUT: issue TLP(s); IN: 8-byte completion of the last mode-0 TLP
@@ -38,7 +38,7 @@ inline constexpr uint16_t kXdataSysBuf = 0xA000;  // 4 KB SRAM, GPU sees it at k
 inline constexpr uint16_t kXdataCqBuf = 0xB800;  // 4 KB SRAM, GPU sees it at kGpuCqBuf
 inline constexpr uint16_t kXdataBulkWindow = 0xF000;  // the SRAM bulk engine's window
 
-// The SRAM the GPU can DMA into, at fixed PCIe addresses (research C.5).
+// The SRAM the GPU can DMA into, at fixed PCIe addresses (system.py USBPCIDevice, ops_amd.py USBIface).
 inline constexpr uint64_t kGpuSram = 0x200000;  // 512 KB behind the bulk engine
 inline constexpr uint64_t kSramBytes = 512 * 1024;
 inline constexpr uint64_t kSramSlotBytes = 16 * 1024;  // 0xF2 slot unit
@@ -48,7 +48,7 @@ inline constexpr uint64_t kGpuSysBuf = 0x820000;  // "the NVMe SQ region"
 inline constexpr uint64_t kGpuCqBuf = 0x822000;
 inline constexpr uint64_t kSmallWindowBytes = 4096;
 
-// Timeouts (research C.2): control 1 s (0xF0 5 s), bulk OUT 1 s (async 10 s), bulk IN 30 s.
+// Timeouts (usb.py): control 1 s (0xF0 5 s), bulk OUT 1 s (async 10 s), bulk IN 30 s.
 inline constexpr std::chrono::milliseconds kControlTimeout{1000};
 inline constexpr std::chrono::milliseconds kTlpTimeout{5000};
 inline constexpr std::chrono::milliseconds kPowerTimeout{10000};
@@ -56,7 +56,7 @@ inline constexpr std::chrono::milliseconds kBulkOutTimeout{1000};
 inline constexpr std::chrono::milliseconds kAsyncBulkTimeout{10000};
 inline constexpr std::chrono::milliseconds kBulkInTimeout{30000};
 
-// Non-posted TLPs: a transport error is retried 10 times, 1 ms apart (research C.3).
+// Non-posted TLPs: a transport error is retried 10 times, 1 ms apart (usb.py pcie_request).
 inline constexpr unsigned kTlpRetries = 10;
 inline constexpr std::chrono::milliseconds kTlpRetryDelay{1};
 

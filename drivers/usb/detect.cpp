@@ -30,7 +30,7 @@ std::optional<BridgeProtocol> detect_protocol(const DeviceDescriptor& d) {
     if (custom_ids && (d.product.starts_with("custom") || d.product.starts_with("AS2462"))) return BridgeProtocol::CustomFirmware;
     const bool asmedia = d.vendor_id == asm24::kAsmediaVendor &&
                          (d.product_id == asm24::kStockProduct2464 || d.product_id == asm24::kStockProduct2463);
-    // A patched stock firmware re-enumerates under tinygrad's IDs (research C.8, patch.py) and keeps
+    // A patched stock firmware re-enumerates under tinygrad's IDs (extra/usbgpu/patch.py) and keeps
     // its mass-storage interfaces; accept either ID pair when the interfaces say mass storage.
     if (!asmedia && !custom_ids) return std::nullopt;
     bool uas = false, bot = false;
@@ -39,7 +39,7 @@ std::optional<BridgeProtocol> detect_protocol(const DeviceDescriptor& d) {
         uas |= i.interface_protocol == kProtocolUas;
         bot |= i.interface_protocol == kProtocolBot;
     }
-    if (uas) return BridgeProtocol::Uas;  // UAS is preferred when both alt settings exist (research C.8)
+    if (uas) return BridgeProtocol::Uas;  // UAS is preferred when both alt settings exist
     if (bot) return BridgeProtocol::Bot;
     return std::nullopt;
 }

@@ -1,6 +1,6 @@
 // Which protocol a bridge speaks, decided from its descriptors alone (nothing is sent to it):
-// tinygrad's custom firmware (vendor requests, research C.2) or the stock/patched firmware's
-// USB mass storage over UAS or BOT (research C.8).
+// tinygrad's custom firmware (vendor requests, tinygrad usb.py) or the stock/patched firmware's
+// USB mass storage over UAS or BOT.
 #pragma once
 
 #include "drivers/usb/usb_backend.hpp"

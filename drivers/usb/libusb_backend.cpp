@@ -105,7 +105,7 @@ public:
     }
 
     void claim_interface(uint8_t interface, uint8_t alt_setting) override {
-        // research C.2: detach uas/usb-storage, reset, configuration 1, claim, alt setting.
+        // Detach uas/usb-storage, reset, configuration 1, claim, alt setting (tinygrad usb.py USB3).
         if (libusb_kernel_driver_active(handle_, interface) == 1) {
             if (int rc = libusb_detach_kernel_driver(handle_, interface); rc != 0) fail(name_, "libusb_detach_kernel_driver", rc);
             if (int rc = libusb_reset_device(handle_); rc != 0) fail(name_, "libusb_reset_device", rc);

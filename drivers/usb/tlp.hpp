@@ -2,7 +2,7 @@
 // configuration request address, byte enables, and the completion status a non-posted request
 // returns. Codes from the PCI Express Base Specification (2.2.1 Fmt/Type, 2.2.9 completion
 // status); their use over the bridge from tinygrad tinygrad/runtime/support/usb.py
-// (pcie_cfg_req, pcie_request) and research/nv_qcom_usb.md C.3.
+// (pcie_cfg_req, pcie_request).
 #pragma once
 
 #include <array>
@@ -49,7 +49,7 @@ enum class CompletionStatus : uint8_t {
 // "Unsupported Request (UR)", or "reserved completion status 0b011"
 std::string describe(CompletionStatus status);
 
-// The 8 bytes `0xF0 IN` returns for the last mode-0 non-posted TLP (research C.2): the dword of
+// The 8 bytes `0xF0 IN` returns for the last mode-0 non-posted TLP (usb.py pcie_request): the dword of
 // completion data at 0 (little-endian), the status in bits 7:5 of byte 4, the bridge's transport
 // status in byte 7 (non-zero: the TLP did not complete on the link; retry).
 struct Completion {
@@ -60,7 +60,7 @@ struct Completion {
 Completion decode_completion(std::span<const std::byte, 8> bytes);
 std::array<std::byte, 8> encode_completion(const Completion& completion);
 
-// `0xF0 OUT` (research C.2): wValue = fmt_type | byte_en << 8, wIndex = mode, 12-byte payload
+// `0xF0 OUT` (usb.py): wValue = fmt_type | byte_en << 8, wIndex = mode, 12-byte payload
 // `<III addr_lo, addr_hi, value_or_dword_count>` little-endian.
 enum class Mode : uint16_t { Single = 0, StreamWrite = 1, StreamRead = 2 };
 

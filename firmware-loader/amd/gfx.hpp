@@ -3,7 +3,7 @@
 // start address the core runs from).
 // Layout: Linux drivers/gpu/drm/amd/amdgpu/amdgpu_ucode.h (gfx_firmware_header_v1_0/v2_0),
 // torvalds/linux d754ed2821fd. v1 jump-table units (dwords from the ucode start): gfx_v10_0.c;
-// v2 offsets are absolute: gfx_v11_0_rlc_backdoor_autoload_copy_gfx_ucode / research §6.7.
+// v2 offsets are absolute: gfx_v11_0_rlc_backdoor_autoload_copy_gfx_ucode (the data part ends each real file).
 #pragma once
 
 #include "firmware-loader/amd/ucode_header.hpp"

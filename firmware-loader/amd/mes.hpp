@@ -2,7 +2,7 @@
 // instruction part and a data part, each with the address the MES core loads it at.
 // Layout: Linux drivers/gpu/drm/amd/amdgpu/amdgpu_ucode.h (mes_firmware_header_v1_0), torvalds/linux
 // d754ed2821fd; offsets are absolute (mes_v11_0_load_microcode reads fw->data + offset).
-// Real MES files carry version 0 in both version fields (research §6.9): 0 is a version, not "none".
+// Real MES files carry version 0 in both version fields: 0 is a version, not "none".
 #pragma once
 
 #include "firmware-loader/amd/ucode_header.hpp"

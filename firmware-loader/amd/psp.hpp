@@ -70,7 +70,8 @@ private:
 
 // psp_firmware_header v1.0-v1.3 or v2.0. Every binary must lie inside the file; v2.0 descriptors
 // must fit before the ucode array (they run past header_size_bytes, which counts only the
-// common header and the count: research/firmware.md §6.1).
+// common header and the count, in psp_13_0_0_sos.bin and psp_14_0_3_sos.bin; Linux's
+// psp_init_sos_microcode walks psp_fw_bin[] by count alone).
 PspFirmware parse_psp_sos(const ByteReader& file);
 // ta_firmware_header v1.0 or v2.0.
 PspFirmware parse_psp_ta(const ByteReader& file);

@@ -4,8 +4,8 @@
 // tables, v2.5 (which extends v2.2, not v2.4) the second core's IRAM/DRAM.
 // Layout: Linux drivers/gpu/drm/amd/amdgpu/amdgpu_ucode.h (rlc_firmware_header_v1_0..v2_4),
 // torvalds/linux d754ed2821fd; v2.5: amd-gfx "drm/amdgpu: Add rlcv firmware for frontdoor loading"
-// (2025-11-18). Every list and image offset is absolute in the file (research §6.4), and a
-// zero-size region may sit at the end of the ucode (§6.5).
+// (2025-11-18). Every list and image offset is absolute in the file, and a zero-size region may
+// sit at the end of the ucode (both true of gc_11_0_0_rlc.bin and gc_12_0_1_rlc.bin).
 #pragma once
 
 #include "firmware-loader/amd/ucode_header.hpp"

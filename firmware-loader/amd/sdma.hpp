@@ -2,7 +2,7 @@
 // jump table), v2.0 (context thread TH0 + control thread TH1), v3.0 (one RS64 image).
 // Layout: Linux drivers/gpu/drm/amd/amdgpu/amdgpu_ucode.h (sdma_firmware_header_v1_0/v1_1/v2_0/v3_0),
 // torvalds/linux d754ed2821fd. TH0 starts at the ucode array; ctl_ucode_offset and the v3 offset are
-// absolute (amdgpu_sdma.c amdgpu_sdma_init_microcode; research §6.8).
+// absolute (amdgpu_sdma.c amdgpu_sdma_init_microcode).
 #pragma once
 
 #include "firmware-loader/amd/ucode_header.hpp"

@@ -2,7 +2,7 @@
 // v2.1 (+ a table of soft PPTables by id).
 // Layout: Linux drivers/gpu/drm/amd/amdgpu/amdgpu_ucode.h (smc_firmware_header_v1_0/v2_0/v2_1,
 // smc_soft_pptable_entry), torvalds/linux d754ed2821fd. PPTable offsets are absolute file offsets
-// (research/firmware.md §6.4), which is how amdgpu_smu's smu_v13_0_init_microcode reads them.
+// (true of smu_13_0_0.bin and smu_14_0_3.bin), which is how amdgpu_smu's smu_v13_0_init_microcode reads them.
 #pragma once
 
 #include "firmware-loader/amd/ucode_header.hpp"

@@ -11,7 +11,7 @@
 namespace baregpu::fw::amd {
 
 // What the crc32 field turned out to cover. Linux never checks it, and real files disagree
-// (shared/research/firmware.md §6.10), so a mismatch is a warning, never a rejection.
+// (CrcResult below; tests/firmware/amd_files_test.cpp), so a mismatch is a warning, never a rejection.
 enum class CrcResult {
     payload,           // zlib CRC-32 of bytes [32, EOF): what the field is documented to hold
     first_480_bytes,   // CRC-32 of bytes [32, 512): seen in gc_12_0_1_toc and smu_14_0_3

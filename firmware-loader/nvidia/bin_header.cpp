@@ -14,7 +14,8 @@ BinHeader parse_bin_header(const ByteReader& file) {
     // The sub-header may not overlap the container header it is found through.
     file.expect(h.header_offset >= kBinHdrSize && h.header_offset < file.size(), "nvfw_bin_hdr.header_offset", 0x0c,
                 "an offset in [" + hex(kBinHdrSize) + ", " + hex(file.size()) + ")", hex(h.header_offset));
-    // bin_size is deliberately not compared with the file size: it never matches (research §6.12).
+    // bin_size is deliberately not compared with the file size: in the real files it never matches
+    // (data_size + 0x400 for HS images, + 0x100 for bootloaders).
     h.data = file.region(h.data_offset, h.data_size, "nvfw_bin_hdr.data_offset/data_size");
     return h;
 }

@@ -73,8 +73,8 @@ struct GspImage {
 GspImage parse_gsp_image(const ByteReader& file);
 inline constexpr std::string_view kFwSignaturePrefix = ".fwsignature_";
 
-// The Blackwell FSP "first mutable code" image (research §6.13, nv_qcom_usb.md §8b): four
-// named sections, all required.
+// The Blackwell FSP "first mutable code" image (nvidia/gb202/gsp/fmc-*.bin, an ELF32; tinygrad nv/ip.py
+// NV_FLCN_COT reads the same sections): four named sections, all required.
 struct FmcImage {
     ElfImage elf;
     Region hash, signature, publickey, image;

@@ -21,7 +21,7 @@ HsHeaderV2 parse_hs_header_v2(const ByteReader& file) {
     h.header_offset = file.u32(at + 0x1c, "nvfw_hs_header_v2.header_offset");
     h.header_size = file.u32(at + 0x20, "nvfw_hs_header_v2.header_size");
 
-    // patch_loc, patch_sig and num_sig hold the file offsets of the values (research §6.12).
+    // patch_loc, patch_sig and num_sig hold the file offsets of the values (nouveau dereferences them).
     h.patch_loc = file.u32(h.patch_loc_offset, "*nvfw_hs_header_v2.patch_loc");
     h.patch_sig = file.u32(h.patch_sig_offset, "*nvfw_hs_header_v2.patch_sig");
     h.num_sig = file.u32(h.num_sig_offset, "*nvfw_hs_header_v2.num_sig");

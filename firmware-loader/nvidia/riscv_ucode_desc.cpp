@@ -58,7 +58,7 @@ RiscvUcodeDesc parse_riscv_ucode_desc(const ByteReader& file) {
     d.monitor_code = part(d.monitorCodeOffset, d.monitorCodeSize, 12, "monitorCodeOffset/Size");
     d.swbrom_code = part(d.swbromCodeOffset, d.swbromCodeSize, 15, "swbromCodeOffset/Size");
     d.swbrom_data = part(d.swbromDataOffset, d.swbromDataSize, 17, "swbromDataOffset/Size");
-    // fbReservedSize = 0 (gb202) is accepted: research §6.13.
+    // fbReservedSize = 0 is accepted: gb202's bootloader-570.144.bin has it.
     return d;
 }
 

@@ -1,7 +1,8 @@
 // The NVIDIA VBIOS as read from the ROM (BAR0 + 0x300000): a chain of PCI expansion-ROM images
 // (PC-AT, EFI, FWSEC, ...). The PC-AT image holds the BIT table; its falcon-data token points
 // at the falcon ucode table, whose FWSEC entry points at a FALCON_UCODE_DESC_V3 followed by
-// the signatures and the IMEM/DMEM image that FWSEC-FRTS runs from (nv_qcom_usb.md §5).
+// the signatures and the IMEM/DMEM image that FWSEC-FRTS runs from (nova-core vbios.rs, below;
+// tinygrad nv/ip.py NV_FLCN walks the same chain).
 #pragma once
 
 #include "firmware-loader/byte_reader.hpp"

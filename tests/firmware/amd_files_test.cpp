@@ -2,7 +2,7 @@
 // the files' bytes (xxd and a struct.unpack script, not our parser) against the public layouts:
 // Linux drivers/gpu/drm/amd/amdgpu/amdgpu_ucode.h (common_firmware_header and the per-IP headers),
 // amdgpu_rlc.h (RLC_TABLE_OF_CONTENT_V2), include/discovery.h, drivers/platform/x86/amd/pmf/pmf.h
-// (the "$PS1" cookie). shared/research/firmware.md §5-6 lists what these files do.
+// (the "$PS1" cookie).
 #include "firmware-loader/amd/describe.hpp"
 #include "firmware-loader/amd/discovery.hpp"
 #include "firmware-loader/amd/gfx.hpp"
@@ -79,7 +79,7 @@ TEST_CASE("every amdgpu ucode file's common header decodes to the values in its 
         CHECK(h.header_version_major == c.major);
         CHECK(h.header_version_minor == c.minor);
         CHECK(h.ip_version_major == c.ip_major);
-        CHECK(h.ip_version_minor == 0);  // coarse in every real file (research §5)
+        CHECK(h.ip_version_minor == 0);  // coarse in every real file
         CHECK(h.ucode_version == c.ucode_version);
         CHECK(h.ucode_size_bytes == c.ucode_size);
         CHECK(h.ucode_array_offset_bytes == 256);
@@ -108,7 +108,7 @@ TEST_CASE("PSP sOS v2.0: the table of binaries, and the PSP TOC inside it", "[am
             CHECK(fw.binaries[i].fw_version == want[i].version);
             check_region(fw.binaries[i].bytes, 256 + want[i].offset, want[i].size);
         }
-        // The last binary ends exactly at the end of the file (research §6.2).
+        // The last binary ends exactly at the end of the file.
         CHECK(fw.binaries.back().bytes.end() == bytes.size());
         const PspBinary* toc = fw.find(PspFwType::toc);
         REQUIRE(toc != nullptr);
@@ -218,7 +218,7 @@ TEST_CASE("CP PFP/ME/MEC: gfx v2.0 (RS64) code and data parts", "[amd][files]") 
         check_region(fw.instructions, 256, w.ucode_size);
         REQUIRE(fw.data.has_value());
         check_region(*fw.data, w.data_offset, w.data_size);
-        CHECK(fw.data->end() == bytes.size());  // the data part ends the file (research §6.7)
+        CHECK(fw.data->end() == bytes.size());  // the data part ends the file
         CHECK(fw.ucode_start_addr == (uint64_t{0x70000} << 32 | 0x3000));
         CHECK_FALSE(fw.jump_table.has_value());
     }
@@ -245,7 +245,7 @@ TEST_CASE("RLC: v2.3 (Navi31) and v2.2 (Navi48) lists and images at absolute off
         CHECK(fw.reg_restore_list_size == 314);
         CHECK(fw.reg_list_format_start == 315);
         CHECK(fw.starting_offsets_start == 379);
-        // Zero-size lists that point at the end of the ucode (research §6.5).
+        // Zero-size lists that point at the end of the ucode.
         check(fw, {{"RLC_G", 256, 25088},
                    {"reg_list_format", 25344, 0},
                    {"reg_list", 25344, 0},

@@ -1,7 +1,6 @@
 // The HCQ acceptance suite: signals, waits, exec, in-place updates, bind, ordering, ring
 // wrap-around, many submissions in flight. Written against the public HCQ API only and run for
-// every device in hcq_devices() (tinygrad's test_hcq.py behaviours, ported; see
-// ../shared/research/hcq.md section 3.1).
+// every device in hcq_devices() (the behaviours of tinygrad's test/device/test_hcq.py, ported).
 #include "base/error.hpp"
 #include "hcq/clock.hpp"
 #include "tests/hcq/support.hpp"

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The dependency rule of ARCHITECTURE.md, checked on every #include "..." in the tree.
+"""The dependency rule of docs/ARCHITECTURE.md, checked on every #include "..." in the tree.
 
 A layer may include only the layers listed for it below. Usage: check_layers.py ROOT
 Exits 1 and lists each offending include (file:line -> included header, and why) otherwise.
@@ -72,7 +72,7 @@ def main(root: pathlib.Path) -> int:
                 continue  # a sibling header in the same directory
             if not any(target == a or target.startswith(a + "/") for a in allowed):
                 problems.append(f"{rel}:{lineno}: includes \"{target}\" but {layer} may include only "
-                                f"{', '.join(sorted(allowed))} (ARCHITECTURE.md, the dependency rule)")
+                                f"{', '.join(sorted(allowed))} (docs/ARCHITECTURE.md, the dependency rule)")
     for p in problems:
         print(p)
     if not problems:

@@ -1,6 +1,6 @@
 // The simulated AD102 on the simulated PCI bus running a GPFIFO channel the way the driver will:
 // page tables written through BAR1 by drivers/nv's PageTable, the TLB invalidate through BAR0, the
-// doorbell (NV_VIRTUAL_FUNCTION_DOORBELL, BAR0 0xbb0090) rung with the channel's token (issue 8).
+// doorbell (NV_VIRTUAL_FUNCTION_DOORBELL, BAR0 0xbb0090) rung with the channel's token.
 #include "drivers/nv/gpfifo.hpp"
 #include "drivers/nv/page_table.hpp"
 #include "drivers/pci/pci_device.hpp"

@@ -1,6 +1,6 @@
 // The simulated AD102's compute class: QMD V03 launches built with drivers/nv/qmd, running the
 // tests/hcq `fill` host-code kernel through the PBDMA, with QMD release semaphores and a dependent
-// QMD (issue 8). Negative: a QMD that is not V03, a kernel buffer that is not mapped.
+// QMD. Negative: a QMD that is not V03, a kernel buffer that is not mapped.
 #include "channel_rig.hpp"
 #include "drivers/hostcode/host_program.h"
 #include "drivers/nv/compute_methods.hpp"

@@ -1,4 +1,4 @@
-// drivers/nv GPFIFO entries, method headers, host semaphores and the ring (issue 8). Expected words
+// drivers/nv GPFIFO entries, method headers, host semaphores and the ring. Expected words
 // are composed here from the field positions of open-gpu-kernel-modules class/clc56f.h and clc86f.h,
 // re-stated below — not from the encoder's constants.
 #include "base/error.hpp"

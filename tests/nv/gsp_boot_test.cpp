@@ -1,7 +1,8 @@
 // drivers/nv's GSP boot against the simulated AD102 (drivers/sim/nvgpu), with the real ad102
 // booter_load / bootloader 570.144 from firmware/ and a synthetic GSP-RM ELF (the real
-// gsp-570.144.bin is not in the shared firmware set): a clean boot with zero model violations,
-// then the negative cases of issue 8 point 2, each asserting its specific error.
+// gsp-570.144.bin, about 63 MB, is not in firmware/): a clean boot with zero model violations,
+// then the negative cases (stale WPR2, bad RPC checksum, silent GSP, wrong firmware, missing FWSEC,
+// falcon steps out of order, GFW boot that never ends), each asserting its specific error.
 #include "drivers/nv/falcon.hpp"
 #include "drivers/nv/gsp_boot.hpp"
 #include "drivers/nv/gsp_rpc_functions.hpp"

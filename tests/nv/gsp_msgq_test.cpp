@@ -1,4 +1,4 @@
-// drivers/nv GSP message queue (issue 8). Offsets and rules re-stated from open-gpu-kernel-modules
+// drivers/nv GSP message queue. Offsets and rules re-stated from open-gpu-kernel-modules
 // (msgq_priv.h msgqTxHeader, message_queue_priv.h GSP_MSG_QUEUE_ELEMENT and _checkSum32,
 // g_rpc-message-header.h rpc_message_header_v03_00, rpc.c _issueRpcLarge) and checked on the raw bytes
 // with the test's own reader, not the library's.
@@ -76,7 +76,7 @@ TEST_CASE("init_queue lays out the header as msgqTxCreate does", "[nv][gsp]") {
     Store s(0x40000);
     const MsgqTxHeader h = init_queue(s.bytes(), 0x1000);
     // msgqTxHeader {version, size, msgSize, msgCount, writePtr, flags, rxHdrOff, entryOff}; the values
-    // tinygrad's CPU writes for the command queue (research A.3 step 7).
+    // tinygrad's CPU writes for the command queue (nv/ip.py init_rm_args).
     const uint32_t expect[8] = {0, 0x40000, 0x1000, 63, 0, 1, 32, 0x1000};
     for (unsigned i = 0; i < 8; ++i) CHECK(s.u32(4 * i) == expect[i]);
     CHECK(h.msg_count == 63);

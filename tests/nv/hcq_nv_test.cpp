@@ -1,4 +1,4 @@
-// sim-nv:ad102 as an HCQ device (issue 8): the whole stack — GSP boot, RM over GSP RPC, GPFIFO
+// sim-nv:ad102 as an HCQ device: the whole stack — GSP boot, RM over GSP RPC, GPFIFO
 // channels the RM model announced to the engines — seen from the HCQ API: a channel's MMU fault
 // comes back from GSP-RM and fails the device naming the queue, the channel and the address; a full
 // GPFIFO makes submit() wait for GPGet instead of overwriting an entry the GPU has not fetched.

@@ -1,4 +1,4 @@
-// drivers/nv VRAM allocator and page tables (issue 8). PTE/PDE words are composed here from the
+// drivers/nv VRAM allocator and page tables. PTE/PDE words are composed here from the
 // field positions of open-gpu-kernel-modules kernel-open/nvidia-uvm/hwref/turing/tu102/dev_mmu.h
 // (MMU v2) and hopper/gh100/dev_mmu.h (MMU v3), re-typed below — not from the encoder's code.
 #include "base/error.hpp"

@@ -1,4 +1,4 @@
-// drivers/nv copy engine and compute method encoders (issue 8). Expected words are composed from
+// drivers/nv copy engine and compute method encoders. Expected words are composed from
 // open-gpu-kernel-modules class/clc7b5.h and clc6c0.h values re-typed here, with the method header
 // layout of clc56f.h (SEC_OP 31:29 = 1 incrementing, COUNT 28:16, SUBCHANNEL 15:13, ADDRESS 11:0 in dwords).
 #include "base/error.hpp"

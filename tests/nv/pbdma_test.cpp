@@ -1,5 +1,5 @@
 // The simulated AD102's PBDMA and copy engine executing GPFIFO channels built with drivers/nv
-// (GpFifoRing, PushBuffer, page tables) — issue 8. Memory is mapped by drivers/nv's PageTable and
+// (GpFifoRing, PushBuffer, page tables). Memory is mapped by drivers/nv's PageTable and
 // reached by the engines only through the sim MMU.
 #include "channel_rig.hpp"
 #include "drivers/nv/ce_methods.hpp"

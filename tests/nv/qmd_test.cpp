@@ -1,4 +1,4 @@
-// drivers/nv QMD builder (issue 8). Every expected word is built here from bit positions re-read from
+// drivers/nv QMD builder. Every expected word is built here from bit positions re-read from
 // NVIDIA open-gpu-doc classes/compute/ and typed again below (clc6c0qmd.h V03_00, clcbc0qmd.h V04_00,
 // clcec0qmd.h V05_00) with a bit writer of the test's own — never from the builder's tables.
 #include "base/error.hpp"

@@ -1,4 +1,4 @@
-// The simulated AD102's MMU walking page tables written by drivers/nv's PageTable (issue 8):
+// The simulated AD102's MMU walking page tables written by drivers/nv's PageTable:
 // 4 KiB, 2 MiB and 512 MiB leaves, MMU v2 and v3, system-memory leaves through the bus, faults.
 #include "drivers/nv/page_table.hpp"
 #include "drivers/sim/nvgpu/mmu.hpp"

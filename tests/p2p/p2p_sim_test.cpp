@@ -1,4 +1,4 @@
-// Cross-vendor peer-to-peer DMA (issue 11) end to end: sim-am:navi31 and sim-nv:ad102 on one
+// Cross-vendor peer-to-peer DMA end to end: sim-am:navi31 and sim-nv:ad102 on one
 // simulated bus (bus=...), data moved by Device::transfer with one device's copy engine writing
 // into the other's VRAM through its BAR, mapped through the IOMMU. The bus counters prove the
 // payload never touched host memory; a dropped peer mapping faults and the runtime names it.

@@ -1,4 +1,4 @@
-// drivers/pci peer-to-peer (issue 11) at the bus level: a function on the simulated bus maps a
+// drivers/pci peer-to-peer at the bus level: a function on the simulated bus maps a
 // peer's memory BAR into its IOMMU domain and its DMA lands in the peer's memory (counted as peer
 // traffic, not host DMA); a dropped mapping faults naming what was there; and every refusal says
 // why: different root complexes, a range past the BAR (small BAR), a register BAR.

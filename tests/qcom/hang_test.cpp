@@ -1,4 +1,4 @@
-// Waiting done right on sim-qcom:a630 (issue 9): a hang becomes a TimeoutError within the caller's
+// Waiting done right on sim-qcom:a630: a hang becomes a TimeoutError within the caller's
 // timeout, never a process stuck in IOCTL_KGSL_DEVICE_WAITTIMESTAMP_CTXTID; the message names the
 // KGSL context, the awaited and the last retired timestamp; later calls report the error state.
 // A wait the kernel fails with an errno is a device error naming it.

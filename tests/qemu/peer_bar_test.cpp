@@ -1,4 +1,4 @@
-// Peer-to-peer through VFIO on a real kernel (issue 11): edu's DMA engine reads the NVMe
+// Peer-to-peer through VFIO on a real kernel: edu's DMA engine reads the NVMe
 // controller's BAR0 through an IOMMU mapping of that BAR's mmap (PciDevice::map_peer_bar:
 // VFIO_IOMMU_MAP_DMA of the VM_PFNMAP vaddr vfio-pci gave us), and what arrives is what the CPU
 // reads from the same registers. The two functions sit under one host bridge, so no refusal.

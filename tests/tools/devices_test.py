@@ -209,7 +209,7 @@ with tempfile.TemporaryDirectory() as state:
         check(rc == 0, f"devices {args} with an empty state dir exits 0 (rc {rc}, {err!r})")
         check("sim-am:navi31" in out and "sim-am:navi48" in out, f"devices {args} lists the sim-am models")
         if args == ("--json",):
-            # Both simulated AMD chips run the HCQ backend (issue 7: GC 11 and GC 12 queues).
+            # Both simulated AMD chips run the HCQ backend (GC 11 and GC 12 queues).
             hcq = {b.get("name"): b.get("hcq_device") for b in parse(out, "devices --json").get("builtin", [])}
             check(hcq.get("sim-am:navi31") is True and hcq.get("sim-am:navi48") is True,
                   f"devices --json: both sim-am models are HCQ devices ({hcq})")

@@ -1,5 +1,5 @@
 // drivers/am over the usb backend on the simulated Navi31 behind the simulated ASM2464
-// (am:usb:sim, issue 10): cold and warm bring-up with no protocol violation, what a register
+// (am:usb:sim): cold and warm bring-up with no protocol violation, what a register
 // access costs in USB transfers, unplug in the middle of a copy, a second opener, and HCQ queues
 // over shadowed memory.
 #include "base/error.hpp"

@@ -200,7 +200,7 @@ TEST_CASE("non-posted TLPs: CRS and transport errors are retried (bounded), UR a
     CHECK_THROWS_WITH(c.config_read(0, 0, 0, 0, 2), Catch::Contains("Completer Abort (CA)"));
     CHECK(c.config_read(0, 0, 0, 0, 2) == 0x1b21);
 
-    // Bus numbers written piecemeal: the bridge refuses (research C.4: all three in one dword).
+    // Bus numbers written piecemeal: the bridge refuses (tinygrad: all three in one dword).
     CHECK_THROWS_WITH(c.config_write(0, 0, 0, 0x19, 1, 1), Catch::Contains("Completer Abort"));
     CHECK(has_violation(*bridge, "bus numbers written with a 1-byte access"));
 }

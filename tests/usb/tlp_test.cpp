@@ -1,5 +1,5 @@
 // TLP words, completion decoding and protocol detection against the facts in
-// research/nv_qcom_usb.md C.2-C.3 and tinygrad usb.py (pcie_cfg_req / pcie_request), which
+// tinygrad usb.py (pcie_cfg_req / pcie_request), which
 // follow the PCI Express Base Specification's Fmt/Type and completion status codes.
 #include "base/error.hpp"
 #include "drivers/usb/detect.hpp"
@@ -126,7 +126,7 @@ TEST_CASE("libusb: enumeration never throws; opening a bridge that is not there 
     }
 }
 
-TEST_CASE("SCSI wire formats: BOT CBW/CSW, the UAS command IU, the vendor CDBs (research C.8)") {
+TEST_CASE("SCSI wire formats: BOT CBW/CSW, the UAS command IU, the vendor CDBs") {
     const std::array<uint8_t, 6> cdb = scsi::cdb_xdata_read(0xB450, 1);
     // >BBBHB: E4, len, addr >> 16, addr & 0xffff (big-endian), 0 with addr = (a & 0x1FFFF) | 0x500000.
     CHECK(cdb == std::array<uint8_t, 6>{0xE4, 0x01, 0x50, 0xB4, 0x50, 0x00});

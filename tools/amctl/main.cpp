@@ -166,7 +166,8 @@ int cmd_info(const Args& a) {
         j.begin_array();
         for (uint32_t f : uclk) j.value(static_cast<int64_t>(f));
         j.end_array();
-        // The soft limits the boot pinned (research §1.11), with the SMU's current frequency.
+        // The soft limits the boot pinned (SetSoftMinByFreq / SetSoftMaxByFreq, as tinygrad's AM_SMU.set_clocks),
+        // with the SMU's current frequency.
         j.key("clocks");
         j.begin_object();
         for (const am::ClockLimit& c : limits) {

@@ -16,7 +16,7 @@ namespace a24 = usb::asm24;
 
 namespace {
 constexpr const char* kBridgeSpec = "PCI-to-PCI Bridge Architecture Specification 1.2, chapter 3";
-constexpr const char* kTreeResearch = "research/nv_qcom_usb.md C.3-C.5 (tinygrad usb.py / ops_amd.py)";
+constexpr const char* kTreeSource = "tinygrad runtime/support/system.py (pci_setup_usb_bars, USBPCIDevice) and usb.py";
 // Type-1 header offsets (pci_regs.h): PCI_PRIMARY_BUS 0x18, PCI_MEMORY_BASE 0x20 ... PCI_BRIDGE_CONTROL 0x3e.
 constexpr uint16_t kBusNumbers = 0x18, kMemBase = 0x20, kMemLimit = 0x22, kPrefBase = 0x24, kPrefLimit = 0x26, kPrefBaseUpper = 0x28,
                    kPrefLimitUpper = 0x2c, kBridgeControl = 0x3e;
@@ -39,7 +39,7 @@ uint32_t BridgeHeader::read(uint16_t offset, unsigned width) const {
 
 std::string BridgeHeader::write(uint16_t offset, unsigned width, uint32_t value) {
     if (offset <= kBusNumbers + 2 && offset + width > kBusNumbers) {
-        // research C.4: "All 3 values must be written at the same time" (primary, secondary, subordinate).
+        // tinygrad pci_setup_usb_bars: "All 3 values must be written at the same time" (primary, secondary, subordinate).
         if (offset != kBusNumbers || width != 4) {
             return fmt::format("bus numbers written with a {}-byte access at {:#x}; the bridge takes primary, secondary and "
                                "subordinate in one dword write at 0x18",
@@ -139,7 +139,7 @@ Completion PcieTree::config(const usb::tlp::Request& r) {
         BridgeHeader& br = bridges_[static_cast<unsigned>(element)];
         if (write) {
             if (std::string v = br.write(offset, width, value); !v.empty()) {
-                violation(v, r.describe(), kTreeResearch);
+                violation(v, r.describe(), kTreeSource);
                 return Completion{0, CompletionStatus::CompleterAbort, 0};
             }
         } else {
@@ -262,7 +262,7 @@ bool PcieTree::dma_read(BusAddress address, std::span<std::byte> out) {
     if (s.empty() && !out.empty()) {
         violation(fmt::format("DMA read of {} bytes outside the bridge SRAM windows (512 KB at {:#x}, 4 KB at {:#x} and {:#x})", out.size(),
                               a24::kGpuSram, a24::kGpuSysBuf, a24::kGpuCqBuf),
-                  fmt::format("{:#x}", address.value()), kTreeResearch);
+                  fmt::format("{:#x}", address.value()), kTreeSource);
         return false;
     }
     std::memcpy(out.data(), s.data(), out.size());
@@ -279,7 +279,7 @@ bool PcieTree::dma_write(BusAddress address, std::span<const std::byte> data) {
     if (s.empty() && !data.empty()) {
         violation(fmt::format("DMA write of {} bytes outside the bridge SRAM windows (512 KB at {:#x}, 4 KB at {:#x} and {:#x})", data.size(),
                               a24::kGpuSram, a24::kGpuSysBuf, a24::kGpuCqBuf),
-                  fmt::format("{:#x}", address.value()), kTreeResearch);
+                  fmt::format("{:#x}", address.value()), kTreeSource);
         return false;
     }
     std::memcpy(s.data(), data.data(), data.size());
@@ -295,7 +295,7 @@ std::byte* PcieTree::dma_host_memory(BusAddress address, uint64_t bytes) {
 void PcieTree::raise_interrupt(unsigned vector) {
     (void)vector;
     // MSI writes go upstream to an address the bridge does not forward to the host: over USB there
-    // is no interrupt path (research C.6: pure polling). Counted, like an unrouted MSI on the bus.
+    // is no interrupt path (tinygrad polls over USB). Counted, like an unrouted MSI on the bus.
     interrupts_dropped_.fetch_add(1);
 }
 

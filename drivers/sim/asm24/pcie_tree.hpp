@@ -20,7 +20,7 @@
 
 namespace baregpu::sim::asm24 {
 
-inline constexpr uint8_t kEndpointBus = 4;  // tinygrad's gpu_bus (research C.4)
+inline constexpr uint8_t kEndpointBus = 4;  // tinygrad's gpu_bus (system.py USBPCIDevice)
 inline constexpr unsigned kBridgeCount = 4;
 
 // One type-1 header with register semantics for what a driver programs: command, bus numbers,

@@ -18,7 +18,7 @@ namespace a24 = usb::asm24;
 namespace tlp = usb::tlp;
 
 namespace {
-constexpr const char* kBridgeResearch = "research/nv_qcom_usb.md C.2-C.3 (tinygrad usb.py, MockUSB3)";
+constexpr const char* kBridgeSource = "tinygrad runtime/support/usb.py (the custom-firmware requests) and test/mockgpu/usb.py";
 }
 
 std::string Violation::describe() const { return fmt::format("{} at {} ({})", what, where, source); }
@@ -38,7 +38,7 @@ struct SimAsm24Bridge::Impl {
 
     // What the firmware does with a request it does not accept: stall EP0 / the bulk endpoint.
     [[noreturn]] void stall(const std::string& what, const std::string& where) {
-        record(what, where, kBridgeResearch);
+        record(what, where, kBridgeSource);
         throw ProtocolError(self.name(), fmt::format("{}: stalled ({})", where, what));
     }
 
@@ -271,7 +271,7 @@ usb::DeviceDescriptor SimAsm24Bridge::descriptor() {
     if (options_.interfaces == I::Custom) {
         d.interfaces.push_back({0, 0, 0xff, 0x00, 0x00, {{a24::kBulkIn, 0x02, 1024}, {a24::kBulkOut, 0x02, 1024}}});
     } else {
-        // The stock firmware: BOT at alt 0, UAS at alt 1 (research C.8; mass storage 08/06/50, 08/06/62).
+        // The stock firmware: BOT at alt 0, UAS at alt 1 (USB mass storage class 08, subclass 06, protocol 50 / 62).
         d.interfaces.push_back({0, 0, 0x08, 0x06, 0x50, {{0x81, 0x02, 1024}, {0x02, 0x02, 1024}}});
         if (options_.interfaces == I::Uas) {
             d.interfaces.push_back({0, 1, 0x08, 0x06, 0x62, {{0x81, 0x02, 1024}, {0x02, 0x02, 1024}, {0x83, 0x02, 1024}, {0x04, 0x02, 1024}}});

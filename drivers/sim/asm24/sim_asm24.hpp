@@ -1,7 +1,7 @@
 // A simulated ASM2464 bridge running tinygrad's custom firmware, seen through the UsbBackend
-// seam: the vendor requests (research/nv_qcom_usb.md C.2), the TLP engine, the SRAM bulk engine
-// and windows (C.5), a PCIe tree of four bridge headers on buses 0..3 with one endpoint (a
-// drivers/sim model, e.g. the simulated Navi) at 04:00.0, a per-transfer latency model in
+// seam: the vendor requests (tinygrad usb.py), the TLP engine, the SRAM bulk engine and windows
+// (tinygrad system.py USBPCIDevice), a PCIe tree of four bridge headers on buses 0..3 with one
+// endpoint (a drivers/sim model, e.g. the simulated Navi) at 04:00.0, a per-transfer latency model in
 // modelled time, and faults. Strict: a request the firmware would refuse stalls and is recorded
 // as a violation; a TLP nothing claims completes with Unsupported Request.
 #pragma once
@@ -19,7 +19,8 @@
 
 namespace baregpu::sim::asm24 {
 
-// Default: 100 µs per USB round trip, 10 Gb/s of bulk data (USB 3.2 Gen 2), as issue 10 asks.
+// Default: 100 µs per USB round trip, 10 Gb/s of bulk data (USB 3.2 Gen 2): assumed
+// figures, not measurements (Options::latency changes them).
 struct Latency {
     uint64_t round_trip_ns = 100'000;
     double bulk_bytes_per_ns = 1.25;

@@ -1,7 +1,7 @@
 // The KGSL user ABI the simulated device answers: request numbers, argument structs, flags.
 // The model's own copy (a model never includes a driver), from Linux/Android
-// include/uapi/linux/msm_kgsl.h (KGSL 3.14, LP64), checked against the encoded request numbers
-// of ../shared/research/nv_qcom_usb.md B.6.
+// include/uapi/linux/msm_kgsl.h (KGSL 3.14, LP64); the request numbers are pinned to their LP64
+// values, so a struct whose layout drifts fails the build.
 #pragma once
 
 #include <cstddef>

@@ -1,5 +1,5 @@
 // A strict simulated AD102 (GeForce RTX 4090) for the simulated PCI bus: what a kernel-bypass
-// driver meets when it boots GSP-RM (research nv_qcom_usb.md A.3, A.4). BAR0 = registers (16 MiB),
+// driver meets when it boots GSP-RM (tinygrad nv/ip.py, nouveau r535). BAR0 = registers (16 MiB),
 // BAR1 = VRAM aperture (vram_bytes; real boards have 24 GiB). Everything happens synchronously
 // inside the register write that triggers it: FWSEC runs when the GSP falcon starts, the booter
 // when SEC2 starts, GSP-RM serves the command queue when the doorbell is rung. What is modelled

@@ -59,7 +59,7 @@ const RiscvFile kRiscvFiles[] = {
      {5, 0x7000, 0x458, 0x7458, 0x10, 0, 0, 0, 0, 0x800, 0x800, 0x4000, 0x4800, 0x2500, 1, 0, 0, 0, 0, 0x8000, 0}},
     {"nvidia/ad102/gsp/bootloader-570.144.bin", 36972, 0x9100, 0x9000,
      {5, 0x8000, 0x880, 0x8880, 0x10, 0, 0, 0, 0, 0x800, 0x800, 0x4000, 0x4800, 0x2900, 1, 0, 0, 0, 0, 0x9000, 0}},
-    // gb202: no bootloader and fbReservedSize 0 (research §6.13).
+    // gb202: no bootloader and fbReservedSize 0.
     {"nvidia/gb202/gsp/bootloader-570.144.bin", 200812, 0x31100, 0x31000,
      {5, 0, 0, 0, 0, 0, 0, 0, 0, 0xa00, 0xa00, 0xa800, 0xb200, 0x25800, 1, 0, 0, 0, 0, 0, 0}},
 };
@@ -80,7 +80,7 @@ TEST_CASE("nvidia: booter and scrubber nvfw_bin_hdr + nvfw_hs_header_v2 fields",
             CHECK(h.bin.bin_magic == 0x10de);
             CHECK(h.bin.bin_ver == 1);
             CHECK(h.bin.bin_size == f.bin_size);
-            CHECK(h.bin.bin_size == f.data_size + 0x400);  // research §6.12
+            CHECK(h.bin.bin_size == f.data_size + 0x400);  // not the file size
             CHECK(h.bin.header_offset == 0x18);
             CHECK(h.bin.data_offset == 0x378);
             CHECK(h.bin.data_size == f.data_size);
@@ -144,7 +144,7 @@ TEST_CASE("nvidia: bootloader nvfw_bin_hdr + RM_RISCV_UCODE_DESC fields", "[nvid
             CHECK(d.bin.bin_magic == 0x10de);
             CHECK(d.bin.bin_ver == 1);
             CHECK(d.bin.bin_size == f.bin_size);
-            CHECK(d.bin.bin_size == f.data_size + 0x100);  // research §6.12
+            CHECK(d.bin.bin_size == f.data_size + 0x100);  // not the file size
             CHECK(d.bin.header_offset == 0x18);
             CHECK(d.bin.data_offset == 0x6c);  // 0x18 + 84: the descriptor fills the gap
             CHECK(d.bin.data_size == f.data_size);
