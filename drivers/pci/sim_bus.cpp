@@ -530,6 +530,17 @@ std::byte* SimBus::Function::dma_host_memory(BusAddress at, uint64_t bytes) {
     return segments.front().data();
 }
 
+bool SimBus::Function::with_host_memory(BusAddress at, uint64_t bytes, const std::function<void(std::span<std::byte>)>& use) {
+    if (removed() || !bus_master_enabled()) return false;
+    std::vector<std::span<std::byte>> segments;
+    // Held across `use`: a DmaBuffer's release erases its mapping under this lock before it unmaps
+    // the memory, so the bytes outlive the call.
+    std::lock_guard lock(iommu->mutex);
+    if (!iommu->translate(at.value(), bytes, segments) || segments.size() != 1) return false;
+    use(segments.front());
+    return true;
+}
+
 // ---- the bus ---------------------------------------------------------------------------
 
 SimBus::SimBus(Transport transport) : transport_(std::move(transport)) {}

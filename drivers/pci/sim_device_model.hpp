@@ -8,6 +8,7 @@
 #include "drivers/pci/pci_device.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -81,6 +82,17 @@ public:
     // access goes through dma_read / dma_write. The bytes stay valid while the driver keeps the
     // mapping, which the model cannot know: use them only while the driver's work runs.
     virtual std::byte* dma_host_memory(BusAddress address, uint64_t bytes) = 0;
+    // For a model that keeps such an alias between accesses (GSP-RM's message queues): runs `use`
+    // on the host bytes behind [address, address + bytes) while the driver cannot unmap them, and
+    // returns false without calling it once any byte is unmapped (the driver freed the memory, as a
+    // torn-down device does; a real device's DMA would fault in the IOMMU). `use` must not DMA.
+    // The default holds nothing: ports whose memory cannot go away while the model runs.
+    virtual bool with_host_memory(BusAddress address, uint64_t bytes, const std::function<void(std::span<std::byte>)>& use) {
+        std::byte* host = dma_host_memory(address, bytes);
+        if (host == nullptr) return false;
+        use({host, bytes});
+        return true;
+    }
     // Signals interrupt vector `vector` through MSI or MSI-X as the driver configured them.
     // Masked vectors stay pending (MSI-X PBA); unconfigured ones are dropped and counted.
     virtual void raise_interrupt(unsigned vector) = 0;

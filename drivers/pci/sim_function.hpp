@@ -44,6 +44,7 @@ struct SimBus::Function final : SimPort {
     // SimPort
     bool dma_read(BusAddress address, std::span<std::byte> out) override;
     std::byte* dma_host_memory(BusAddress address, uint64_t bytes) override;
+    bool with_host_memory(BusAddress address, uint64_t bytes, const std::function<void(std::span<std::byte>)>& use) override;
     bool dma_write(BusAddress address, std::span<const std::byte> data) override;
     void raise_interrupt(unsigned vector) override;
     std::span<std::byte> bar_memory(unsigned bar) override;

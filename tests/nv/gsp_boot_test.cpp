@@ -172,6 +172,23 @@ TEST_CASE("a reply with a bad checksum from GSP is a ProtocolError", "[nv][gsp-r
                            }, "names the checksum and the function"));
 }
 
+// A device torn down without a clean GSP unload frees the message queues while the model's engines
+// may still post events (a channel fault's OS_ERROR_LOG). Real GSP's writes would then fault in the
+// IOMMU; the model must not write into the freed pages (it did: SIGSEGV in p2p-sim's teardown).
+TEST_CASE("GSP-RM writes nothing into its queues once the CPU has freed them", "[nv][gsp-rpc][negative]") {
+    const nv::GspFirmware fw = firmware();
+    Rig rig;
+    auto gpu = nv::GspDevice::open(*rig.pci, fw);
+    rig.model->corrupt_next_reply();
+    CHECK_THROWS_AS(gpu->close(), ProtocolError);  // the unload's reply is refused: no clean hand-back
+    gpu.reset();  // the queues' DMA memory is unmapped and freed
+    std::vector<std::byte> log(12 + 0x100);
+    std::memcpy(log.data() + 12, "Xid 31: after teardown", 22);
+    rig.model->post_event(nv::gsp::kEvOsErrorLog, log);
+    rig.model->post_event(nv::gsp::kEvMmuFaultQueued, {});
+    CHECK(rig.model->gsp_unloaded());
+}
+
 TEST_CASE("GSP that stops replying gives a TimeoutError naming the RPC", "[nv][gsp-rpc][negative]") {
     const nv::GspFirmware fw = firmware();
     Rig rig;

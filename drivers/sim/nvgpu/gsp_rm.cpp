@@ -117,6 +117,9 @@ bool GspRmModel::start(uint64_t libos_args) {
         bad("message queue region is not one IOMMU mapping", "MESSAGE_QUEUE_INIT_ARGUMENTS", kSrcArgs);
         return false;
     }
+    queue_bus_ = shared;
+    queue_bytes_ = uint64_t{ptes} * kPage;
+    queue_base_ = base;
     cmd_store_ = std::span(base + cmd_off, gsp::kGspQueueSize);
     stat_store_ = std::span(base + stat_off, gsp::kGspQueueSize);
     // GSP lays out its own (status) queue; with MSGQ_FLAGS_SWAP_RX its readPtr of the command
@@ -159,7 +162,7 @@ void GspRmModel::consume_boot_rpcs() {
     for (uint32_t want : expected) {
         std::optional<gsp::RpcMessage> m;
         try {
-            m = cmd_->receive();
+            if (!on_queues([&] { m = cmd_->receive(); })) return;
         } catch (const Error& e) {
             bad(std::string("pre-queued RPC: ") + e.what(), "command queue", kSrcQueue);
             return;
@@ -231,25 +234,44 @@ void GspRmModel::resume(std::map<uint32_t, uint32_t>& regs) {
     post_event(kEvInitDone, {});
 }
 
+bool GspRmModel::on_queues(const std::function<void()>& use) {
+    bool mapped = false;
+    port_->with_host_memory(BusAddress{queue_bus_}, queue_bytes_, [&](std::span<std::byte> bytes) {
+        if (bytes.data() != queue_base_) return;  // the IOVA now maps other memory
+        mapped = true;
+        use();
+    });
+    if (!mapped) {
+        cmd_.reset();
+        stat_.reset();
+        cmd_store_ = stat_store_ = {};
+        state_ = State::Off;
+    }
+    return mapped;
+}
+
 void GspRmModel::post_event(uint32_t function, std::span<const std::byte> payload) {
     if (!stat_) return;
-    if (!stat_->send(function, payload))
+    bool sent = true;
+    if (!on_queues([&] { sent = stat_->send(function, payload); })) return;
+    if (!sent)
         bad(fmt::format("status queue full posting event {:#x}: the CPU stopped reading", function), "status queue",
             kSrcQueue);
 }
 
 void GspRmModel::reply(const gsp::RpcMessage& request, uint32_t rpc_result, std::span<const std::byte> payload) {
     if (silent_) return;
-    const uint32_t wp = stat_->header().write_ptr;
-    if (!stat_->send_reply(request.function, rpc_result, request.sequence, payload)) {
-        bad(fmt::format("status queue full replying to RPC {}", request.function), "status queue", kSrcQueue);
-        return;
-    }
-    if (corrupt_next_) {  // a flipped bit in the reply's rpc header spare word: the checksum no longer holds
-        corrupt_next_ = false;
-        const auto& h = stat_->header();
-        stat_store_[h.entry_off + size_t{wp} * h.msg_size + gsp::kElementHeaderSize + 0x1c] ^= std::byte{0x01};
-    }
+    bool sent = true;
+    on_queues([&] {
+        const uint32_t wp = stat_->header().write_ptr;
+        sent = stat_->send_reply(request.function, rpc_result, request.sequence, payload);
+        if (sent && corrupt_next_) {  // a flipped bit in the reply's rpc header spare word: the checksum no longer holds
+            corrupt_next_ = false;
+            const auto& h = stat_->header();
+            stat_store_[h.entry_off + size_t{wp} * h.msg_size + gsp::kElementHeaderSize + 0x1c] ^= std::byte{0x01};
+        }
+    });
+    if (!sent) bad(fmt::format("status queue full replying to RPC {}", request.function), "status queue", kSrcQueue);
 }
 
 void GspRmModel::doorbell() {
@@ -265,7 +287,7 @@ void GspRmModel::doorbell() {
     for (;;) {
         std::optional<gsp::RpcMessage> m;
         try {
-            m = cmd_->receive();
+            if (!on_queues([&] { m = cmd_->receive(); })) return;
         } catch (const Error& e) {
             bad(std::string("command queue: ") + e.what(), "command queue", kSrcQueue);
             return;

@@ -25,6 +25,7 @@
 
 #include <cstdint>
 #include <map>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -79,6 +80,10 @@ private:
     void consume_boot_rpcs();
     bool serve(const nv::gsp::RpcMessage& request);  // false once GSP-RM has unloaded
     void reply(const nv::gsp::RpcMessage& request, uint32_t rpc_result, std::span<const std::byte> payload);
+    // Runs `use` on the queues while the CPU keeps their memory mapped (pci::sim::SimPort::
+    // with_host_memory). false once it is gone (a failed device torn down without GSP_UNLOAD):
+    // GSP-RM stops, as real GSP's queue writes would then fault in the IOMMU.
+    bool on_queues(const std::function<void()>& use);
     void bad(const std::string& what, const std::string& where, const std::string& source) { violation_(what, where, source); }
 
     pci::sim::SimPort* port_;
@@ -88,6 +93,8 @@ private:
     bool unloaded_ = false;
     uint64_t libos_args_ = 0;
     bool corrupt_next_ = false, silent_ = false;
+    uint64_t queue_bus_ = 0, queue_bytes_ = 0;  // the shared region the queues live in
+    std::byte* queue_base_ = nullptr;
     std::span<std::byte> cmd_store_, stat_store_;
     std::optional<nv::gsp::MsgqReader> cmd_;
     std::optional<nv::gsp::MsgqWriter> stat_;
