@@ -14,7 +14,7 @@
 #include "drivers/pci/usb_pci_device.hpp"
 #include "drivers/qcom/qcom_device.hpp"
 #include "drivers/registry_am.hpp"
-#include "drivers/registry_sim_nvk.hpp"
+#include "drivers/registry_sim_nvrm.hpp"
 #include "drivers/sim/amdgpu/navi.hpp"
 #include "drivers/sim/amdgpu/state_file.hpp"
 #include "drivers/sim/asm24/sim_asm24.hpp"
@@ -446,13 +446,13 @@ void register_backends(hcq::Registry& registry) {
     sim_nv.enumerate = [] { return std::vector<std::string>{"sim-nv:ad102"}; };
     sim_nv.open = open_sim_nv;
     registry.add(std::move(sim_nv));
-    hcq::Backend sim_nvk;
-    sim_nvk.scheme = "sim-nvk";
-    sim_nvk.description = "the simulated AD102 behind a simulated nvidia.ko (drivers/sim/nvgpu/fake_nvidia) driven by drivers/nv over "
-                          "its ioctls (nvk); kernels run as host code";
-    sim_nvk.enumerate = [] { return std::vector<std::string>{"sim-nvk:ad102"}; };
-    sim_nvk.open = open_sim_nvk;
-    registry.add(std::move(sim_nvk));
+    hcq::Backend sim_nvrm;
+    sim_nvrm.scheme = "sim-nvrm";
+    sim_nvrm.description = "the simulated AD102 behind a simulated nvidia.ko (drivers/sim/nvgpu/fake_nvidia) driven by drivers/nv over "
+                          "its ioctls (nvrm); kernels run as host code";
+    sim_nvrm.enumerate = [] { return std::vector<std::string>{"sim-nvrm:ad102"}; };
+    sim_nvrm.open = open_sim_nvrm;
+    registry.add(std::move(sim_nvrm));
     qcom::register_qcom_backend(registry);
     hcq::Backend sim_qcom;
     sim_qcom.scheme = "sim-qcom";
@@ -515,9 +515,9 @@ std::vector<BuiltinDevice> builtin_devices() {
                                        chip.what, info.chip_id, info.gpu_id)});
     }
     // nvidia.ko is not on the PCI bus either: the simulated driver with the AD102's engines behind it.
-    devices.push_back({"sim-nvk:ad102", "simulated", true,
+    devices.push_back({"sim-nvrm:ad102", "simulated", true,
                        "model of NVIDIA AD102 / RTX 4090 (Ada) behind a simulated nvidia.ko (/dev/nvidiactl, /dev/nvidia0; "
-                       "RM owns VRAM and the page tables), driven by drivers/nv over its ioctls (nvk): a simulated GPU (HCQ device)"});
+                       "RM owns VRAM and the page tables), driven by drivers/nv over its ioctls (nvrm): a simulated GPU (HCQ device)"});
     return devices;
 }
 

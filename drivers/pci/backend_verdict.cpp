@@ -56,10 +56,10 @@ BackendVerdict judge_backend(const VerdictInput& in) {
                                              family->chip, family->backend)
                                : "";
 
-    if (in.vendor_id == kVendorNvidia) v.transport = in.driver == "nvidia" ? "nvk" : "nvpci";
+    if (in.vendor_id == kVendorNvidia) v.transport = in.driver == "nvidia" ? "nvrm" : "nvpci";
     if (in.driver == "nvidia" && in.vendor_id == kVendorNvidia) {
-        // nvidia.ko stays: the nvk transport speaks RM through its ioctls (drivers/nv/nvk_transport.hpp).
-        v.reason = "bound to nvidia: nvk can drive it through nvidia.ko's RM ioctls (/dev/nvidiactl); for nvpci, "
+        // nvidia.ko stays: the nvrm transport speaks RM through its ioctls (drivers/nv/nvrm_transport.hpp).
+        v.reason = "bound to nvidia: nvrm can drive it through nvidia.ko's RM ioctls (/dev/nvidiactl); for nvpci, "
                    "where baregpu boots GSP itself, bind it to vfio-pci (udev/README.md)" +
                    untested;
         return v;

@@ -31,7 +31,7 @@ struct BackendVerdict {
     std::string backend;  // "am", "nv"; empty when no baregpu backend drives this device
     std::string family;  // "Navi31 (RDNA3, GC 11.0.0)"; empty when the ID is not known
     std::string uri;  // "am:0000:03:00.0" when a backend applies
-    // NVIDIA only: how drivers/nv reaches RM — "nvk" (nvidia.ko is bound: RM ioctls on /dev/nvidiactl)
+    // NVIDIA only: how drivers/nv reaches RM — "nvrm" (nvidia.ko is bound: RM ioctls on /dev/nvidiactl)
     // or "nvpci" (unbound or vfio-pci: baregpu boots GSP-RM itself). Empty otherwise.
     std::string transport;
     bool ready = false;  // it opens now: bound to vfio-pci, viable IOMMU group, not locked by another process

@@ -29,8 +29,8 @@ ALLOWED = {
     # The one place that composes models with drivers.
     "drivers/registry.cpp": {"base", "hcq", "drivers", "firmware-loader"},
     "drivers/registry.hpp": {"base", "hcq"},
-    "drivers/registry_sim_nvk.cpp": {"base", "hcq", "drivers"},
-    "drivers/registry_sim_nvk.hpp": {"base", "hcq"},
+    "drivers/registry_sim_nvrm.cpp": {"base", "hcq", "drivers"},
+    "drivers/registry_sim_nvrm.hpp": {"base", "hcq"},
     "compiler": {"base", "hcq"},
     "tensor": {"base", "hcq", "compiler"},
     "tools": {"base", "hcq", "compiler", "tensor", "drivers", "firmware-loader", "bench"},  # bench/ runs behind `baregpu bench`

@@ -142,13 +142,13 @@ TEST_CASE("unknown AMD and NVIDIA IDs are not a supported generation; other vend
     CHECK(intel.reason == "no baregpu backend for vendor 8086 (8086:56a0): baregpu drives AMD (am) and NVIDIA (nv) GPUs");
 }
 
-TEST_CASE("NVIDIA: nvk when nvidia.ko is bound, nvpci when unbound or on vfio-pci") {
+TEST_CASE("NVIDIA: nvrm when nvidia.ko is bound, nvpci when unbound or on vfio-pci") {
     VerdictInput bound = input("0000:01:00.0", kVendorNvidia, 0x2684, "nvidia", 3);  // AD102, RTX 4090
-    BackendVerdict nvk = judge_backend(bound);
-    CHECK(nvk.backend == "nv");
-    CHECK(nvk.transport == "nvk");
-    CHECK(nvk.family == "AD102 (Ada)");
-    CHECK_THAT(nvk.reason, Catch::StartsWith("bound to nvidia: nvk can drive it") && Catch::Contains("vfio-pci"));
+    BackendVerdict nvrm = judge_backend(bound);
+    CHECK(nvrm.backend == "nv");
+    CHECK(nvrm.transport == "nvrm");
+    CHECK(nvrm.family == "AD102 (Ada)");
+    CHECK_THAT(nvrm.reason, Catch::StartsWith("bound to nvidia: nvrm can drive it") && Catch::Contains("vfio-pci"));
 
     BackendVerdict unbound = judge_backend(input("0000:01:00.0", kVendorNvidia, 0x2684, "", 3));
     CHECK(unbound.transport == "nvpci");
@@ -156,7 +156,7 @@ TEST_CASE("NVIDIA: nvk when nvidia.ko is bound, nvpci when unbound or on vfio-pc
     BackendVerdict vfio = judge_backend(input("0000:01:00.0", kVendorNvidia, 0x2684, "vfio-pci", 3));
     CHECK(vfio.transport == "nvpci");
     CHECK(vfio.ready);
-    // nouveau is not nvidia.ko: no nvk.
+    // nouveau is not nvidia.ko: no nvrm.
     BackendVerdict nouveau = judge_backend(input("0000:01:00.0", kVendorNvidia, 0x2684, "nouveau", 3));
     CHECK(nouveau.transport == "nvpci");
     CHECK_THAT(nouveau.reason, Catch::StartsWith("bound to nouveau: unbind or use vfio-pci"));

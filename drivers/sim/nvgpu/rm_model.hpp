@@ -1,6 +1,6 @@
 // A strict model of GSP-RM's object model as a client sees it — the handles, the parent rules,
 // the parameter checks and the NV_STATUS values real RM returns — for the RM classes and controls
-// drivers/nv uses. The same model answers nvidia.ko's escape ioctls (fake_nvidia.hpp, the nvk
+// drivers/nv uses. The same model answers nvidia.ko's escape ioctls (fake_nvidia.hpp, the nvrm
 // transport) and, plugged into the GSP-RM model, GSP_RM_ALLOC / GSP_RM_CONTROL RPCs (nvpci).
 //
 // Where the statuses come from (open-gpu-kernel-modules 570.144): a parameter block whose size
@@ -56,7 +56,7 @@ struct RmBacking {
     uint64_t address = 0;
 };
 
-// nvidia.ko's own memory management, when a simulated GPU stands behind the model (nvk_gpu.hpp):
+// nvidia.ko's own memory management, when a simulated GPU stands behind the model (nvrm_gpu.hpp):
 // RM places NV1_MEMORY_USER in that GPU's VRAM, owns the page tables of the VA spaces it creates
 // (not IS_EXTERNALLY_OWNED) and writes them for NV_ESC_RM_MAP_MEMORY_DMA, and writes a channel's
 // error notifier on a robust-channel error. Without hooks (GSP-RM under nvpci) memory objects have

@@ -1,7 +1,7 @@
-// "sim-nvk:ad102?...": drivers/nv's HCQ backend over nvidia.ko's ioctls (NvkPlatform) where nvidia.ko
+// "sim-nvrm:ad102?...": drivers/nv's HCQ backend over nvidia.ko's ioctls (NvrmPlatform) where nvidia.ko
 // is the simulated one (drivers/sim/nvgpu/fake_nvidia.hpp) with a simulated AD102 behind it
-// (drivers/sim/nvgpu/nvk_gpu.hpp: the same engines sim-nv:ad102 runs, RM owning VRAM and page tables).
-// Composed in registry_sim_nvk.cpp, part of the registry (the one place that sees models and drivers).
+// (drivers/sim/nvgpu/nvrm_gpu.hpp: the same engines sim-nv:ad102 runs, RM owning VRAM and page tables).
+// Composed in registry_sim_nvrm.cpp, part of the registry (the one place that sees models and drivers).
 #pragma once
 
 #include "drivers/nv/hcq_device.hpp"
@@ -11,9 +11,9 @@
 
 namespace baregpu::registry {
 
-std::shared_ptr<hcq::Device> open_sim_nvk(const hcq::DeviceUri& uri);
+std::shared_ptr<hcq::Device> open_sim_nvrm(const hcq::DeviceUri& uri);
 
-// The options both simulated NVIDIA devices take (sim-nv, sim-nvk): queue and memory sizes into
+// The options both simulated NVIDIA devices take (sim-nv, sim-nvrm): queue and memory sizes into
 // `options` (named uri.name()); kNvQueueOptionsHelp says them for reject_unused.
 void read_nv_queue_options(const hcq::DeviceUri& uri, nv::NvHcqOptions& options);
 inline constexpr const char* kNvQueueOptionsHelp =
