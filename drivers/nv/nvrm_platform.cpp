@@ -35,13 +35,28 @@ const char* xid_name(uint32_t xid) {
 
 }  // namespace
 
-NvrmPlatform::NvrmPlatform(pci::DeviceFiles& files, std::unique_ptr<NvrmTransport> nvrm, uint64_t memory_bytes)
-    : files_(files), nvrm_(std::move(nvrm)), memory_bytes_(memory_bytes) {}
+NvrmPlatform::NvrmPlatform(pci::DeviceFiles& files, std::unique_ptr<NvrmTransport> nvrm, size_t gpu_index,
+                           uint64_t memory_bytes)
+    : files_(files), nvrm_(std::move(nvrm)), gpu_index_(gpu_index), memory_bytes_(memory_bytes) {}
 
 std::unique_ptr<NvrmPlatform> NvrmPlatform::open(pci::DeviceFiles& files, size_t gpu_index, uint64_t memory_bytes) {
     std::unique_ptr<NvrmTransport> nvrm = NvrmTransport::open(files);
     nvrm->attach_gpu(gpu_index);
-    return std::unique_ptr<NvrmPlatform>(new NvrmPlatform(files, std::move(nvrm), memory_bytes));
+    return std::unique_ptr<NvrmPlatform>(new NvrmPlatform(files, std::move(nvrm), gpu_index, memory_bytes));
+}
+
+std::unique_ptr<NvrmPlatform> NvrmPlatform::open(pci::DeviceFiles& files, std::string_view pci_address, uint64_t memory_bytes) {
+    std::unique_ptr<NvrmTransport> nvrm = NvrmTransport::open(files);
+    std::string listed;
+    for (size_t i = 0; i < nvrm->gpus().size(); ++i) {
+        if (nvrm->gpus()[i].pci_address == pci_address) {
+            nvrm->attach_gpu(i);
+            return std::unique_ptr<NvrmPlatform>(new NvrmPlatform(files, std::move(nvrm), i, memory_bytes));
+        }
+        listed += (listed.empty() ? "" : ", ") + nvrm->gpus()[i].pci_address;
+    }
+    throw Error(nvrm->device(), fmt::format("nvidia.ko drives no GPU at {} (it drives: {})", pci_address,
+                                            listed.empty() ? "none" : listed));
 }
 
 NvrmPlatform::~NvrmPlatform() {

@@ -21,6 +21,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string_view>
 #include <vector>
 
 namespace baregpu::nv {
@@ -30,10 +31,17 @@ public:
     // Opens nvidia.ko through `files` (the host's, or the simulated driver's) and GPU `gpu_index` of its
     // NV_ESC_CARD_INFO list; `memory_bytes`: the VRAM buffers may take.
     static std::unique_ptr<NvrmPlatform> open(pci::DeviceFiles& files, size_t gpu_index, uint64_t memory_bytes);
+    // The same for the GPU nvidia.ko lists at PCI address `pci_address` ("0000:01:00.0"; its
+    // NV_ESC_CARD_INFO entry, kernel-open/common/inc/nv-ioctl.h nv_ioctl_card_info_t, carries the
+    // address and the /dev/nvidia<minor> it is). Throws baregpu::Error listing the addresses
+    // nvidia.ko drives when it is not one of them.
+    static std::unique_ptr<NvrmPlatform> open(pci::DeviceFiles& files, std::string_view pci_address, uint64_t memory_bytes);
     ~NvrmPlatform() override;
 
     const char* reporter() const override { return "nvidia.ko"; }
     const std::string& name() const override { return nvrm_->device(); }
+    // nvidia.ko's entry for the GPU this platform drives.
+    const NvrmGpu& gpu() const { return nvrm_->gpus()[gpu_index_]; }
     RmTransport& transport() override { return *nvrm_; }
     NvHandle client() const override { return nvrm_->client(); }
     RmBranch branch() const override { return nvrm_->branch(); }
@@ -51,12 +59,13 @@ public:
     void forget_errors() override;
 
 private:
-    NvrmPlatform(pci::DeviceFiles& files, std::unique_ptr<NvrmTransport> nvrm, uint64_t memory_bytes);
+    NvrmPlatform(pci::DeviceFiles& files, std::unique_ptr<NvrmTransport> nvrm, size_t gpu_index, uint64_t memory_bytes);
     // New "NVRM: Xid" lines of the kernel log (all lines read are consumed).
     void read_kernel_log();
 
     pci::DeviceFiles& files_;
     std::unique_ptr<NvrmTransport> nvrm_;
+    size_t gpu_index_ = 0;
     uint64_t memory_bytes_;
     RmDevice* rm_ = nullptr;
     void* usermode_ = nullptr;

@@ -36,7 +36,7 @@ struct RmModelOptions {
 
 // What RM tells the channel engines (PBDMA, CE, compute) when a GPFIFO channel is allocated, so
 // that its doorbell token runs it: the hooks are wired by whoever composes RM with the engines
-// (drivers/registry.cpp, tests), the RM model knows no engine type.
+// (drivers/registry_nv.cpp, tests), the RM model knows no engine type.
 struct RmChannelInfo {
     uint32_t token = 0;
     uint64_t gpfifo_va = 0;
