@@ -232,7 +232,9 @@ void GspRmModel::resume(std::map<uint32_t, uint32_t>& regs) {
 }
 
 void GspRmModel::post_event(uint32_t function, std::span<const std::byte> payload) {
-    if (!stat_) return;
+    // Off: GSP-RM never ran, or it unloaded (UNLOADING_GUEST_DRIVER) and the CPU may have freed the
+    // queue memory since: an engine fault still in flight then has nowhere to go.
+    if (!stat_ || state_ == State::Off) return;
     if (!stat_->send(function, payload))
         bad(fmt::format("status queue full posting event {:#x}: the CPU stopped reading", function), "status queue",
             kSrcQueue);
