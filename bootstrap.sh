@@ -3,7 +3,7 @@
 # are missing (apt-get, through sudo unless already root), configures with Meson, builds.
 #
 #   ./bootstrap.sh run     build, then run the main job: `baregpu devices` (what this machine has),
-#                          then `baregpu bench` on the default device (the first GPU, else cpu)
+#                          then `baregpu bench` on the default device (the first GPU that opens, else cpu)
 #   ./bootstrap.sh test    build, then run every test twice: the normal build and an ASan+UBSan build;
 #                          the long suites (fuzzing, QEMU, soak) run in their brief form; the QEMU
 #                          batch (tests/qemu) runs once, from the normal build, and skips (77)

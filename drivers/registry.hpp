@@ -1,8 +1,11 @@
-// The one place that composes (ARCHITECTURE.md, the dependency rule): which devices this build
-// has besides the GPUs found on the PCI bus. Today that is the host CPU and the simulated devices
-// in drivers/sim; registry.cpp keeps them in one table, so a new simulated GPU ("sim-am:navi31",
-// "sim-nv:ad102") is one entry there. It is also where each HCQ backend's scheme is registered
-// with hcq's registry.
+// The one place that composes (ARCHITECTURE.md, the dependency rule): it registers every HCQ
+// backend's scheme with hcq's registry and builds the simulated devices' models for the drivers
+// that run on them. registry.cpp holds what is shared; each vendor's backends are in
+// registry_am.cpp (sim-am, am), registry_nv.cpp (sim-nv, sim-nvrm, nv) and registry_qcom.cpp
+// (qcom, sim-qcom).
+//
+// Real GPUs (am:<pci address>, nv:<pci address>) are found under $BAREGPU_SYSFS_ROOT when it is
+// set, else /sys: tests point it at a fake sysfs tree (tests/pci/fake_sysfs.hpp).
 //
 // This header names no driver and no model: a tool asks for descriptions, never for types.
 #pragma once
@@ -17,7 +20,7 @@
 namespace baregpu::registry {
 
 struct BuiltinDevice {
-    std::string name;  // the device URI: "cpu", "sim-edu", later "sim-am:navi31"
+    std::string name;  // the device URI: "cpu", "sim-edu", "sim-am:navi31"
     std::string kind;  // "cpu", "simulated", or "usb" (a GPU behind an ASM24xx bridge, found by libusb)
     bool hcq_device = false;  // runs HCQ queues; false for test devices of lower layers
     std::string summary;  // one line for humans: what it is
@@ -28,9 +31,23 @@ struct BuiltinDevice {
 // so a description cannot drift from the model.
 std::vector<BuiltinDevice> builtin_devices();
 
-// Registers every HCQ backend this build has with `registry` (cpu, sim-am). Call once, before
+// Registers every HCQ backend this build has with `registry`: cpu; am, nv, qcom (real hardware, in
+// the order the default device tries them); sim-am, sim-nv, sim-nvrm, sim-qcom. Call once, before
 // opening devices; tools and tests that open devices do.
 void register_backends(hcq::Registry& registry);
+
+// How the registry opens a real GPU's URI, decided without opening it: the backend, the transport
+// (nv: "nvrm" when nvidia.ko is bound, else "nvpci"; ?transport= overrides) and how the PCI
+// function is reached ("vfio", "sysfs" with ?access=sysfs; "" for nvrm, which goes through
+// nvidia.ko). `baregpu devices` prints the same backend and transport for each GPU. Throws what
+// opening would for a GPU that is not there or not driven (naming the URI: "there is no PCI
+// function at ..."), and for a URI that is not a real PCI GPU's (am:usb:..., sim-am:...).
+struct Route {
+    std::string backend;    // "am", "nv"
+    std::string transport;  // "nvrm", "nvpci"; "" for am
+    std::string access;     // "vfio", "sysfs", or ""
+};
+Route route(std::string_view uri);
 
 // Fault injection on a simulated device opened through the registry, for tests of fault
 // handling and recovery. Returns false (and does nothing) when `device` is not a simulated chip
@@ -66,10 +83,5 @@ std::vector<std::string> sim_iommu_faults(hcq::Device& device);
 size_t drop_sim_peer_mappings(hcq::Device& device);
 bool inject_kgsl_wait_error(hcq::Device& device, int err);
 bool inject_kgsl_fault(hcq::Device& device, const std::string& why);
-
-// "Intel(R) Xeon(R) Gold 6148 CPU @ 2.40GHz, 2 cores" from /proc/cpuinfo's text and the number
-// of online CPUs. Reads "model name" (x86), else "Model"/"Hardware"/"CPU part" (Arm); "unknown
-// CPU model" when none is there. Pure, for tests.
-std::string describe_cpu(std::string_view proc_cpuinfo, unsigned online_cpus);
 
 }  // namespace baregpu::registry

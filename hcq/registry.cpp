@@ -104,26 +104,67 @@ std::vector<Backend> Registry::backends() const {
     return backends_;
 }
 
-std::string Registry::default_name() const {
-    for (const Backend& b : backends()) {
-        if (!b.real_hardware || !b.enumerate) continue;
-        try {
-            auto found = b.enumerate();
-            if (!found.empty()) return found.front();
-        } catch (...) {
-            // A backend that cannot enumerate has no default device to offer.
+std::string DefaultChoice::describe() const {
+    std::string text = fmt::format("device {} ({})", name, reason);
+    for (const Skipped& s : skipped) text += fmt::format("\n  {} not used: {}", s.name, s.why);
+    return text;
+}
+
+namespace {
+
+// "am:0000:03:00.0: bound to amdgpu: ..." -> "bound to amdgpu: ...": the name is already said.
+std::string without_name(std::string what, const std::string& name) {
+    if (what.starts_with(name + ": ")) what.erase(0, name.size() + 2);
+    return what;
+}
+
+}  // namespace
+
+std::shared_ptr<Device> Registry::open_default(DefaultChoice* out) const {
+    DefaultChoice choice;
+    std::shared_ptr<Device> device;
+    if (const char* env = std::getenv("BAREGPU_DEVICE"); env && *env) {
+        device = open(env);  // the user named it: its errors are the answer
+        choice.name = env;
+        choice.reason = "$BAREGPU_DEVICE";
+    } else {
+        bool found = false;
+        for (const Backend& b : backends()) {
+            if (!b.real_hardware || !b.enumerate) continue;
+            std::vector<std::string> names;
+            try {
+                names = b.enumerate();
+            } catch (const std::exception& e) {
+                choice.skipped.push_back({b.scheme + ":", fmt::format("cannot list its devices: {}", e.what())});
+                continue;
+            }
+            for (const std::string& name : names) {
+                found = true;
+                try {
+                    device = b.open(DeviceUri::parse(name));
+                } catch (const std::exception& e) {
+                    choice.skipped.push_back({name, without_name(e.what(), name.substr(0, name.find('?')))});
+                    continue;
+                }
+                choice.name = name;
+                choice.reason = "the first real GPU that opens";
+                break;
+            }
+            if (device) break;
+        }
+        if (!device) {
+            device = open("cpu");
+            choice.name = "cpu";
+            choice.reason = found ? "no real GPU opened" : "no real GPU found";
         }
     }
-    return "cpu";
+    if (out) *out = std::move(choice);
+    return device;
 }
 
 std::shared_ptr<Device> Registry::open(std::string_view name) const {
-    std::string chosen(name);
-    if (chosen.empty()) {
-        const char* env = std::getenv("BAREGPU_DEVICE");
-        chosen = env && *env ? env : default_name();
-    }
-    DeviceUri uri = DeviceUri::parse(chosen);
+    if (name.empty()) return open_default();
+    DeviceUri uri = DeviceUri::parse(name);
     std::function<std::shared_ptr<Device>(const DeviceUri&)> opener;
     std::string known;
     {
@@ -146,5 +187,7 @@ Registry& registry() {
 }
 
 std::shared_ptr<Device> open_device(std::string_view name) { return registry().open(name); }
+
+std::shared_ptr<Device> open_default_device(DefaultChoice* choice) { return registry().open_default(choice); }
 
 }  // namespace baregpu::hcq

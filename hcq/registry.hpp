@@ -1,5 +1,5 @@
 // The device registry: backends register a URI scheme; open_device() turns a name into a
-// Device. hcq names no backend itself: drivers/registry.cpp registers them all.
+// Device. hcq names no backend itself: drivers/registry.cpp (register_backends) registers them all.
 //
 // Names (docs/ARCHITECTURE.md, "Devices and names"): "cpu", "cpu:1", "am:0000:03:00.0",
 // "nv:0000:01:00.0", "sim-am:navi31". Options follow a '?' as key=value pairs joined by '&', e.g.
@@ -49,12 +49,26 @@ private:
 struct Backend {
     std::string scheme;       // "cpu", "am", "sim-am"
     std::string description;  // one line for `baregpu devices`
-    // True for backends that drive real hardware: the default device is the first device of
-    // such a backend, else "cpu".
+    // True for backends that drive real hardware: the default device is the first of their
+    // devices that opens, else "cpu" (Registry::open_default).
     bool real_hardware = false;
-    // Names of the devices this backend finds on this machine (may be empty).
+    // Names of the devices this backend finds on this machine (may be empty). For real hardware:
+    // every GPU it could drive, whether or not it opens now (open says why not).
     std::function<std::vector<std::string>()> enumerate;
     std::function<std::shared_ptr<Device>(const DeviceUri&)> open;
+};
+
+// How open_default chose: the device, and why each real GPU tried before it did not open.
+struct DefaultChoice {
+    struct Skipped {
+        std::string name;  // "am:0000:03:00.0", or "<scheme>:" when a backend could not list its devices
+        std::string why;   // its error, without a leading "<name>: "
+    };
+    std::string name;    // what was opened: "$BAREGPU_DEVICE"'s name, a real GPU's, or "cpu"
+    std::string reason;  // "$BAREGPU_DEVICE", "the first real GPU that opens", "no real GPU found", "no real GPU opened"
+    std::vector<Skipped> skipped;  // in the order they were tried
+    // One line saying which device and why, then one line per skipped GPU ("  am:... not used: why").
+    std::string describe() const;
 };
 
 class Registry {
@@ -65,11 +79,13 @@ public:
     std::vector<std::string> schemes() const;
     std::vector<Backend> backends() const;
 
-    // Open by name. An empty name means $BAREGPU_DEVICE, else default_name(). Throws
-    // baregpu::Error naming the registered schemes for an unknown one.
+    // Open by name. An empty name means open_default(). Throws baregpu::Error naming the
+    // registered schemes for an unknown one.
     std::shared_ptr<Device> open(std::string_view name = {}) const;
-    // The first device of a real-hardware backend, else "cpu".
-    std::string default_name() const;
+    // The default device: $BAREGPU_DEVICE when set (its errors are thrown), else the first device
+    // of a real-hardware backend (registration order, then each backend's enumeration order) that
+    // opens, else "cpu". `choice`, when given, says which and why the GPUs before it did not open.
+    std::shared_ptr<Device> open_default(DefaultChoice* choice = nullptr) const;
 
 private:
     mutable std::mutex mutex_;
@@ -81,5 +97,7 @@ Registry& registry();
 
 // registry().open(name).
 std::shared_ptr<Device> open_device(std::string_view name = {});
+// registry().open_default(choice).
+std::shared_ptr<Device> open_default_device(DefaultChoice* choice = nullptr);
 
 }  // namespace baregpu::hcq

@@ -23,7 +23,7 @@ class Runtime {
 public:
     // The runtime of `device` (one per device while any tensor uses it).
     static std::shared_ptr<Runtime> for_device(const std::shared_ptr<hcq::Device>& device);
-    // The runtime of hcq::open_device()'s default ($BAREGPU_DEVICE, else the first GPU, else
+    // The runtime of hcq::open_device()'s default ($BAREGPU_DEVICE, else the first GPU that opens, else
     // cpu). The application registers backends with hcq's registry before (drivers/registry.hpp).
     static std::shared_ptr<Runtime> default_runtime();
 

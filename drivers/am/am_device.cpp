@@ -3,6 +3,7 @@
 #include "base/error.hpp"
 #include "drivers/am/reset.hpp"
 #include "drivers/am/wait.hpp"
+#include "drivers/pci/gpu_ids.hpp"
 #include "firmware-loader/amd/gfx.hpp"
 #include "firmware-loader/amd/imu.hpp"
 #include "firmware-loader/amd/psp.hpp"
@@ -192,8 +193,8 @@ void AmDevice::bring_up() {
     std::chrono::nanoseconds start = pci_->now();
     pci::PciIdentity id = pci_->identity();
     if (id.vendor_id != 0x1002 || find_asic_by_device_id(id.device_id) == nullptr) {
-        throw UnsupportedError(name(), fmt::format("{:04x}:{:04x} is not an AMD GPU drivers/am supports (Navi31 744c, "
-                                                   "Navi48 7550)", id.vendor_id, id.device_id));
+        throw UnsupportedError(name(), fmt::format("{:04x}:{:04x} is not an AMD GPU drivers/am drives (it drives {})",
+                                                   id.vendor_id, id.device_id, pci::driven_chips("am")));
     }
     pci::MmioRegion& bar5 = pci_->bar(5);
     mmio_ = std::make_unique<Mmio>(*pci_, bar5);

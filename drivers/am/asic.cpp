@@ -1,5 +1,7 @@
 #include "drivers/am/asic.hpp"
 
+#include "drivers/pci/gpu_ids.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <fmt/format.h>
@@ -13,7 +15,6 @@ const std::vector<AsicInfo>& asics() {
         {
             .name = "navi31",
             .marketing = "Radeon RX 7900 XTX (Navi31, RDNA3)",
-            .device_id = 0x744c,
             .gc_generation = 11,
             .gc = {11, 0, 0}, .mp0 = {13, 0, 0}, .mp1 = {13, 0, 0}, .sdma = {6, 0, 0},
             .mmhub = {3, 0, 0}, .nbio = {4, 3, 0}, .hdp = {6, 0, 0}, .osssys = {6, 0, 0},
@@ -31,7 +32,6 @@ const std::vector<AsicInfo>& asics() {
         {
             .name = "navi48",
             .marketing = "Radeon RX 9070 XT (Navi48, RDNA4)",
-            .device_id = 0x7550,
             .gc_generation = 12,
             .gc = {12, 0, 1}, .mp0 = {14, 0, 3}, .mp1 = {14, 0, 3}, .sdma = {7, 0, 1},
             .mmhub = {4, 1, 0}, .nbio = {6, 3, 1}, .hdp = {7, 0, 0}, .osssys = {7, 0, 0},
@@ -49,10 +49,10 @@ const std::vector<AsicInfo>& asics() {
 }
 
 const AsicInfo* find_asic_by_device_id(uint16_t device_id) {
-    for (const AsicInfo& a : asics()) {
-        if (a.device_id == device_id) return &a;
-    }
-    return nullptr;
+    // The one table of IDs (drivers/pci/gpu_ids.cpp) names the chip; this table has its data.
+    std::optional<pci::GpuFamily> family = pci::find_gpu_family(pci::kVendorAmd, device_id);
+    if (!family || family->backend != "am" || family->support != pci::GpuSupport::Driven) return nullptr;
+    return find_asic(family->chip);
 }
 
 const AsicInfo* find_asic_by_gc(const IpVersion& gc) {

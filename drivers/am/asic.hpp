@@ -20,9 +20,9 @@ struct IpVersion {
 };
 
 struct AsicInfo {
-    std::string_view name;        // "navi31": the firmware-loader manifest's name
+    std::string_view name;        // "navi31": the firmware-loader manifest's name, and the chip name of
+                                  // drivers/pci/gpu_ids.cpp (which lists its PCI device IDs)
     std::string_view marketing;   // "Radeon RX 7900 XTX"
-    uint16_t device_id = 0;       // PCI device id (vendor 0x1002)
     unsigned gc_generation = 0;   // 11 (RDNA3) or 12 (RDNA4): picks register tables and PTE format
     IpVersion gc, mp0, mp1, sdma, mmhub, nbio, hdp, osssys;
     // Firmware files, linux-firmware names.
@@ -38,7 +38,8 @@ struct AsicInfo {
 
 // The table, in a fixed order.
 const std::vector<AsicInfo>& asics();
-// By PCI device id; nullptr when not an ASIC we support.
+// By PCI device id (vendor 0x1002), through drivers/pci/gpu_ids.cpp's table: every ID of a chip
+// it marks driven by am; nullptr for any other.
 const AsicInfo* find_asic_by_device_id(uint16_t device_id);
 // By the discovered GC version; nullptr when unknown.
 const AsicInfo* find_asic_by_gc(const IpVersion& gc);

@@ -121,7 +121,7 @@ PushBuffer& PushBuffer::sem_release(uint64_t va, uint64_t value, bool timestamp,
 }
 
 PushBuffer& PushBuffer::non_stall_interrupt() {
-    // NON_STALL_INTERRUPT_HANDLE 31:0; the handle value is unused by the host, 0 as NVK does.
+    // NON_STALL_INTERRUPT_HANDLE 31:0; the handle value is unused by the host, 0 as Mesa's nouveau Vulkan driver does.
     return incr(0, host::NON_STALL_INTERRUPT, {0u});
 }
 

@@ -55,7 +55,7 @@ NvHcqDevice::NvHcqDevice(Token, std::unique_ptr<NvPlatform> platform, NvHcqOptio
              device_name(options, *platform)),
       options_(std::move(options)), platform_(std::move(platform)) {
     // RM: the device objects on the platform's client, then whatever the platform does before channels
-    // (nvpci: our page directory to GSP-RM, NV90F1_CTRL_CMD_VASPACE_COPY_SERVER_RESERVED_PDES; nvk: the doorbell page).
+    // (nvpci: our page directory to GSP-RM, NV90F1_CTRL_CMD_VASPACE_COPY_SERVER_RESERVED_PDES; nvrm: the doorbell page).
     rm_ = RmDevice::open(platform_->transport(), platform_->client(), platform_->branch(), 0, platform_->vaspace_owner());
     platform_->attach(*rm_);
 
@@ -93,7 +93,7 @@ NvHcqDevice::~NvHcqDevice() {
         rm_.reset();
     } catch (...) {
     }
-    platform_.reset();  // nvpci: the client, then UNLOADING_GUEST_DRIVER; nvk: the client and the fds
+    platform_.reset();  // nvpci: the client, then UNLOADING_GUEST_DRIVER; nvrm: the client and the fds
 }
 
 void NvHcqDevice::channel_opened(uint32_t token, std::string queue) {

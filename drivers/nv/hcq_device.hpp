@@ -1,6 +1,6 @@
 // An NVIDIA GPU as an HCQ device: RM objects (rm_device.hpp) over one of two platforms
 // (hcq_platform.hpp) — NVPCI, a GSP-RM we booted, with driver-owned page tables (nvpci_platform.hpp),
-// or nvidia.ko with RM-owned page tables (nvk_platform.hpp) — and, the same on both, one compute and
+// or nvidia.ko with RM-owned page tables (nvrm_platform.hpp) — and, the same on both, one compute and
 // one copy GPFIFO channel (channel_queue.hpp).
 //
 // Faults: every wait asks the platform for channel errors (GSP's OS_ERROR_LOG events; nvidia.ko's
@@ -44,7 +44,7 @@ class NvHcqDevice final : public hcq::Device, public pci::PeerMemoryExporter, pr
 
 public:
     static constexpr uint64_t kVaBase = 0x1000000000;  // 64 GiB
-    // Over a platform (nvpci or nvk).
+    // Over a platform (nvpci or nvrm).
     static std::shared_ptr<NvHcqDevice> create(std::unique_ptr<NvPlatform> platform, NvHcqOptions options);
     // NVPCI: takes over a booted GSP and the PciDevice under it (NvpciPlatform).
     static std::shared_ptr<NvHcqDevice> create(std::unique_ptr<pci::PciDevice> pci, std::unique_ptr<GspDevice> gsp,
@@ -87,7 +87,7 @@ private:
     void collect_retired(uint64_t completed) noexcept override {
         if (peers_) peers_->collect(completed);
     }
-    // nullptr where the platform has no peer access (nvk).
+    // nullptr where the platform has no peer access (nvrm).
     std::unique_ptr<pci::PeerWindow> make_peer_window();
     NvPeerAccess& peer_access();
     // A DMA the IOMMU refused fails the device naming the mapping (check_faults calls it).

@@ -1,7 +1,7 @@
 // NvHcqDevice's bus peers (hcq::Device::map_bus_peer): the peer window after the HCQ VA window,
 // mapped through the platform (NvPeerAccess: SYS aperture PTEs) at the IOVAs drivers/pci hands out
 // for a peer's BAR (VRAM) or host memory. Our own VRAM is exported to peers as BAR1 offsets. Over
-// nvk there is no peer access: nvidia.ko owns the page tables.
+// nvrm there is no peer access: nvidia.ko owns the page tables.
 #include "base/error.hpp"
 #include "drivers/nv/hcq_device.hpp"
 
@@ -55,7 +55,7 @@ uint64_t NvHcqDevice::peer_memory_bytes() const {
 
 GpuVirtualAddress NvHcqDevice::map_bus_peer(hcq::Device& owner, GpuVirtualAddress address, uint64_t size) {
     if (&owner == this) return address;
-    peer_access();  // refuses over nvk, naming why
+    peer_access();  // refuses over nvrm, naming why
     auto* exporter = dynamic_cast<pci::PeerMemoryExporter*>(&owner);
     if (exporter == nullptr) {
         throw UnsupportedError(name(), fmt::format("cannot reach memory of {}: it is not a PCI device with its memory behind a BAR",

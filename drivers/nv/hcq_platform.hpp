@@ -4,7 +4,7 @@
 //   nvpci (nvpci_platform.hpp): GSP-RM we booted; the driver owns the page tables (written through
 //     BAR1) and VRAM, the CPU reaches VRAM through BAR1, the doorbell is a BAR0 register, channel
 //     errors arrive as GSP OS_ERROR_LOG events;
-//   nvk (nvk_platform.hpp): nvidia.ko; RM owns VRAM and the page tables (NV_ESC_RM_MAP_MEMORY_DMA),
+//   nvrm (nvrm_platform.hpp): nvidia.ko; RM owns VRAM and the page tables (NV_ESC_RM_MAP_MEMORY_DMA),
 //     the CPU maps memory with NV_ESC_RM_MAP_MEMORY + mmap, the doorbell is the mapped usermode
 //     page, channel errors arrive in the channel's error notifier (and the kernel log).
 #pragma once
@@ -64,7 +64,7 @@ public:
     virtual uint64_t memory_bytes() const = 0;
 
     // The RM device is open (the VA space exists, no channel yet): nvpci hands GSP-RM the root page
-    // directory, nvk maps the doorbell page. detach(): before the RM device is freed.
+    // directory, nvrm maps the doorbell page. detach(): before the RM device is freed.
     virtual void attach(RmDevice& rm) = 0;
     virtual void detach() noexcept = 0;
 
@@ -86,7 +86,7 @@ public:
     virtual std::optional<NvChannelError> poll_errors() = 0;
     // Everything reported so far counts as seen (recover()).
     virtual void forget_errors() = 0;
-    // Bus peers, where the platform can map foreign bus addresses: nvpci (our page tables); not nvk,
+    // Bus peers, where the platform can map foreign bus addresses: nvpci (our page tables); not nvrm,
     // where nvidia.ko owns the page tables and maps no bus address it did not allocate.
     virtual NvPeerAccess* peer_access() { return nullptr; }
 };

@@ -1,5 +1,5 @@
 // One RM API over two transports. `RmTransport` is what a transport implements: nvidia.ko's
-// escape ioctls (nvk_transport.hpp) or RPCs to a GSP-RM we booted ourselves (nvpci). `Rm` is
+// escape ioctls (nvrm_transport.hpp) or RPCs to a GSP-RM we booted ourselves (nvpci). `Rm` is
 // what the rest of drivers/nv calls: typed alloc / control / free that throw RmError naming the
 // class or control, the object and the NV_STATUS. Everything above it — devices, VA spaces,
 // channel groups, channels, engines (rm_device.hpp) — is shared by both transports.
@@ -20,9 +20,9 @@ namespace baregpu::nv {
 class RmTransport {
 public:
     virtual ~RmTransport() = default;
-    // "nvk", "nvpci": for messages.
+    // "nvrm", "nvpci": for messages.
     virtual std::string_view kind() const = 0;
-    // The device every error names ("nvk:/dev/nvidia0", "nvpci:0000:01:00.0").
+    // The device every error names ("nvrm:/dev/nvidia0", "nvpci:0000:01:00.0").
     virtual const std::string& device() const = 0;
 
     // Allocate `cls` under `parent` in `client` (client 0 and parent 0 allocate a new client).

@@ -1,4 +1,4 @@
-// An NVIDIA GPU as RM objects: the open sequence shared by the nvk and nvpci transports
+// An NVIDIA GPU as RM objects: the open sequence shared by the nvrm and nvpci transports
 // (tinygrad ops_nv.py NVDevice.__init__) — device, subdevice, virtual memory (the hDma of DMA
 // maps), the class list and the classes picked from it, the usermode (doorbell) object, a VA
 // space, a channel group on the graphics engine and its context share; then GPFIFO channels
@@ -36,7 +36,7 @@ struct RmChannel {
 };
 
 // Who writes the VA space's page tables. nvpci: the driver (FERMI_VASPACE_A IS_EXTERNALLY_OWNED |
-// ENABLE_PAGE_FAULTING, the root handed over with COPY_SERVER_RESERVED_PDES). nvk through
+// ENABLE_PAGE_FAULTING, the root handed over with COPY_SERVER_RESERVED_PDES). nvrm through
 // NV_ESC_RM_MAP_MEMORY_DMA: RM (flags 0), and the NV01_MEMORY_VIRTUAL hDma is bound to that VA
 // space (hVASpace) so that DMA maps land where the channels look (nvos.h NV_MEMORY_VIRTUAL_ALLOCATION_PARAMS).
 enum class RmVaspaceOwner { driver, rm };

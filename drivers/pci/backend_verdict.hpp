@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <sys/types.h>
 #include <vector>
 
@@ -30,15 +31,21 @@ struct VerdictInput {
 struct BackendVerdict {
     std::string backend;  // "am", "nv"; empty when no baregpu backend drives this device
     std::string family;  // "Navi31 (RDNA3, GC 11.0.0)"; empty when the ID is not known
-    std::string uri;  // "am:0000:03:00.0" when a backend applies
-    // NVIDIA only: how drivers/nv reaches RM — "nvk" (nvidia.ko is bound: RM ioctls on /dev/nvidiactl)
-    // or "nvpci" (unbound or vfio-pci: baregpu boots GSP-RM itself). Empty otherwise.
+    std::string uri;  // "am:0000:03:00.0" when a backend drives it: what the registry opens
+    // NVIDIA only: how drivers/nv reaches RM when `uri` is opened — "nvrm" (nvidia.ko is bound: RM
+    // ioctls on /dev/nvidiactl) or "nvpci" (unbound or vfio-pci: baregpu boots GSP-RM itself). Empty otherwise.
     std::string transport;
-    bool ready = false;  // it opens now: bound to vfio-pci, viable IOMMU group, not locked by another process
+    // It opens now: bound to vfio-pci with a viable IOMMU group and not locked by another process,
+    // or (NVIDIA) bound to nvidia.ko.
+    bool ready = false;
     std::string reason;  // one line: how it opens, or what stops it and what to do
 };
 
 BackendVerdict judge_backend(const VerdictInput& input);
+
+// The transport drivers/nv takes for an NVIDIA function bound to `driver` ("" when none): "nvrm"
+// when it is nvidia.ko, else "nvpci". The verdict and the registry's nv: backend both ask here.
+std::string_view nv_transport_for(std::string_view driver);
 
 // Drivers that may hold other functions of a group without making it unusable for VFIO:
 // none, vfio-pci itself, pci-stub, and pcieport on bridges (Linux marks these

@@ -1,7 +1,7 @@
 // The syscall seam for drivers that talk to a kernel driver through character devices
 // (nvidia.ko's /dev/nvidiactl and /dev/nvidiaN, KGSL's /dev/kgsl-3d0): open, ioctl, mmap. The
 // real implementation calls libc; a simulator implements the same interface (drivers/sim), and
-// drivers/registry.cpp hands one or the other to the driver.
+// the registry (drivers/registry_nv.cpp) hands one or the other to the driver.
 //
 // Errors are returned, not thrown, with errno values as the kernel reports them: the driver
 // decides what a failure means (an EINVAL from an ioctl is a layout mismatch, ENOENT a missing

@@ -1,12 +1,17 @@
-// Which GPUs baregpu's PCI backends are written for, by PCI vendor and device ID.
+// Which GPUs baregpu's PCI backends drive, by PCI vendor and device ID: the one table of IDs.
+// The drivers key their own per-chip data by the chip names here (drivers/am asic.cpp's
+// find_asic_by_device_id, drivers/nv chips.cpp's find_chip_by_device_id), so `baregpu devices`
+// cannot call a card drivable that its driver refuses (tests/registry checks both directions).
 //
 // A device ID names a chip, not a generation, so the tables list IDs one by one: an ID that is
-// not listed is "not a supported generation" rather than a guess from a neighbouring number.
-// Where the IDs come from is cited next to each table in gpu_ids.cpp.
+// not listed is not driven rather than a guess from a neighbouring number. Chips of a driven
+// generation that the drivers do not drive yet are listed too, so that `devices` can name them
+// and say which chips are driven. Where the IDs come from is cited next to each table in gpu_ids.cpp.
 #pragma once
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace baregpu::pci {
@@ -16,21 +21,21 @@ inline constexpr uint16_t kVendorAmd = 0x1002;
 inline constexpr uint16_t kVendorNvidia = 0x10de;
 
 enum class GpuSupport {
-    Target,  // the backend is developed against this chip (its simulated model, its firmware)
-    SameGeneration,  // same IP generation as a target: expected to work, not yet tried
+    Driven,  // the backend's driver drives this chip (its chip table has a row for it)
+    NotDriven,  // a sibling of a driven chip (other IP versions or firmware): named, not driven yet
 };
 
 struct GpuFamily {
     std::string_view backend;  // "am" or "nv": the URI scheme that drives it
     std::string_view chip;  // "Navi31", "AD102"
     std::string_view generation;  // "RDNA3, GC 11.0.0", "Ada"
-    GpuSupport support = GpuSupport::Target;
+    GpuSupport support = GpuSupport::Driven;
 };
 
 // The family of a known device; nullopt when the backends do not know this ID.
 std::optional<GpuFamily> find_gpu_family(uint16_t vendor, uint16_t device);
 
-// What each backend drives, for messages about unknown IDs ("Navi31 (GC 11.0.0) and ...").
-std::string_view supported_generations(uint16_t vendor);
+// The chips `backend` ("am", "nv") drives, for messages: "Navi31 (RDNA3, GC 11.0.0) and Navi48 (RDNA4, GC 12.0.1)".
+std::string driven_chips(std::string_view backend);
 
 }  // namespace baregpu::pci

@@ -1,6 +1,6 @@
 // The syscall seam: everything drivers/qcom asks of the kernel goes through this interface, so
 // the same driver code runs against /dev/kgsl-3d0 (LibcKgslSyscalls) and against the simulated
-// KGSL device (drivers/sim/kgsl, adapted in drivers/registry.cpp). Return conventions are libc's:
+// KGSL device (drivers/sim/kgsl, adapted in drivers/registry_qcom.cpp). Return conventions are libc's:
 // -1 (MAP_FAILED for mmap) with the error number returned through `err`, never through errno,
 // so that callers on other threads cannot clobber it.
 #pragma once

@@ -312,30 +312,4 @@ std::shared_ptr<hcq::Program> QcomDevice::load_host_program(std::span<const std:
     return std::make_shared<QcomProgram>(*this, std::move(info), std::move(code));
 }
 
-// ---- registration ----
-
-void register_qcom_backend(hcq::Registry& registry) {
-    hcq::Backend b;
-    b.scheme = "qcom";
-    b.description = "Qualcomm Adreno 6xx through KGSL (/dev/kgsl-3d0)";
-    b.real_hardware = true;
-    b.enumerate = [] {
-        struct stat st{};
-        if (::stat("/dev/kgsl-3d0", &st) == 0) return std::vector<std::string>{"qcom:0"};
-        return std::vector<std::string>{};
-    };
-    b.open = [](const hcq::DeviceUri& uri) -> std::shared_ptr<hcq::Device> {
-        if (uri.path() != "0" && !uri.path().empty()) throw Error(uri.name(), "a KGSL device is named qcom:0 (/dev/kgsl-3d0)");
-        QcomOptions o;
-        o.name = uri.name();
-        o.isa = KernelIsa::adreno;
-        o.ring_bytes = uri.option_u64("ring", o.ring_bytes);
-        o.va_bytes = uri.option_u64("va", o.va_bytes);
-        o.memory_bytes = uri.option_u64("memory", 0);
-        uri.reject_unused("ring (bytes of each context's command ring), va (bytes of the SVM window), memory (bytes buffers may map)");
-        return QcomDevice::create(libc_syscalls(), std::move(o));
-    };
-    registry.add(std::move(b));
-}
-
 }  // namespace baregpu::qcom

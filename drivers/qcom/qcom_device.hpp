@@ -97,7 +97,4 @@ private:
 // "a630" from a KGSL chip_id (core, major, minor bytes).
 std::string adreno_name(uint32_t chip_id);
 
-// Registers the "qcom" scheme (/dev/kgsl-3d0 when it exists).
-void register_qcom_backend(hcq::Registry& registry);
-
 }  // namespace baregpu::qcom

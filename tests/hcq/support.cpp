@@ -86,7 +86,7 @@ std::string with_options(const std::string& name, const std::string& options) {
     auto uri = hcq::DeviceUri::parse(name);
     // Backends declare their options; add them here as they come. "ring" is every queue's ring size.
     if (uri.scheme() != "cpu" && uri.scheme() != "sim-am" && uri.scheme() != "am" && uri.scheme() != "sim-qcom" &&
-        uri.scheme() != "sim-nv" && uri.scheme() != "sim-nvk")
+        uri.scheme() != "sim-nv" && uri.scheme() != "sim-nvrm")
         return {};
     return name + (name.find('?') == std::string::npos ? "?" : "&") + options;
 }

@@ -2,7 +2,7 @@
 // channels the RM model announced to the engines — seen from the HCQ API: a channel's MMU fault
 // comes back from GSP-RM and fails the device naming the queue, the channel and the address; a full
 // GPFIFO makes submit() wait for GPGet instead of overwriting an entry the GPU has not fetched.
-// sim-nvk:ad102, the same stack over nvidia.ko's ioctls: a fault comes back through the channel's error
+// sim-nvrm:ad102, the same stack over nvidia.ko's ioctls: a fault comes back through the channel's error
 // notifier and nvidia.ko's Xid line (the VA), and a freed buffer is unmapped by RM.
 #include "base/error.hpp"
 #include "drivers/registry.hpp"
@@ -80,8 +80,8 @@ TEST_CASE("sim-nv: a full GPFIFO makes submit wait for GPGet and never overwrite
     CHECK_FALSE(dev->failed());
 }
 
-TEST_CASE("sim-nvk: a copy from an unmapped VA faults; nvidia.ko's error notifier and Xid line fail the device naming the VA") {
-    auto dev = open("sim-nvk:ad102");
+TEST_CASE("sim-nvrm: a copy from an unmapped VA faults; nvidia.ko's error notifier and Xid line fail the device naming the VA") {
+    auto dev = open("sim-nvrm:ad102");
     hcq::Buffer b = dev->allocate(4096);
     hcq::Signal done = dev->new_signal(0, "done");
     const GpuVirtualAddress bad(0x1f00000000);  // inside the HCQ VA window, never mapped by RM
@@ -97,8 +97,8 @@ TEST_CASE("sim-nvk: a copy from an unmapped VA faults; nvidia.ko's error notifie
     CHECK(dev->failed());
 }
 
-TEST_CASE("sim-nvk: freeing a buffer has RM unmap it — a later access faults at its address") {
-    auto dev = open("sim-nvk:ad102");
+TEST_CASE("sim-nvrm: freeing a buffer has RM unmap it — a later access faults at its address") {
+    auto dev = open("sim-nvrm:ad102");
     hcq::Buffer keep = dev->allocate(4096, {.cpu_access = true});
     GpuVirtualAddress gone;
     {

@@ -1,6 +1,6 @@
 // drivers/nv's RM layer over the nvpci transport: the simulated AD102 booted through GSP
 // (real ad102 booter/bootloader, synthetic GSP-RM ELF), its GSP-RM answering RM RPCs from the
-// same RmModel the nvk fake uses — the shared open sequence (rm_device) runs unchanged over both.
+// same RmModel the nvrm fake uses — the shared open sequence (rm_device) runs unchanged over both.
 #include "drivers/nv/gsp_boot.hpp"
 #include "drivers/nv/gsp_rpc_functions.hpp"
 #include "drivers/nv/nvpci_transport.hpp"

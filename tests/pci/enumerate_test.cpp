@@ -187,7 +187,7 @@ TEST_CASE("each GPU gets the backend verdict of its IDs, driver and group") {
     const BackendVerdict& pascal = find(e, "0000:05:00.0").verdict;
     CHECK(pascal.backend.empty());
     CHECK(pascal.uri.empty());
-    CHECK_THAT(pascal.reason, Catch::StartsWith("NVIDIA 10de:1d10 is not a supported generation"));
+    CHECK_THAT(pascal.reason, Catch::StartsWith("NVIDIA 10de:1d10 is not a GPU baregpu drives"));
 
     const BackendVerdict& intel = find(e, "0000:06:00.0").verdict;
     CHECK(intel.backend.empty());

@@ -169,12 +169,14 @@ with tempfile.TemporaryDirectory() as tmp:
                  render="renderD128")
     add_function(sysfs, "0000:03:00.1", 0x1002, 0xab30, 0x040300, driver="snd_hda_intel", group=14)
     add_function(sysfs, "0000:04:00.0", 0x10de, 0x2684, 0x030000, rev=0xa1, driver="vfio-pci", group=15)
+    add_function(sysfs, "0000:05:00.0", 0x10de, 0x2684, 0x030000, rev=0xa1, driver="nvidia", group=16)
     rc, js, err = run("--sysfs-root", str(sysfs), "--pci-ids", str(ids), "--json", env=locks)
     check(rc == 0, f"GPUs: exit 0 (rc {rc}, {err!r})")
     d = parse(js, "GPUs")
     check_schema(d, "GPUs")
     gpus = {g["address"]: g for g in d.get("gpus", [])}
-    check(sorted(gpus) == ["0000:03:00.0", "0000:04:00.0"], f"GPUs: the two display functions, not audio: {sorted(gpus)}")
+    check(sorted(gpus) == ["0000:03:00.0", "0000:04:00.0", "0000:05:00.0"],
+          f"GPUs: the three display functions, not audio: {sorted(gpus)}")
     amd = gpus.get("0000:03:00.0", {})
     want_amd = {
         "vendor_id": "1002", "device_id": "744c", "revision": "c8", "class": "030000",
@@ -192,12 +194,66 @@ with tempfile.TemporaryDirectory() as tmp:
     for key, value in {"driver": "vfio-pci", "backend": "nv", "transport": "nvpci", "ready": True, "uri": "nv:0000:04:00.0",
                        "render_node": None, "iommu_group_peers": []}.items():
         check(nv.get(key) == value, f"AD102 {key}: want {value!r}, got {nv.get(key)!r}")
+    nvidia = gpus.get("0000:05:00.0", {})
+    for key, value in {"driver": "nvidia", "backend": "nv", "transport": "nvrm", "ready": True, "uri": "nv:0000:05:00.0"}.items():
+        check(nvidia.get(key) == value, f"AD102 on nvidia.ko {key}: want {value!r}, got {nvidia.get(key)!r}")
 
     rc, out, err = run("--sysfs-root", str(sysfs), "--pci-ids", str(ids), env=locks)
     check("0000:03:00.0  Advanced Micro Devices, Inc. [AMD/ATI] Navi 31" in out, f"human: the AMD block:\n{out}")
     check("verdict      bound to amdgpu: unbind or use vfio-pci" in out, f"human: the AMD verdict:\n{out}")
     check("verdict      ready via vfio (IOMMU group 15): open as nv:0000:04:00.0" in out, f"human: NV verdict:\n{out}")
     check("backend      nv (nvpci), AD102 (Ada)" in out, f"human: the NV transport:\n{out}")
+    check("backend      nv (nvrm), AD102 (Ada)" in out, f"human: the nvidia.ko transport:\n{out}")
+    # $BAREGPU_SYSFS_ROOT is the default root: the listing the registry opens from.
+    rc, js2, err = run("--pci-ids", str(ids), "--json", env={**locks, "BAREGPU_SYSFS_ROOT": str(sysfs)})
+    check(rc == 0 and [g["uri"] for g in parse(js2, "env root").get("gpus", [])] ==
+          ["am:0000:03:00.0", "nv:0000:04:00.0", "nv:0000:05:00.0"], f"BAREGPU_SYSFS_ROOT is the default root: {js2[:300]}")
+
+    # --- the URIs it prints open through the registry (or say why not), and the default tries them in order ---
+    # Addresses and IOMMU groups no real machine is likely to have: nothing here reaches a real device.
+    rig = tmp / "rig"
+    add_function(rig, "0000:e1:00.0", 0x1002, 0x744c, 0x030000, driver="vfio-pci", group=9014)
+    add_function(rig, "0000:e2:00.0", 0x10de, 0x2684, 0x030000, driver="vfio-pci", group=9015)
+    add_function(rig, "0000:e3:00.0", 0x10de, 0x2684, 0x030000, driver="nvidia", group=9016)
+    rig_env = {**locks, "BAREGPU_SYSFS_ROOT": str(rig)}
+    rc, js, err = run("--pci-ids", str(ids), "--json", env=rig_env)
+    listed = [(g["uri"], g["transport"]) for g in parse(js, "rig").get("gpus", [])]
+    check(listed == [("am:0000:e1:00.0", None), ("nv:0000:e2:00.0", "nvpci"), ("nv:0000:e3:00.0", "nvrm")],
+          f"rig: the three URIs and transports: {listed}")
+
+    def bench(*args, env):
+        e = dict(os.environ)
+        e.pop("BAREGPU_DEVICE", None)
+        e.update(env)
+        return subprocess.run([BAREGPU, "bench", "--suite", "hcq", "--quick", "--only", "hcq_submit", *args],
+                              capture_output=True, text=True, env=e, timeout=120)
+
+    for uri, why in (("am:0000:e1:00.0", "vfio"), ("nv:0000:e2:00.0", ""), ("nv:0000:e3:00.0", "nvidia")):
+        p = bench("--device", uri, env=rig_env)
+        # The registry's checks name the URI; the PCI layer's errors (VFIO) name the function's address.
+        check(p.returncode == 1 and uri[3:] in p.stderr and "no backend" not in p.stderr and why in p.stderr.lower(),
+              f"bench --device {uri} on the rig fails naming it and saying why (rc {p.returncode}): {p.stderr!r}")
+    p = bench("--json", env=rig_env)
+    check(p.returncode == 0 and parse(p.stdout, "default bench").get("device") == "cpu", f"default bench on the rig runs on cpu: {p.stderr!r}")
+    lines = p.stderr.splitlines()
+    check(lines[:1] == ["baregpu bench: device cpu (no real GPU opened)"], f"default bench: says which device and why: {lines[:4]}")
+    skipped = [l.split()[0] for l in lines[1:4]]
+    check(skipped == ["am:0000:e1:00.0", "nv:0000:e2:00.0", "nv:0000:e3:00.0"] and all(" not used: " in l for l in lines[1:4]),
+          f"default bench: each GPU passed over in the listed order, with why: {lines[:4]}")
+    p = bench("--json", env={**rig_env, "BAREGPU_DEVICE": "cpu:3"})
+    check(p.returncode == 0 and p.stderr.startswith("baregpu bench: device cpu:3 ($BAREGPU_DEVICE)"),
+          f"BAREGPU_DEVICE wins over the rig's GPUs: {p.stderr!r}")
+
+# --- a GPU that is not on this machine: the error is about the missing device, never "no backend" -----------
+for uri in ("nv:0000:01:00.0", "nv:0000:01:00.0?transport=nvrm", "am:0000:03:00.0"):
+    address = uri.split("?")[0][3:]
+    if os.path.exists(f"/sys/bus/pci/devices/{address}"):
+        print(f"skip {uri}: this machine has a PCI function at {address}")
+        continue
+    p = subprocess.run([BAREGPU, "bench", "--device", uri, "--quick"], capture_output=True, text=True, timeout=120)
+    check(p.returncode == 1 and "no backend" not in p.stderr and uri.split("?")[0] in p.stderr and
+          ("no PCI function at " + address in p.stderr or "no /dev/nvidiactl" in p.stderr),
+          f"bench --device {uri} on this machine names the missing device (rc {p.returncode}): {p.stderr!r}")
     check("no GPU found" not in out, "human: GPUs found, so no 'no GPU found'")
 
 # --- the simulated chips' state is not touched ----------------------------------------------------

@@ -20,7 +20,8 @@ constexpr const char* kUsage =
     "usage: baregpu bench [--suite hcq|tensor|all] [--device NAME] [--json] [--quick] [--repeats N] [--only NAMES]\n"
     "                     [--profile FILE]\n"
     "  --suite    which benchmarks (default: all; suites: hcq, tensor)\n"
-    "  --device   device name, e.g. cpu or am:0000:03:00.0 (default: $BAREGPU_DEVICE, else the first GPU, else cpu)\n"
+    "  --device   device name, e.g. cpu or am:0000:03:00.0 (default: $BAREGPU_DEVICE, else the first GPU that opens,\n"
+    "             else cpu; the choice and why each GPU was passed over go to stderr)\n"
     "  --json     print {\"device\": ..., \"results\": [{\"name\", \"value\", \"unit\", ...}]}\n"
     "  --quick    fewer, smaller runs (a smoke test, not a measurement)\n"
     "  --repeats  runs per figure; the median is reported (default 15; tensor: a third, at least 3)\n"
@@ -127,7 +128,16 @@ int bench_command(std::span<const std::string_view> args) {
         // Started before the device opens, so its clock is synchronised from the first command.
         // The figures then include the profiler's cost (BENCHMARKS.md: hcq_submit_profiled).
         if (!profile.empty()) hcq::Profiler::start();
-        auto dev = hcq::open_device(device);
+        std::shared_ptr<hcq::Device> dev;
+        if (device.empty()) {
+            // The default device: $BAREGPU_DEVICE, else the first real GPU that opens, else cpu. Say
+            // which, and why each GPU before it was passed over (stderr: stdout is the results).
+            hcq::DefaultChoice choice;
+            dev = hcq::open_default_device(&choice);
+            std::fprintf(stderr, "baregpu bench: %s\n", choice.describe().c_str());
+        } else {
+            dev = hcq::open_device(device);
+        }
         std::vector<bench::Result> results;
         if (suite != "tensor") results = bench::run_hcq_suite(*dev, options);
         if (suite != "hcq") {

@@ -8,6 +8,7 @@
 #include "tools/baregpu/json_writer.hpp"
 
 #include <cstdio>
+#include <cstdlib>
 #include <fmt/format.h>
 #include <optional>
 #include <string>
@@ -25,7 +26,8 @@ constexpr const char* kHelp =
     "host CPU and the simulated devices of this build. Exits 0 when nothing is found.\n"
     "\n"
     "  --json              machine-readable output (schema: tools/baregpu/README.md)\n"
-    "  --sysfs-root DIR    read DIR instead of /sys (for tests: a fake sysfs tree)\n"
+    "  --sysfs-root DIR    read DIR instead of /sys (for tests: a fake sysfs tree); default: $BAREGPU_SYSFS_ROOT,\n"
+    "                      which the registry also reads when it opens the URIs listed here, else /sys\n"
     "  --pci-ids FILE      name devices from FILE instead of the system's pci.ids\n";
 
 constexpr int kJsonSchemaVersion = 1;
@@ -199,6 +201,7 @@ void print_json(const Listing& listing) {
 
 int devices_command(std::span<const std::string_view> args) {
     Options options;
+    if (const char* root = std::getenv("BAREGPU_SYSFS_ROOT"); root && *root) options.enumerate.sysfs_root = root;
     for (size_t i = 0; i < args.size(); ++i) {
         std::string_view arg = args[i];
         auto operand = [&]() -> std::string {

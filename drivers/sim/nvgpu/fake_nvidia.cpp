@@ -55,7 +55,7 @@ struct UserParams {
 
 }  // namespace
 
-FakeNvidia::FakeNvidia(std::shared_ptr<RmModel> rm, uint16_t device_id, std::shared_ptr<NvkGpu> gpu)
+FakeNvidia::FakeNvidia(std::shared_ptr<RmModel> rm, uint16_t device_id, std::shared_ptr<NvrmGpu> gpu)
     : rm_(std::move(rm)), device_id_(device_id), gpu_(std::move(gpu)) {}
 
 FakeNvidia::~FakeNvidia() {

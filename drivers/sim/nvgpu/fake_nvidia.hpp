@@ -1,11 +1,11 @@
-// nvidia.ko as the nvk transport meets it, without the kernel: /dev/nvidiactl and /dev/nvidia0
+// nvidia.ko as the nvrm transport meets it, without the kernel: /dev/nvidiactl and /dev/nvidia0
 // behind drivers/pci's DeviceFiles seam, answering the escape ioctls (NV_ESC_RM_ALLOC /
 // CONTROL / FREE, NV_ESC_CARD_INFO, NV_ESC_REGISTER_FD) from an RmModel. Like the kernel it
 // copies the parameter block in and out and refuses an ioctl whose encoded size is not the
 // escape's (EINVAL; NV_ESC_RM_MAP_MEMORY_DMA's size follows the driver branch: 56 bytes in 570,
 // 64 from 580), an unknown escape (EINVAL) and an fd it did not open (EBADF). Memory objects are
 // backed by memfds: NV_ESC_RM_MAP_MEMORY arms the fd it names, whose mmap() then maps the object.
-// With a GPU behind it (nvk_gpu.hpp) VRAM objects map the GPU's VRAM (the bytes its engines see),
+// With a GPU behind it (nvrm_gpu.hpp) VRAM objects map the GPU's VRAM (the bytes its engines see),
 // the usermode object maps the doorbell page, and /dev/kmsg reads back the kernel log (Xid lines)
 // as /dev/kmsg does: one record per read, "<prio>,<seq>,<usec>,-;<text>\n", EAGAIN at the end.
 //
@@ -14,7 +14,7 @@
 #pragma once
 
 #include "drivers/pci/device_files.hpp"
-#include "nvk_gpu.hpp"
+#include "nvrm_gpu.hpp"
 #include "rm_model.hpp"
 
 #include <atomic>
@@ -28,7 +28,7 @@ namespace baregpu::sim::nvgpu {
 
 class FakeNvidia final : public pci::DeviceFiles {
 public:
-    explicit FakeNvidia(std::shared_ptr<RmModel> rm, uint16_t device_id = 0x2684, std::shared_ptr<NvkGpu> gpu = nullptr);
+    explicit FakeNvidia(std::shared_ptr<RmModel> rm, uint16_t device_id = 0x2684, std::shared_ptr<NvrmGpu> gpu = nullptr);
     ~FakeNvidia() override;
 
     int open(const char* path, int flags) override;
@@ -58,7 +58,7 @@ private:
 
     std::shared_ptr<RmModel> rm_;
     uint16_t device_id_;
-    std::shared_ptr<NvkGpu> gpu_;
+    std::shared_ptr<NvrmGpu> gpu_;
     mutable std::mutex mutex_;
     std::map<int, File> files_;
     int next_fd_ = 1000;

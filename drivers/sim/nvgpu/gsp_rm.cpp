@@ -251,7 +251,9 @@ bool GspRmModel::on_queues(const std::function<void()>& use) {
 }
 
 void GspRmModel::post_event(uint32_t function, std::span<const std::byte> payload) {
-    if (!stat_) return;
+    // Off: GSP-RM never ran, or it unloaded (UNLOADING_GUEST_DRIVER) and the CPU may have freed the
+    // queue memory since: an engine fault still in flight then has nowhere to go.
+    if (!stat_ || state_ == State::Off) return;
     bool sent = true;
     if (!on_queues([&] { sent = stat_->send(function, payload); })) return;
     if (!sent)

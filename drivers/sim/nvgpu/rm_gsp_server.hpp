@@ -1,5 +1,5 @@
 // GSP-RM's RM: the GspRpcServer that answers GSP_RM_ALLOC (103), GSP_RM_CONTROL (76) and
-// FREE (10) from the same RmModel the nvk fake uses, so both transports meet one object model
+// FREE (10) from the same RmModel the nvrm fake uses, so both transports meet one object model
 // (payload layouts: open-gpu-kernel-modules 570.144 g_rpc-structures.h). Other RPCs:
 // NV_ERR_NOT_SUPPORTED.
 #pragma once

@@ -1,6 +1,6 @@
 // A strict model of GSP-RM's object model as a client sees it — the handles, the parent rules,
 // the parameter checks and the NV_STATUS values real RM returns — for the RM classes and controls
-// drivers/nv uses. The same model answers nvidia.ko's escape ioctls (fake_nvidia.hpp, the nvk
+// drivers/nv uses. The same model answers nvidia.ko's escape ioctls (fake_nvidia.hpp, the nvrm
 // transport) and, plugged into the GSP-RM model, GSP_RM_ALLOC / GSP_RM_CONTROL RPCs (nvpci).
 //
 // Where the statuses come from (open-gpu-kernel-modules 570.144): a parameter block whose size
@@ -36,7 +36,7 @@ struct RmModelOptions {
 
 // What RM tells the channel engines (PBDMA, CE, compute) when a GPFIFO channel is allocated, so
 // that its doorbell token runs it: the hooks are wired by whoever composes RM with the engines
-// (drivers/registry.cpp, tests), the RM model knows no engine type.
+// (drivers/registry_nv.cpp, tests), the RM model knows no engine type.
 struct RmChannelInfo {
     uint32_t token = 0;
     uint64_t gpfifo_va = 0;
@@ -56,7 +56,7 @@ struct RmBacking {
     uint64_t address = 0;
 };
 
-// nvidia.ko's own memory management, when a simulated GPU stands behind the model (nvk_gpu.hpp):
+// nvidia.ko's own memory management, when a simulated GPU stands behind the model (nvrm_gpu.hpp):
 // RM places NV1_MEMORY_USER in that GPU's VRAM, owns the page tables of the VA spaces it creates
 // (not IS_EXTERNALLY_OWNED) and writes them for NV_ESC_RM_MAP_MEMORY_DMA, and writes a channel's
 // error notifier on a robust-channel error. Without hooks (GSP-RM under nvpci) memory objects have

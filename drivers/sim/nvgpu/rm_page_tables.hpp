@@ -1,4 +1,4 @@
-// The page tables nvidia.ko's RM writes for the VA spaces it owns (nvk): MMU v2 (Ampere / Ada),
+// The page tables nvidia.ko's RM writes for the VA spaces it owns (nvrm): MMU v2 (Ampere / Ada),
 // 4 KiB PTEs, every table one 4 KiB VRAM page taken from RM's heap. What RM does in
 // mmu_walk / gmmu_fmt for NV_ESC_RM_MAP_MEMORY_DMA; the entry layouts are typed here once more,
 // from open-gpu-kernel-modules kernel-open/nvidia-uvm/hwref/turing/tu102/dev_mmu.h (NV_MMU_VER2_PDE_*,

@@ -33,18 +33,18 @@
 
 namespace baregpu::sim::nvgpu {
 
-struct NvkGpuOptions {
-    std::string name = "sim-nvk:ad102";
+struct NvrmGpuOptions {
+    std::string name = "sim-nvrm:ad102";
     uint64_t vram_bytes = uint64_t{1} << 30;  // a multiple of 2 MiB; pages appear when touched
 };
 
-class NvkGpu {
+class NvrmGpu {
 public:
     // Wires itself into `rm` (memory and engine hooks): RM calls from then on use this GPU.
-    NvkGpu(std::shared_ptr<RmModel> rm, NvkGpuOptions options = {});
-    ~NvkGpu();
-    NvkGpu(const NvkGpu&) = delete;
-    NvkGpu& operator=(const NvkGpu&) = delete;
+    NvrmGpu(std::shared_ptr<RmModel> rm, NvrmGpuOptions options = {});
+    ~NvrmGpu();
+    NvrmGpu(const NvrmGpu&) = delete;
+    NvrmGpu& operator=(const NvrmGpu&) = delete;
 
     const std::string& name() const { return options_.name; }
     // The VRAM memfd (offset = VRAM offset) and the usermode page's memfd, for the fake's mmap().
@@ -57,7 +57,7 @@ public:
     // System-memory accesses the engines made outside every mapped OS descriptor.
     unsigned dma_faults() const { return dma_faults_.load(); }
 
-    class HostPort;  // the SimPort over mapped OS descriptors (nvk_gpu.cpp)
+    class HostPort;  // the SimPort over mapped OS descriptors (nvrm_gpu.cpp)
 
 private:
     std::optional<uint64_t> alloc_vram(uint64_t size, uint64_t alignment);  // under mutex_
@@ -65,7 +65,7 @@ private:
     void on_fault(const EngineFault& f);
     void doorbell_thread();
 
-    NvkGpuOptions options_;
+    NvrmGpuOptions options_;
     std::shared_ptr<RmModel> rm_;
     int vram_fd_ = -1, usermode_fd_ = -1;
     std::span<std::byte> vram_;

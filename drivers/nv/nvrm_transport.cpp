@@ -1,6 +1,6 @@
-#include "drivers/nv/nvk_transport.hpp"
+#include "drivers/nv/nvrm_transport.hpp"
 
-#include "drivers/nv/nvk_escape.hpp"
+#include "drivers/nv/nvrm_escape.hpp"
 
 #include <cerrno>
 #include <cstring>
@@ -10,7 +10,7 @@
 
 namespace baregpu::nv {
 
-using namespace nvk;
+using namespace nvrm;
 
 namespace {
 uint64_t user_pointer(std::span<std::byte> params) {
@@ -18,9 +18,9 @@ uint64_t user_pointer(std::span<std::byte> params) {
 }
 }  // namespace
 
-NvkTransport::NvkTransport(pci::DeviceFiles& files, int ctl_fd) : files_(files), ctl_fd_(ctl_fd) {}
+NvrmTransport::NvrmTransport(pci::DeviceFiles& files, int ctl_fd) : files_(files), ctl_fd_(ctl_fd) {}
 
-NvkTransport::~NvkTransport() {
+NvrmTransport::~NvrmTransport() {
     if (client_ != 0) {
         Nvos00Parameters p{client_, 0, client_, 0};
         files_.ioctl(ctl_fd_, kIoctlFree, &p);  // frees every object of the client
@@ -29,7 +29,7 @@ NvkTransport::~NvkTransport() {
     if (ctl_fd_ >= 0) files_.close(ctl_fd_);
 }
 
-int NvkTransport::escape(int fd, unsigned long request, void* argument, const char* what) {
+int NvrmTransport::escape(int fd, unsigned long request, void* argument, const char* what) {
     int result = files_.ioctl(fd, request, argument);
     if (result < 0) {
         // nvidia.ko refuses an escape whose size it does not expect with EINVAL: a layout mismatch.
@@ -39,28 +39,28 @@ int NvkTransport::escape(int fd, unsigned long request, void* argument, const ch
     return result;
 }
 
-RmBranch NvkTransport::branch_of(const std::string& version) {
+RmBranch NvrmTransport::branch_of(const std::string& version) {
     unsigned major = 0;
     size_t i = 0;
     while (i < version.size() && version[i] >= '0' && version[i] <= '9') major = major * 10 + (version[i++] - '0');
-    if (i == 0) throw ProtocolError("nvk:/dev/nvidiactl", fmt::format("driver version '{}' does not start with a number", version));
+    if (i == 0) throw ProtocolError("nvrm:/dev/nvidiactl", fmt::format("driver version '{}' does not start with a number", version));
     if (major >= 570 && major < 580) return RmBranch::r570;
     if (major >= 580 && major < 600) return RmBranch::r580;
-    throw UnsupportedError("nvk:/dev/nvidiactl",
+    throw UnsupportedError("nvrm:/dev/nvidiactl",
                            fmt::format("NVIDIA driver {} (branch {}): baregpu knows the RM struct layouts of branches "
                                        "570-599 only (they change between branches, e.g. NV_VASPACE_ALLOCATION_PARAMETERS "
                                        "gained pasid in 580)",
                                        version, major));
 }
 
-std::unique_ptr<NvkTransport> NvkTransport::open(pci::DeviceFiles& files) {
+std::unique_ptr<NvrmTransport> NvrmTransport::open(pci::DeviceFiles& files) {
     int fd = files.open("/dev/nvidiactl", O_RDWR);
     if (fd < 0) {
-        throw Error("nvk:/dev/nvidiactl",
+        throw Error("nvrm:/dev/nvidiactl",
                     fmt::format("cannot open /dev/nvidiactl: {} (is nvidia.ko loaded? nvpci drives the GPU without it)",
                                 std::strerror(-fd)));
     }
-    std::unique_ptr<NvkTransport> t(new NvkTransport(files, fd));
+    std::unique_ptr<NvrmTransport> t(new NvrmTransport(files, fd));
     Rm rm(*t);
     t->client_ = rm.alloc_client();
 
@@ -82,7 +82,7 @@ std::unique_ptr<NvkTransport> NvkTransport::open(pci::DeviceFiles& files) {
     return t;
 }
 
-int NvkTransport::open_gpu_fd() {
+int NvrmTransport::open_gpu_fd() {
     std::string path = fmt::format("/dev/nvidia{}", gpu_minor_);
     int fd = files_.open(path.c_str(), O_RDWR);
     if (fd < 0) throw Error(name_, fmt::format("cannot open {}: {}", path, std::strerror(-fd)));
@@ -96,7 +96,7 @@ int NvkTransport::open_gpu_fd() {
     return fd;
 }
 
-void NvkTransport::attach_gpu(size_t index) {
+void NvrmTransport::attach_gpu(size_t index) {
     if (index >= gpus_.size()) {
         throw Error(name_, fmt::format("GPU {} requested but nvidia.ko lists {}", index, gpus_.size()));
     }
@@ -104,10 +104,10 @@ void NvkTransport::attach_gpu(size_t index) {
     int fd = open_gpu_fd();
     if (gpu_fd_ >= 0) files_.close(gpu_fd_);
     gpu_fd_ = fd;
-    name_ = fmt::format("nvk:/dev/nvidia{}", gpu_minor_);
+    name_ = fmt::format("nvrm:/dev/nvidia{}", gpu_minor_);
 }
 
-void* NvkTransport::map_memory(NvHandle device, NvHandle memory, uint64_t offset, uint64_t length, void* address,
+void* NvrmTransport::map_memory(NvHandle device, NvHandle memory, uint64_t offset, uint64_t length, void* address,
                                uint32_t caching) {
     if (gpu_fd_ < 0) throw Error(name_, "map_memory before attach_gpu");
     // Each mapping gets its own /dev/nvidiaN file: nvidia.ko ties the mapping to the fd it is told.
@@ -141,9 +141,9 @@ void* NvkTransport::map_memory(NvHandle device, NvHandle memory, uint64_t offset
     }
 }
 
-void NvkTransport::unmap_memory(void* address, uint64_t length) { files_.munmap(address, length); }
+void NvrmTransport::unmap_memory(void* address, uint64_t length) { files_.munmap(address, length); }
 
-void NvkTransport::map_memory_dma(NvHandle device, NvHandle dma, NvHandle memory, uint64_t offset, uint64_t length,
+void NvrmTransport::map_memory_dma(NvHandle device, NvHandle dma, NvHandle memory, uint64_t offset, uint64_t length,
                                   uint64_t va, bool huge_pages) {
     const uint32_t flags = kNvos46CacheSnoop | (huge_pages ? kNvos46PageSizeHuge : kNvos46PageSize4k) | kNvos46DmaOffsetFixed;
     uint32_t status;
@@ -171,7 +171,7 @@ void NvkTransport::map_memory_dma(NvHandle device, NvHandle dma, NvHandle memory
     }
 }
 
-NvHandle NvkTransport::alloc_os_descriptor(NvHandle device, void* address, uint64_t size) {
+NvHandle NvrmTransport::alloc_os_descriptor(NvHandle device, void* address, uint64_t size) {
     if (gpu_fd_ < 0) throw Error(name_, "alloc_os_descriptor before attach_gpu");
     Nvos02WithFd p{};
     p.params.hRoot = client_;
@@ -193,7 +193,7 @@ NvHandle NvkTransport::alloc_os_descriptor(NvHandle device, void* address, uint6
     return p.params.hObjectNew;
 }
 
-uint32_t NvkTransport::alloc(NvHandle client, NvHandle parent, NvHandle* object, uint32_t cls, std::span<std::byte> params) {
+uint32_t NvrmTransport::alloc(NvHandle client, NvHandle parent, NvHandle* object, uint32_t cls, std::span<std::byte> params) {
     Nvos21Parameters p{};
     p.hRoot = client;
     p.hObjectParent = parent;
@@ -206,7 +206,7 @@ uint32_t NvkTransport::alloc(NvHandle client, NvHandle parent, NvHandle* object,
     return p.status;
 }
 
-uint32_t NvkTransport::control(NvHandle client, NvHandle object, uint32_t cmd, std::span<std::byte> params) {
+uint32_t NvrmTransport::control(NvHandle client, NvHandle object, uint32_t cmd, std::span<std::byte> params) {
     Nvos54Parameters p{};
     p.hClient = client;
     p.hObject = object;
@@ -217,7 +217,7 @@ uint32_t NvkTransport::control(NvHandle client, NvHandle object, uint32_t cmd, s
     return p.status;
 }
 
-uint32_t NvkTransport::free(NvHandle client, NvHandle parent, NvHandle object) {
+uint32_t NvrmTransport::free(NvHandle client, NvHandle parent, NvHandle object) {
     Nvos00Parameters p{client, parent, object, 0};
     escape(ctl_fd_, kIoctlFree, &p, "NV_ESC_RM_FREE");
     if (p.status == NV_OK && object == client_) client_ = 0;

@@ -1,9 +1,9 @@
-// drivers/nv's RM layer over the nvk transport, against the simulated nvidia.ko
+// drivers/nv's RM layer over the nvrm transport, against the simulated nvidia.ko
 // (drivers/sim/nvgpu/fake_nvidia) and its strict RM object model: the open sequence down to
 // scheduled channels, per-branch layouts, and RM's own error statuses surfacing as RmError
 // naming the class or control, the object and the status.
-#include "drivers/nv/nvk_escape.hpp"
-#include "drivers/nv/nvk_transport.hpp"
+#include "drivers/nv/nvrm_escape.hpp"
+#include "drivers/nv/nvrm_transport.hpp"
 #include "drivers/nv/nv_status.hpp"
 #include "drivers/nv/rm_device.hpp"
 #include "drivers/sim/nvgpu/fake_nvidia.hpp"
@@ -45,24 +45,24 @@ RmError rm_error(F&& f) {
 
 }  // namespace
 
-TEST_CASE("nvk: the open sequence reaches two scheduled channels, and closing frees every RM object") {
+TEST_CASE("nvrm: the open sequence reaches two scheduled channels, and closing frees every RM object") {
     Driver driver;
     {
-        auto nvk = NvkTransport::open(*driver.files);
-        CHECK(nvk->driver_version() == "570.144");
-        CHECK(nvk->branch() == RmBranch::r570);
-        REQUIRE(nvk->gpus().size() == 1);
-        CHECK(nvk->gpus()[0].device_id == 0x2684);
-        CHECK(nvk->gpus()[0].pci_address == "0000:01:00.0");
-        nvk->attach_gpu(0);
-        CHECK(nvk->device() == "nvk:/dev/nvidia0");
+        auto nvrm = NvrmTransport::open(*driver.files);
+        CHECK(nvrm->driver_version() == "570.144");
+        CHECK(nvrm->branch() == RmBranch::r570);
+        REQUIRE(nvrm->gpus().size() == 1);
+        CHECK(nvrm->gpus()[0].device_id == 0x2684);
+        CHECK(nvrm->gpus()[0].pci_address == "0000:01:00.0");
+        nvrm->attach_gpu(0);
+        CHECK(nvrm->device() == "nvrm:/dev/nvidia0");
 
-        auto gpu = RmDevice::open(*nvk, nvk->client(), nvk->branch());
+        auto gpu = RmDevice::open(*nvrm, nvrm->client(), nvrm->branch());
         CHECK(gpu->classes().compute == ADA_COMPUTE_A);
         CHECK(gpu->classes().copy == AMPERE_DMA_COPY_B);
         CHECK(gpu->classes().gpfifo == AMPERE_CHANNEL_GPFIFO_A);
         CHECK(gpu->classes().usermode == TURING_USERMODE_A);
-        CHECK(driver.rm->class_of(nvk->client(), gpu->context_share()) == FERMI_CONTEXT_SHARE_A);
+        CHECK(driver.rm->class_of(nvrm->client(), gpu->context_share()) == FERMI_CONTEXT_SHARE_A);
 
         NvHandle area = gpu->alloc_vram(0x300000, 0x200000);
         RmChannel compute = gpu->create_channel({gpu->classes().compute, area, 0x1000000000, 0x10000, 0x80000});
@@ -70,8 +70,8 @@ TEST_CASE("nvk: the open sequence reaches two scheduled channels, and closing fr
         CHECK(compute.work_submit_token != 0);
         CHECK(copy.work_submit_token != 0);
         CHECK(compute.work_submit_token != copy.work_submit_token);
-        CHECK(driver.rm->token_of(nvk->client(), compute.channel) == compute.work_submit_token);
-        CHECK(driver.rm->class_of(nvk->client(), compute.engine) == ADA_COMPUTE_A);
+        CHECK(driver.rm->token_of(nvrm->client(), compute.channel) == compute.work_submit_token);
+        CHECK(driver.rm->class_of(nvrm->client(), compute.engine) == ADA_COMPUTE_A);
         gpu->schedule();
         // client, device, subdevice, virtmem, usermode, vaspace, group, ctxshare, memory, 2 x (channel + engine)
         CHECK(driver.rm->object_count() == 13);
@@ -80,31 +80,31 @@ TEST_CASE("nvk: the open sequence reaches two scheduled channels, and closing fr
     CHECK(driver.files->open_files() == 0);
 }
 
-TEST_CASE("nvk: the driver branch picks the layouts, and a layout of the wrong branch is refused by RM") {
-    CHECK(NvkTransport::branch_of("570.144") == RmBranch::r570);
-    CHECK(NvkTransport::branch_of("580.65.06") == RmBranch::r580);
-    CHECK(NvkTransport::branch_of("595.45.04") == RmBranch::r580);
+TEST_CASE("nvrm: the driver branch picks the layouts, and a layout of the wrong branch is refused by RM") {
+    CHECK(NvrmTransport::branch_of("570.144") == RmBranch::r570);
+    CHECK(NvrmTransport::branch_of("580.65.06") == RmBranch::r580);
+    CHECK(NvrmTransport::branch_of("595.45.04") == RmBranch::r580);
 
     Driver r580("580.65.06");
-    auto nvk = NvkTransport::open(*r580.files);
-    CHECK(nvk->branch() == RmBranch::r580);
-    auto gpu = RmDevice::open(*nvk, nvk->client(), nvk->branch());  // the 56-byte VA space parameters
+    auto nvrm = NvrmTransport::open(*r580.files);
+    CHECK(nvrm->branch() == RmBranch::r580);
+    auto gpu = RmDevice::open(*nvrm, nvrm->client(), nvrm->branch());  // the 56-byte VA space parameters
     CHECK(gpu->vaspace() != 0);
 
     // The 570 layout (48 bytes, no pasid) sent to a 580 RM: NV_ERR_INVALID_ARGUMENT naming the class.
-    Rm rm(*nvk);
+    Rm rm(*nvrm);
     NvVaspaceAllocationParameters params{};
-    RmError e = rm_error([&] { rm.alloc(nvk->client(), gpu->device(), FERMI_VASPACE_A, params, 48); });
+    RmError e = rm_error([&] { rm.alloc(nvrm->client(), gpu->device(), FERMI_VASPACE_A, params, 48); });
     CHECK(e.status() == NV_ERR_INVALID_ARGUMENT);
     CHECK_THAT(e.what(), Contains("FERMI_VASPACE_A (0x90f1)") && Contains("NV_ERR_INVALID_ARGUMENT") &&
                              Contains("48 bytes"));
 }
 
-TEST_CASE("nvk: a driver branch whose layouts are unknown is refused before any layout-dependent call") {
+TEST_CASE("nvrm: a driver branch whose layouts are unknown is refused before any layout-dependent call") {
     for (const char* version : {"535.113.01", "610.10"}) {
         Driver driver(version);
         try {
-            NvkTransport::open(*driver.files);
+            NvrmTransport::open(*driver.files);
             FAIL("opened " << version);
         } catch (const UnsupportedError& e) {
             CHECK_THAT(e.what(), Contains(version) && Contains("570-599"));
@@ -114,19 +114,19 @@ TEST_CASE("nvk: a driver branch whose layouts are unknown is refused before any 
     }
 }
 
-TEST_CASE("nvk: RM's error statuses name the class or control, the object and the status") {
+TEST_CASE("nvrm: RM's error statuses name the class or control, the object and the status") {
     Driver driver;
-    auto nvk = NvkTransport::open(*driver.files);
-    auto gpu = RmDevice::open(*nvk, nvk->client(), nvk->branch());
+    auto nvrm = NvrmTransport::open(*driver.files);
+    auto gpu = RmDevice::open(*nvrm, nvrm->client(), nvrm->branch());
     Rm& rm = gpu->rm();
-    NvHandle client = nvk->client();
+    NvHandle client = nvrm->client();
 
     SECTION("wrong parent: a subdevice under the client") {
         Nv2080AllocParameters p{0};
         RmError e = rm_error([&] { rm.alloc(client, client, NV20_SUBDEVICE_0, p); });
         CHECK(e.status() == NV_ERR_INVALID_OBJECT_PARENT);
         CHECK_THAT(e.what(), Contains("NV20_SUBDEVICE_0 (0x2080)") &&
-                                 Contains("NV_ERR_INVALID_OBJECT_PARENT") && Contains("nvk:/dev/nvidiactl"));
+                                 Contains("NV_ERR_INVALID_OBJECT_PARENT") && Contains("nvrm:/dev/nvidiactl"));
     }
     SECTION("wrong class: Blackwell's compute class on an Ada GPU") {
         NvHandle area = gpu->alloc_vram(0x200000, 0x200000);
@@ -178,18 +178,18 @@ TEST_CASE("nvk: RM's error statuses name the class or control, the object and th
         NvHandle taken = gpu->subdevice();
         Nv2080AllocParameters p{0};
         NvHandle object = taken;
-        CHECK(nvk->alloc(client, gpu->device(), &object, NV20_SUBDEVICE_0, std::as_writable_bytes(std::span(&p, 1))) ==
+        CHECK(nvrm->alloc(client, gpu->device(), &object, NV20_SUBDEVICE_0, std::as_writable_bytes(std::span(&p, 1))) ==
               NV_ERR_INSERT_DUPLICATE_NAME);
         RmError e = rm_error([&] { rm.free(client, gpu->device(), 0x12345678); });
         CHECK(e.status() == NV_ERR_OBJECT_NOT_FOUND);
     }
 }
 
-TEST_CASE("nvk: the GPU must offer the classes we drive; the message lists what it has") {
+TEST_CASE("nvrm: the GPU must offer the classes we drive; the message lists what it has") {
     Driver driver("570.144", {TURING_USERMODE_A, AMPERE_CHANNEL_GPFIFO_A, AMPERE_DMA_COPY_B});  // no compute class
-    auto nvk = NvkTransport::open(*driver.files);
+    auto nvrm = NvrmTransport::open(*driver.files);
     try {
-        RmDevice::open(*nvk, nvk->client(), nvk->branch());
+        RmDevice::open(*nvrm, nvrm->client(), nvrm->branch());
         FAIL("opened a GPU without a compute class");
     } catch (const UnsupportedError& e) {
         CHECK_THAT(e.what(), Contains("no compute class") && Contains("ADA_COMPUTE_A") &&
@@ -197,7 +197,7 @@ TEST_CASE("nvk: the GPU must offer the classes we drive; the message lists what 
     }
 }
 
-TEST_CASE("nvk: ioctl-level failures say what failed") {
+TEST_CASE("nvrm: ioctl-level failures say what failed") {
     SECTION("no /dev/nvidiactl") {
         struct NoNodes final : pci::DeviceFiles {
             int open(const char*, int) override { return -ENOENT; }
@@ -210,7 +210,7 @@ TEST_CASE("nvk: ioctl-level failures say what failed") {
             int munmap(void*, size_t) override { return 0; }
         } none;
         try {
-            NvkTransport::open(none);
+            NvrmTransport::open(none);
             FAIL("opened without nodes");
         } catch (const Error& e) {
             CHECK_THAT(e.what(), Contains("/dev/nvidiactl") && Contains("nvidia.ko"));
@@ -219,19 +219,19 @@ TEST_CASE("nvk: ioctl-level failures say what failed") {
     SECTION("an escape of the wrong size is refused by the kernel with EINVAL") {
         Driver driver;
         int fd = driver.files->open("/dev/nvidiactl", 0);
-        nvk::Nvos21Parameters p{};
-        CHECK(driver.files->ioctl(fd, nvk::escape_request(nvk::NV_ESC_RM_ALLOC, 24), &p) == -EINVAL);
-        CHECK(driver.files->ioctl(fd + 100, nvk::kIoctlAlloc, &p) == -EBADF);
+        nvrm::Nvos21Parameters p{};
+        CHECK(driver.files->ioctl(fd, nvrm::escape_request(nvrm::NV_ESC_RM_ALLOC, 24), &p) == -EINVAL);
+        CHECK(driver.files->ioctl(fd + 100, nvrm::kIoctlAlloc, &p) == -EBADF);
         driver.files->close(fd);
     }
     SECTION("an ioctl the kernel fails surfaces with its errno and escape name") {
         Driver driver;
-        auto nvk = NvkTransport::open(*driver.files);
+        auto nvrm = NvrmTransport::open(*driver.files);
         driver.files->fail_next_ioctl(EIO);
         uint32_t word = 0;
-        Rm rm(*nvk);
+        Rm rm(*nvrm);
         try {
-            rm.control(nvk->client(), nvk->client(), NV0000_CTRL_CMD_GPU_GET_ID_INFO_V2, word);
+            rm.control(nvrm->client(), nvrm->client(), NV0000_CTRL_CMD_GPU_GET_ID_INFO_V2, word);
             FAIL("no error");
         } catch (const RmError&) {
             FAIL("an ioctl failure is not an RM status");
@@ -241,39 +241,39 @@ TEST_CASE("nvk: ioctl-level failures say what failed") {
     }
 }
 
-TEST_CASE("nvk memory: VRAM mapped for the CPU through a fresh GPU fd, and at a fixed GPU VA per branch") {
+TEST_CASE("nvrm memory: VRAM mapped for the CPU through a fresh GPU fd, and at a fixed GPU VA per branch") {
     for (const char* version : {"570.144", "580.65.06"}) {
         INFO(version);
         Driver driver(version);
-        auto nvk = NvkTransport::open(*driver.files);
-        nvk->attach_gpu(0);
-        auto gpu = RmDevice::open(*nvk, nvk->client(), nvk->branch());
+        auto nvrm = NvrmTransport::open(*driver.files);
+        nvrm->attach_gpu(0);
+        auto gpu = RmDevice::open(*nvrm, nvrm->client(), nvrm->branch());
         NvHandle memory = gpu->alloc_vram(0x200000, 0x200000);
 
         // Two CPU mappings of one object see the same bytes (one backing, as VRAM through BAR1).
-        auto* a = static_cast<uint32_t*>(nvk->map_memory(gpu->device(), memory, 0, 0x200000, nullptr, 2));
-        auto* b = static_cast<uint32_t*>(nvk->map_memory(gpu->device(), memory, 0x1000, 0x1000, nullptr, 2));
+        auto* a = static_cast<uint32_t*>(nvrm->map_memory(gpu->device(), memory, 0, 0x200000, nullptr, 2));
+        auto* b = static_cast<uint32_t*>(nvrm->map_memory(gpu->device(), memory, 0x1000, 0x1000, nullptr, 2));
         a[0x1000 / 4] = 0xfeedf00d;
         CHECK(b[0] == 0xfeedf00d);
-        nvk->unmap_memory(b, 0x1000);
+        nvrm->unmap_memory(b, 0x1000);
 
         // The NVOS46 layout of this branch reaches RM: the mapping is where we asked.
-        nvk->map_memory_dma(gpu->device(), gpu->virtual_memory(), memory, 0, 0x200000, 0x2000000000, true);
+        nvrm->map_memory_dma(gpu->device(), gpu->virtual_memory(), memory, 0, 0x200000, 0x2000000000, true);
         auto maps = driver.rm->dma_mappings();
         REQUIRE(maps.size() == 1);
         CHECK(maps[0].va == 0x2000000000);
         CHECK(maps[0].memory == memory);
         // An overlapping fixed mapping and one past the object's end are refused with RM's statuses.
         RmError overlap = rm_error([&] {
-            nvk->map_memory_dma(gpu->device(), gpu->virtual_memory(), memory, 0, 0x1000, 0x2000100000, false);
+            nvrm->map_memory_dma(gpu->device(), gpu->virtual_memory(), memory, 0, 0x1000, 0x2000100000, false);
         });
         CHECK(overlap.status() == NV_ERR_INVALID_ADDRESS);
         CHECK_THAT(overlap.what(), Contains("NV_ESC_RM_MAP_MEMORY_DMA") && Contains("0x2000100000"));
         RmError past = rm_error([&] {
-            nvk->map_memory_dma(gpu->device(), gpu->virtual_memory(), memory, 0x100000, 0x200000, 0x3000000000, false);
+            nvrm->map_memory_dma(gpu->device(), gpu->virtual_memory(), memory, 0x100000, 0x200000, 0x3000000000, false);
         });
         CHECK(past.status() == NV_ERR_INVALID_LIMIT);
-        nvk->unmap_memory(a, 0x200000);
+        nvrm->unmap_memory(a, 0x200000);
 
         // Freeing the memory object drops its GPU mapping.
         gpu->free_object(gpu->device(), memory);
@@ -281,37 +281,37 @@ TEST_CASE("nvk memory: VRAM mapped for the CPU through a fresh GPU fd, and at a 
     }
 }
 
-TEST_CASE("nvk memory: the 570 NVOS46 layout sent to a 580 driver is refused by the kernel (EINVAL)") {
+TEST_CASE("nvrm memory: the 570 NVOS46 layout sent to a 580 driver is refused by the kernel (EINVAL)") {
     Driver driver("580.65.06");
-    auto nvk = NvkTransport::open(*driver.files);
-    auto gpu = RmDevice::open(*nvk, nvk->client(), nvk->branch());
+    auto nvrm = NvrmTransport::open(*driver.files);
+    auto gpu = RmDevice::open(*nvrm, nvrm->client(), nvrm->branch());
     int fd = driver.files->open("/dev/nvidiactl", 0);
-    nvk::Nvos46Parameters570 p{};
-    CHECK(driver.files->ioctl(fd, nvk::kIoctlMapMemoryDma570, &p) == -EINVAL);
-    nvk::Nvos46Parameters580 q{};
-    q.hClient = nvk->client();
-    CHECK(driver.files->ioctl(fd, nvk::kIoctlMapMemoryDma580, &q) == 0);
+    nvrm::Nvos46Parameters570 p{};
+    CHECK(driver.files->ioctl(fd, nvrm::kIoctlMapMemoryDma570, &p) == -EINVAL);
+    nvrm::Nvos46Parameters580 q{};
+    q.hClient = nvrm->client();
+    CHECK(driver.files->ioctl(fd, nvrm::kIoctlMapMemoryDma580, &q) == 0);
     CHECK(q.status != NV_OK);  // a zero handle: RM refuses, but the layout got through
     driver.files->close(fd);
 }
 
-TEST_CASE("nvk memory: host pages as an OS descriptor, and CPU maps RM refuses") {
+TEST_CASE("nvrm memory: host pages as an OS descriptor, and CPU maps RM refuses") {
     Driver driver;
-    auto nvk = NvkTransport::open(*driver.files);
-    nvk->attach_gpu(0);
-    auto gpu = RmDevice::open(*nvk, nvk->client(), nvk->branch());
+    auto nvrm = NvrmTransport::open(*driver.files);
+    nvrm->attach_gpu(0);
+    auto gpu = RmDevice::open(*nvrm, nvrm->client(), nvrm->branch());
     alignas(4096) static std::byte host[2 * 4096];
-    NvHandle os = nvk->alloc_os_descriptor(gpu->device(), host, sizeof(host));
-    CHECK(driver.rm->class_of(nvk->client(), os) == NV01_MEMORY_SYSTEM_OS_DESCRIPTOR);
-    CHECK(driver.rm->memory_size(nvk->client(), os) == sizeof(host));
-    RmError unaligned = rm_error([&] { nvk->alloc_os_descriptor(gpu->device(), host + 8, 4096); });
+    NvHandle os = nvrm->alloc_os_descriptor(gpu->device(), host, sizeof(host));
+    CHECK(driver.rm->class_of(nvrm->client(), os) == NV01_MEMORY_SYSTEM_OS_DESCRIPTOR);
+    CHECK(driver.rm->memory_size(nvrm->client(), os) == sizeof(host));
+    RmError unaligned = rm_error([&] { nvrm->alloc_os_descriptor(gpu->device(), host + 8, 4096); });
     CHECK(unaligned.status() == NV_ERR_INVALID_ARGUMENT);
     CHECK_THAT(unaligned.what(), Contains("NV01_MEMORY_SYSTEM_OS_DESCRIPTOR"));
 
     NvHandle memory = gpu->alloc_vram(0x10000, 0x1000);
-    RmError beyond = rm_error([&] { nvk->map_memory(gpu->device(), memory, 0x8000, 0x10000, nullptr, 2); });
+    RmError beyond = rm_error([&] { nvrm->map_memory(gpu->device(), memory, 0x8000, 0x10000, nullptr, 2); });
     CHECK(beyond.status() == NV_ERR_INVALID_LIMIT);
-    RmError not_memory = rm_error([&] { nvk->map_memory(gpu->device(), gpu->vaspace(), 0, 0x1000, nullptr, 2); });
+    RmError not_memory = rm_error([&] { nvrm->map_memory(gpu->device(), gpu->vaspace(), 0, 0x1000, nullptr, 2); });
     CHECK(not_memory.status() == NV_ERR_INVALID_OBJECT_HANDLE);
     // No fd was leaked by the failed maps (each map opens its own /dev/nvidia0).
     CHECK(driver.files->open_files() == 2);  // /dev/nvidiactl and the attached /dev/nvidia0

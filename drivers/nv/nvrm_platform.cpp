@@ -1,4 +1,4 @@
-#include "drivers/nv/nvk_platform.hpp"
+#include "drivers/nv/nvrm_platform.hpp"
 
 #include "base/error.hpp"
 
@@ -35,19 +35,34 @@ const char* xid_name(uint32_t xid) {
 
 }  // namespace
 
-NvkPlatform::NvkPlatform(pci::DeviceFiles& files, std::unique_ptr<NvkTransport> nvk, uint64_t memory_bytes)
-    : files_(files), nvk_(std::move(nvk)), memory_bytes_(memory_bytes) {}
+NvrmPlatform::NvrmPlatform(pci::DeviceFiles& files, std::unique_ptr<NvrmTransport> nvrm, size_t gpu_index,
+                           uint64_t memory_bytes)
+    : files_(files), nvrm_(std::move(nvrm)), gpu_index_(gpu_index), memory_bytes_(memory_bytes) {}
 
-std::unique_ptr<NvkPlatform> NvkPlatform::open(pci::DeviceFiles& files, size_t gpu_index, uint64_t memory_bytes) {
-    std::unique_ptr<NvkTransport> nvk = NvkTransport::open(files);
-    nvk->attach_gpu(gpu_index);
-    return std::unique_ptr<NvkPlatform>(new NvkPlatform(files, std::move(nvk), memory_bytes));
+std::unique_ptr<NvrmPlatform> NvrmPlatform::open(pci::DeviceFiles& files, size_t gpu_index, uint64_t memory_bytes) {
+    std::unique_ptr<NvrmTransport> nvrm = NvrmTransport::open(files);
+    nvrm->attach_gpu(gpu_index);
+    return std::unique_ptr<NvrmPlatform>(new NvrmPlatform(files, std::move(nvrm), gpu_index, memory_bytes));
 }
 
-NvkPlatform::~NvkPlatform() {
+std::unique_ptr<NvrmPlatform> NvrmPlatform::open(pci::DeviceFiles& files, std::string_view pci_address, uint64_t memory_bytes) {
+    std::unique_ptr<NvrmTransport> nvrm = NvrmTransport::open(files);
+    std::string listed;
+    for (size_t i = 0; i < nvrm->gpus().size(); ++i) {
+        if (nvrm->gpus()[i].pci_address == pci_address) {
+            nvrm->attach_gpu(i);
+            return std::unique_ptr<NvrmPlatform>(new NvrmPlatform(files, std::move(nvrm), i, memory_bytes));
+        }
+        listed += (listed.empty() ? "" : ", ") + nvrm->gpus()[i].pci_address;
+    }
+    throw Error(nvrm->device(), fmt::format("nvidia.ko drives no GPU at {} (it drives: {})", pci_address,
+                                            listed.empty() ? "none" : listed));
+}
+
+NvrmPlatform::~NvrmPlatform() {
     detach();
     // The client goes with the transport (every RM object, so every mapping RM made); then our pages.
-    nvk_.reset();
+    nvrm_.reset();
     for (auto& [va, m] : mappings_) {
         if (m.host) ::munmap(m.cpu, m.bytes);
     }
@@ -55,9 +70,9 @@ NvkPlatform::~NvkPlatform() {
     if (kmsg_fd_ >= 0) files_.close(kmsg_fd_);
 }
 
-void NvkPlatform::attach(RmDevice& rm) {
+void NvrmPlatform::attach(RmDevice& rm) {
     rm_ = &rm;
-    usermode_ = nvk_->map_memory(rm.device(), rm.usermode(), 0, kUsermodeBytes, nullptr, kCachingUncached);
+    usermode_ = nvrm_->map_memory(rm.device(), rm.usermode(), 0, kUsermodeBytes, nullptr, kCachingUncached);
     doorbell_ = reinterpret_cast<volatile uint32_t*>(static_cast<std::byte*>(usermode_) + kNotifyChannelPending);
     // The kernel log, from its end: only Xids of our channels matter.
     kmsg_fd_ = files_.open("/dev/kmsg", O_RDONLY | O_NONBLOCK);
@@ -69,19 +84,19 @@ void NvkPlatform::attach(RmDevice& rm) {
     }
 }
 
-void NvkPlatform::detach() noexcept {
-    if (usermode_ != nullptr) nvk_->unmap_memory(usermode_, kUsermodeBytes);
+void NvrmPlatform::detach() noexcept {
+    if (usermode_ != nullptr) nvrm_->unmap_memory(usermode_, kUsermodeBytes);
     usermode_ = nullptr;
     doorbell_ = nullptr;
     std::lock_guard lock(mutex_);
     for (auto& [va, m] : mappings_) {
-        if (!m.host && m.cpu != nullptr) nvk_->unmap_memory(m.cpu, m.bytes);
+        if (!m.host && m.cpu != nullptr) nvrm_->unmap_memory(m.cpu, m.bytes);
         if (!m.host) m.cpu = nullptr;
     }
     rm_ = nullptr;
 }
 
-std::byte* NvkPlatform::map(GpuVirtualAddress va, uint64_t size, const hcq::BufferOptions& options) {
+std::byte* NvrmPlatform::map(GpuVirtualAddress va, uint64_t size, const hcq::BufferOptions& options) {
     if (rm_ == nullptr) throw Error(name(), "memory mapped before the RM device is open");
     const uint64_t bytes = page_round(size);
     Mapping m;
@@ -93,13 +108,13 @@ std::byte* NvkPlatform::map(GpuVirtualAddress va, uint64_t size, const hcq::Buff
             void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
             if (p == MAP_FAILED) throw Error(name(), fmt::format("mmap of {:#x} bytes of host memory failed: {}", bytes, std::strerror(errno)));
             m.cpu = static_cast<std::byte*>(p);
-            m.memory = nvk_->alloc_os_descriptor(rm_->device(), p, bytes);
+            m.memory = nvrm_->alloc_os_descriptor(rm_->device(), p, bytes);
         } else {
             m.memory = rm_->alloc_vram(bytes, kSmallPage);
         }
-        nvk_->map_memory_dma(rm_->device(), rm_->virtual_memory(), m.memory, 0, bytes, va.value(), false);
+        nvrm_->map_memory_dma(rm_->device(), rm_->virtual_memory(), m.memory, 0, bytes, va.value(), false);
         if (!options.host && options.cpu_access) {
-            m.cpu = static_cast<std::byte*>(nvk_->map_memory(rm_->device(), m.memory, 0, bytes, nullptr,
+            m.cpu = static_cast<std::byte*>(nvrm_->map_memory(rm_->device(), m.memory, 0, bytes, nullptr,
                                                              options.uncached ? kCachingUncached : kCachingWriteCombined));
         }
     } catch (...) {
@@ -115,7 +130,7 @@ std::byte* NvkPlatform::map(GpuVirtualAddress va, uint64_t size, const hcq::Buff
     return m.cpu;
 }
 
-void NvkPlatform::unmap(GpuVirtualAddress va, uint64_t) noexcept {
+void NvrmPlatform::unmap(GpuVirtualAddress va, uint64_t) noexcept {
     Mapping m;
     {
         std::lock_guard lock(mutex_);
@@ -133,22 +148,22 @@ void NvkPlatform::unmap(GpuVirtualAddress va, uint64_t) noexcept {
         if (m.host)
             ::munmap(m.cpu, m.bytes);
         else
-            nvk_->unmap_memory(m.cpu, m.bytes);
+            nvrm_->unmap_memory(m.cpu, m.bytes);
     }
 }
 
-void NvkPlatform::ring_doorbell(uint32_t token) {
+void NvrmPlatform::ring_doorbell(uint32_t token) {
     std::atomic_thread_fence(std::memory_order_seq_cst);
     *doorbell_ = token;
 }
 
-NvHandle NvkPlatform::new_error_notifier() {
+NvHandle NvrmPlatform::new_error_notifier() {
     void* p = ::mmap(nullptr, kSmallPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) throw Error(name(), fmt::format("mmap of an error notifier page failed: {}", std::strerror(errno)));
     Notifier n;
     n.page = static_cast<std::byte*>(p);
     try {
-        n.memory = nvk_->alloc_os_descriptor(rm_->device(), p, kSmallPage);
+        n.memory = nvrm_->alloc_os_descriptor(rm_->device(), p, kSmallPage);
     } catch (...) {
         ::munmap(p, kSmallPage);
         throw;
@@ -157,7 +172,7 @@ NvHandle NvkPlatform::new_error_notifier() {
     return n.memory;
 }
 
-void NvkPlatform::channel_opened(uint32_t token, NvHandle error_notifier) {
+void NvrmPlatform::channel_opened(uint32_t token, NvHandle error_notifier) {
     for (Notifier& n : notifiers_) {
         if (n.memory == error_notifier) {
             n.token = token;
@@ -166,13 +181,13 @@ void NvkPlatform::channel_opened(uint32_t token, NvHandle error_notifier) {
     }
 }
 
-void NvkPlatform::channel_closed(uint32_t token) noexcept {
+void NvrmPlatform::channel_closed(uint32_t token) noexcept {
     for (Notifier& n : notifiers_) {
         if (n.open && n.token == token) n.open = false;
     }
 }
 
-void NvkPlatform::read_kernel_log() {
+void NvrmPlatform::read_kernel_log() {
     if (kmsg_fd_ < 0) return;
     char record[2048];
     for (;;) {
@@ -189,7 +204,7 @@ void NvkPlatform::read_kernel_log() {
     }
 }
 
-std::optional<NvChannelError> NvkPlatform::poll_errors() {
+std::optional<NvChannelError> NvrmPlatform::poll_errors() {
     std::optional<NvChannelError> error;
     for (Notifier& n : notifiers_) {
         if (!n.open || n.reported) continue;
@@ -223,7 +238,7 @@ std::optional<NvChannelError> NvkPlatform::poll_errors() {
     return error;
 }
 
-void NvkPlatform::forget_errors() {
+void NvrmPlatform::forget_errors() {
     for (Notifier& n : notifiers_) n.reported = true;
     read_kernel_log();
     xid_lines_.clear();

@@ -1,4 +1,4 @@
-#include "nvk_gpu.hpp"
+#include "nvrm_gpu.hpp"
 
 #include "base/error.hpp"
 #include "rm_layouts.hpp"
@@ -15,7 +15,7 @@ namespace baregpu::sim::nvgpu {
 
 namespace {
 
-constexpr uint64_t kNvkPage = 4096;
+constexpr uint64_t kNvrmPage = 4096;
 // clc361.h NVC361_NOTIFY_CHANNEL_PENDING: the doorbell word of the usermode region.
 constexpr uint64_t kNotifyChannelPending = 0x90;
 // nverror.h ROBUST_CHANNEL_* (the Xid numbers nvidia.ko logs).
@@ -42,9 +42,9 @@ std::byte* map_shared(int fd, uint64_t bytes, const char* what) {
 
 // System memory as the engines reach it: the OS descriptors RM has mapped, at bus address = host
 // address. An access outside them fails like an IOMMU / bus error (counted).
-class NvkGpu::HostPort final : public pci::sim::SimPort {
+class NvrmGpu::HostPort final : public pci::sim::SimPort {
 public:
-    explicit HostPort(NvkGpu& gpu) : gpu_(gpu), start_(std::chrono::steady_clock::now()) {}
+    explicit HostPort(NvrmGpu& gpu) : gpu_(gpu), start_(std::chrono::steady_clock::now()) {}
 
     std::byte* find(uint64_t address, uint64_t bytes) {
         std::lock_guard lock(gpu_.mutex_);
@@ -82,11 +82,11 @@ public:
     const std::string& device_name() const override { return gpu_.options_.name; }
 
 private:
-    NvkGpu& gpu_;
+    NvrmGpu& gpu_;
     std::chrono::steady_clock::time_point start_;
 };
 
-NvkGpu::NvkGpu(std::shared_ptr<RmModel> rm, NvkGpuOptions options) : options_(std::move(options)), rm_(std::move(rm)) {
+NvrmGpu::NvrmGpu(std::shared_ptr<RmModel> rm, NvrmGpuOptions options) : options_(std::move(options)), rm_(std::move(rm)) {
     const uint64_t bytes = options_.vram_bytes;
     if (bytes < (64ull << 20) || bytes % (2ull << 20) != 0)
         throw Error(options_.name, fmt::format("VRAM of {:#x} bytes: a multiple of 2 MiB of at least 64 MiB is needed", bytes));
@@ -96,8 +96,8 @@ NvkGpu::NvkGpu(std::shared_ptr<RmModel> rm, NvkGpuOptions options) : options_(st
     usermode_ = map_shared(usermode_fd_, rm::kUsermodeBytes, "sim-nvidia-usermode");
     free_[0] = bytes;
     tables_ = std::make_unique<RmPageTables>(vram_, [this]() -> std::optional<uint64_t> {
-        std::optional<uint64_t> at = alloc_vram(kNvkPage, kNvkPage);
-        if (at) std::memset(vram_.data() + *at, 0, kNvkPage);
+        std::optional<uint64_t> at = alloc_vram(kNvrmPage, kNvrmPage);
+        if (at) std::memset(vram_.data() + *at, 0, kNvrmPage);
         return at;
     });
     port_ = std::make_unique<HostPort>(*this);
@@ -164,7 +164,7 @@ NvkGpu::NvkGpu(std::shared_ptr<RmModel> rm, NvkGpuOptions options) : options_(st
     bell_thread_ = std::thread([this] { doorbell_thread(); });
 }
 
-NvkGpu::~NvkGpu() {
+NvrmGpu::~NvrmGpu() {
     {
         std::lock_guard lock(bell_mutex_);
         stop_ = true;
@@ -180,9 +180,9 @@ NvkGpu::~NvkGpu() {
     ::close(vram_fd_);
 }
 
-std::optional<uint64_t> NvkGpu::alloc_vram(uint64_t size, uint64_t alignment) {
-    size = (size + kNvkPage - 1) & ~(kNvkPage - 1);
-    if (alignment < kNvkPage || (alignment & (alignment - 1)) != 0) alignment = kNvkPage;
+std::optional<uint64_t> NvrmGpu::alloc_vram(uint64_t size, uint64_t alignment) {
+    size = (size + kNvrmPage - 1) & ~(kNvrmPage - 1);
+    if (alignment < kNvrmPage || (alignment & (alignment - 1)) != 0) alignment = kNvrmPage;
     for (auto it = free_.begin(); it != free_.end(); ++it) {
         const uint64_t begin = it->first, bytes = it->second;
         const uint64_t at = (begin + alignment - 1) & ~(alignment - 1);
@@ -195,8 +195,8 @@ std::optional<uint64_t> NvkGpu::alloc_vram(uint64_t size, uint64_t alignment) {
     return std::nullopt;
 }
 
-void NvkGpu::free_vram(uint64_t offset, uint64_t size) {
-    size = (size + kNvkPage - 1) & ~(kNvkPage - 1);
+void NvrmGpu::free_vram(uint64_t offset, uint64_t size) {
+    size = (size + kNvrmPage - 1) & ~(kNvrmPage - 1);
     auto [it, inserted] = free_.emplace(offset, size);
     if (!inserted) return;  // freed twice: RM frees an object once
     if (auto next = std::next(it); next != free_.end() && it->first + it->second == next->first) {
@@ -212,12 +212,12 @@ void NvkGpu::free_vram(uint64_t offset, uint64_t size) {
     }
 }
 
-std::vector<std::string> NvkGpu::kernel_log() const {
+std::vector<std::string> NvrmGpu::kernel_log() const {
     std::lock_guard lock(mutex_);
     return log_;
 }
 
-void NvkGpu::on_fault(const EngineFault& f) {
+void NvrmGpu::on_fault(const EngineFault& f) {
     using Kind = EngineFault::Kind;
     const uint32_t xid = f.kind == Kind::mmu ? kXidMmuFault : f.kind == Kind::bad_gp_entry ? kXidPbdmaError : kXidGrException;
     // nvidia.ko's Xid line (nv.c / the RC path: "NVRM: Xid (PCI:<bdf>): <xid>, pid=.., Ch <chid>, ...").
@@ -233,7 +233,7 @@ void NvkGpu::on_fault(const EngineFault& f) {
     rm_->robust_channel_error(f.token, xid, port_->now_ns());
 }
 
-void NvkGpu::doorbell_thread() {
+void NvrmGpu::doorbell_thread() {
     auto* bell = reinterpret_cast<uint32_t*>(usermode_ + kNotifyChannelPending);
     auto last = std::chrono::steady_clock::now() - std::chrono::seconds(1);
     std::vector<uint32_t> tokens;

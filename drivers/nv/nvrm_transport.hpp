@@ -1,6 +1,8 @@
-// The `nvk` RM transport: RM calls as escape ioctls to nvidia.ko (NV_ESC_RM_ALLOC / CONTROL /
+// The `nvrm` RM transport: RM calls as escape ioctls to nvidia.ko (NV_ESC_RM_ALLOC / CONTROL /
 // FREE on /dev/nvidiactl), through the DeviceFiles seam so the same code runs against the
-// kernel and against the simulated driver (drivers/sim/nvgpu/fake_nvidia.hpp).
+// kernel and against the simulated driver (drivers/sim/nvgpu/fake_nvidia.hpp). Named after the
+// Resource Manager inside nvidia.ko ("NVRM:" prefixes its kernel log lines), not "nvk", which
+// is Mesa's Vulkan driver for nouveau.
 //
 // open(): opens /dev/nvidiactl, allocates a client, reads the driver version first
 // (NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION_V2) and picks the struct layouts of its branch
@@ -17,22 +19,22 @@
 
 namespace baregpu::nv {
 
-struct NvkGpu {
+struct NvrmGpu {
     uint32_t gpu_id = 0;
     uint32_t minor = 0;
     uint16_t vendor_id = 0, device_id = 0;
     std::string pci_address;  // "0000:01:00.0"
 };
 
-class NvkTransport final : public RmTransport {
+class NvrmTransport final : public RmTransport {
 public:
     // Opens /dev/nvidiactl. Throws UnsupportedError when the driver's branch is not one whose
     // layouts we know (the message names the version), baregpu::Error when no NVIDIA driver
     // node is there.
-    static std::unique_ptr<NvkTransport> open(pci::DeviceFiles& files);
-    ~NvkTransport() override;
+    static std::unique_ptr<NvrmTransport> open(pci::DeviceFiles& files);
+    ~NvrmTransport() override;
 
-    std::string_view kind() const override { return "nvk"; }
+    std::string_view kind() const override { return "nvrm"; }
     const std::string& device() const override { return name_; }
     uint32_t alloc(NvHandle client, NvHandle parent, NvHandle* object, uint32_t cls, std::span<std::byte> params) override;
     uint32_t control(NvHandle client, NvHandle object, uint32_t cmd, std::span<std::byte> params) override;
@@ -41,7 +43,7 @@ public:
     const std::string& driver_version() const { return version_; }
     RmBranch branch() const { return branch_; }
     NvHandle client() const { return client_; }
-    const std::vector<NvkGpu>& gpus() const { return gpus_; }
+    const std::vector<NvrmGpu>& gpus() const { return gpus_; }
     // Opens /dev/nvidia<minor> of gpus()[index] and registers it with the control fd; later
     // device-scoped calls name it.
     void attach_gpu(size_t index);
@@ -66,7 +68,7 @@ public:
     static RmBranch branch_of(const std::string& version);
 
 private:
-    explicit NvkTransport(pci::DeviceFiles& files, int ctl_fd);
+    explicit NvrmTransport(pci::DeviceFiles& files, int ctl_fd);
     int escape(int fd, unsigned long request, void* argument, const char* what);
     int open_gpu_fd();  // a fresh /dev/nvidia<minor>, registered with the control fd
 
@@ -75,11 +77,11 @@ private:
     int gpu_fd_ = -1;
     uint32_t gpu_minor_ = 0;
     NvHandle next_os_descriptor_ = 0xcf800000;  // client-chosen handles for OS descriptors
-    std::string name_ = "nvk:/dev/nvidiactl";
+    std::string name_ = "nvrm:/dev/nvidiactl";
     std::string version_;
     RmBranch branch_ = RmBranch::r570;
     NvHandle client_ = 0;
-    std::vector<NvkGpu> gpus_;
+    std::vector<NvrmGpu> gpus_;
 };
 
 }  // namespace baregpu::nv

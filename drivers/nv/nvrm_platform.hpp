@@ -1,5 +1,5 @@
 // NvHcqDevice over nvidia.ko (hcq_platform.hpp), with the kernel driver owning the GPU's memory:
-//   - RM transport: NvkTransport (nvk_transport.hpp) on /dev/nvidiactl + /dev/nvidia<minor>;
+//   - RM transport: NvrmTransport (nvrm_transport.hpp) on /dev/nvidiactl + /dev/nvidia<minor>;
 //   - GPU mappings: NV_ESC_RM_MAP_MEMORY_DMA at the HCQ's fixed VAs in a VA space RM owns (FERMI_VASPACE_A
 //     without IS_EXTERNALLY_OWNED; the NV01_MEMORY_VIRTUAL hDma bound to it). Not UVM: UVM_REGISTER_GPU /
 //     _VASPACE / CREATE_EXTERNAL_RANGE / MAP_EXTERNAL_ALLOCATION would hand the tables to nvidia-uvm.ko,
@@ -16,27 +16,35 @@
 #pragma once
 
 #include "drivers/nv/hcq_platform.hpp"
-#include "drivers/nv/nvk_transport.hpp"
+#include "drivers/nv/nvrm_transport.hpp"
 
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string_view>
 #include <vector>
 
 namespace baregpu::nv {
 
-class NvkPlatform final : public NvPlatform {
+class NvrmPlatform final : public NvPlatform {
 public:
     // Opens nvidia.ko through `files` (the host's, or the simulated driver's) and GPU `gpu_index` of its
     // NV_ESC_CARD_INFO list; `memory_bytes`: the VRAM buffers may take.
-    static std::unique_ptr<NvkPlatform> open(pci::DeviceFiles& files, size_t gpu_index, uint64_t memory_bytes);
-    ~NvkPlatform() override;
+    static std::unique_ptr<NvrmPlatform> open(pci::DeviceFiles& files, size_t gpu_index, uint64_t memory_bytes);
+    // The same for the GPU nvidia.ko lists at PCI address `pci_address` ("0000:01:00.0"; its
+    // NV_ESC_CARD_INFO entry, kernel-open/common/inc/nv-ioctl.h nv_ioctl_card_info_t, carries the
+    // address and the /dev/nvidia<minor> it is). Throws baregpu::Error listing the addresses
+    // nvidia.ko drives when it is not one of them.
+    static std::unique_ptr<NvrmPlatform> open(pci::DeviceFiles& files, std::string_view pci_address, uint64_t memory_bytes);
+    ~NvrmPlatform() override;
 
     const char* reporter() const override { return "nvidia.ko"; }
-    const std::string& name() const override { return nvk_->device(); }
-    RmTransport& transport() override { return *nvk_; }
-    NvHandle client() const override { return nvk_->client(); }
-    RmBranch branch() const override { return nvk_->branch(); }
+    const std::string& name() const override { return nvrm_->device(); }
+    // nvidia.ko's entry for the GPU this platform drives.
+    const NvrmGpu& gpu() const { return nvrm_->gpus()[gpu_index_]; }
+    RmTransport& transport() override { return *nvrm_; }
+    NvHandle client() const override { return nvrm_->client(); }
+    RmBranch branch() const override { return nvrm_->branch(); }
     RmVaspaceOwner vaspace_owner() const override { return RmVaspaceOwner::rm; }
     uint64_t memory_bytes() const override { return memory_bytes_; }
     void attach(RmDevice& rm) override;
@@ -51,12 +59,13 @@ public:
     void forget_errors() override;
 
 private:
-    NvkPlatform(pci::DeviceFiles& files, std::unique_ptr<NvkTransport> nvk, uint64_t memory_bytes);
+    NvrmPlatform(pci::DeviceFiles& files, std::unique_ptr<NvrmTransport> nvrm, size_t gpu_index, uint64_t memory_bytes);
     // New "NVRM: Xid" lines of the kernel log (all lines read are consumed).
     void read_kernel_log();
 
     pci::DeviceFiles& files_;
-    std::unique_ptr<NvkTransport> nvk_;
+    std::unique_ptr<NvrmTransport> nvrm_;
+    size_t gpu_index_ = 0;
     uint64_t memory_bytes_;
     RmDevice* rm_ = nullptr;
     void* usermode_ = nullptr;

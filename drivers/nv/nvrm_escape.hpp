@@ -10,7 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace baregpu::nv::nvk {
+namespace baregpu::nv::nvrm {
 
 inline constexpr uint32_t NV_IOCTL_MAGIC = 'F';
 inline constexpr uint32_t NV_ESC_RM_ALLOC_MEMORY = 0x27;
@@ -174,4 +174,4 @@ static_assert(kIoctlAlloc == 0xc020462b && kIoctlControl == 0xc020462a && kIoctl
 static_assert(kIoctlCardInfo == 0xd20046c8 && kIoctlRegisterFd == 0xc00446c9);
 static_assert(kIoctlAllocMemory == 0xc0384627 && kIoctlMapMemory == 0xc038464e && kIoctlMapMemoryDma570 == 0xc0384657);
 
-}  // namespace baregpu::nv::nvk
+}  // namespace baregpu::nv::nvrm

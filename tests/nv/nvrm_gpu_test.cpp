@@ -1,15 +1,15 @@
-// The simulated nvidia.ko with a GPU behind it (drivers/sim/nvgpu/nvk_gpu): RM places VRAM objects in
+// The simulated nvidia.ko with a GPU behind it (drivers/sim/nvgpu/nvrm_gpu): RM places VRAM objects in
 // the GPU's VRAM and writes the page tables of the VA spaces it owns on NV_ESC_RM_MAP_MEMORY_DMA; the CPU
 // mapping of a VRAM object is the very bytes the engines' MMU reaches; OS descriptors map as system memory;
 // freeing unmaps. And RM stays strict: bad handles, ranges, VA spaces and notifiers get RM's statuses.
 #include "base/error.hpp"
 #include "drivers/nv/hcq_device.hpp"
 #include "drivers/nv/nv_status.hpp"
-#include "drivers/nv/nvk_platform.hpp"
-#include "drivers/nv/nvk_transport.hpp"
+#include "drivers/nv/nvrm_platform.hpp"
+#include "drivers/nv/nvrm_transport.hpp"
 #include "drivers/nv/rm_device.hpp"
 #include "drivers/sim/nvgpu/fake_nvidia.hpp"
-#include "drivers/sim/nvgpu/nvk_gpu.hpp"
+#include "drivers/sim/nvgpu/nvrm_gpu.hpp"
 #include "drivers/sim/nvgpu/rm_model.hpp"
 
 #include "hcq/queue.hpp"
@@ -32,18 +32,18 @@ namespace {
 
 struct Machine {
     std::shared_ptr<sim::nvgpu::RmModel> rm = std::make_shared<sim::nvgpu::RmModel>();
-    std::shared_ptr<sim::nvgpu::NvkGpu> gpu = std::make_shared<sim::nvgpu::NvkGpu>(rm, sim::nvgpu::NvkGpuOptions{"test-gpu", 64ull << 20});
+    std::shared_ptr<sim::nvgpu::NvrmGpu> gpu = std::make_shared<sim::nvgpu::NvrmGpu>(rm, sim::nvgpu::NvrmGpuOptions{"test-gpu", 64ull << 20});
     sim::nvgpu::FakeNvidia files{rm, 0x2684, gpu};
-    std::unique_ptr<NvkTransport> nvk;
+    std::unique_ptr<NvrmTransport> nvrm;
     std::unique_ptr<RmDevice> dev;
     explicit Machine(RmVaspaceOwner owner = RmVaspaceOwner::rm) {
-        nvk = NvkTransport::open(files);
-        nvk->attach_gpu(0);
-        dev = RmDevice::open(*nvk, nvk->client(), nvk->branch(), 0, owner);
+        nvrm = NvrmTransport::open(files);
+        nvrm->attach_gpu(0);
+        dev = RmDevice::open(*nvrm, nvrm->client(), nvrm->branch(), 0, owner);
     }
     ~Machine() {
         dev.reset();
-        nvk.reset();
+        nvrm.reset();
     }
 };
 
@@ -67,18 +67,18 @@ const sim::nvgpu::RmModel::DmaMapping& mapping_at(const std::vector<sim::nvgpu::
 
 }  // namespace
 
-TEST_CASE("nvk GPU: MAP_MEMORY_DMA writes RM's page tables; the CPU mmap of VRAM is what the engines see; free unmaps") {
+TEST_CASE("nvrm GPU: MAP_MEMORY_DMA writes RM's page tables; the CPU mmap of VRAM is what the engines see; free unmaps") {
     Machine m;
     constexpr uint64_t kVa = 0x2000000000, kHostVa = 0x2000100000;
     NvHandle memory = m.dev->alloc_vram(0x4000, 0x1000);
-    m.nvk->map_memory_dma(m.dev->device(), m.dev->virtual_memory(), memory, 0, 0x4000, kVa, false);
-    auto* cpu = static_cast<uint32_t*>(m.nvk->map_memory(m.dev->device(), memory, 0, 0x4000, nullptr, 1));
+    m.nvrm->map_memory_dma(m.dev->device(), m.dev->virtual_memory(), memory, 0, 0x4000, kVa, false);
+    auto* cpu = static_cast<uint32_t*>(m.nvrm->map_memory(m.dev->device(), memory, 0, 0x4000, nullptr, 1));
     cpu[0x1000 / 4 + 3] = 0xc0ffee11;
 
     const auto maps = m.rm->dma_mappings();
     const auto& map = mapping_at(maps, kVa);
     REQUIRE(map.pdb.has_value());
-    const auto placed = m.rm->backing_of(m.nvk->client(), memory);
+    const auto placed = m.rm->backing_of(m.nvrm->client(), memory);
     REQUIRE(placed.has_value());
     REQUIRE(placed->vram);
     // The MMU walk of RM's tables lands on the object's VRAM, and those bytes are the CPU's.
@@ -93,15 +93,15 @@ TEST_CASE("nvk GPU: MAP_MEMORY_DMA writes RM's page tables; the CPU mmap of VRAM
 
     // Host pages as an OS descriptor: system memory at their address, reached by the engines' port.
     alignas(4096) static std::byte host[4096];
-    NvHandle os = m.nvk->alloc_os_descriptor(m.dev->device(), host, sizeof host);
-    m.nvk->map_memory_dma(m.dev->device(), m.dev->virtual_memory(), os, 0, sizeof host, kHostVa, false);
-    std::memcpy(host + 64, "nvk", 4);
+    NvHandle os = m.nvrm->alloc_os_descriptor(m.dev->device(), host, sizeof host);
+    m.nvrm->map_memory_dma(m.dev->device(), m.dev->virtual_memory(), os, 0, sizeof host, kHostVa, false);
+    std::memcpy(host + 64, "nvrm", 4);
     std::byte back[4];
     REQUIRE_FALSE(m.gpu->engines().mmu().read(*map.pdb, sim::nvgpu::MmuFormat::v2, kHostVa + 64, back).has_value());
-    CHECK(std::memcmp(back, "nvk", 4) == 0);
+    CHECK(std::memcmp(back, "nvrm", 4) == 0);
 
     // Freeing the memory object unmaps it: the walk faults at the PTE.
-    m.nvk->unmap_memory(cpu, 0x4000);
+    m.nvrm->unmap_memory(cpu, 0x4000);
     m.dev->free_object(m.dev->device(), memory);
     m.dev->free_object(m.dev->device(), os);
     auto after = m.gpu->engines().mmu().translate(*map.pdb, sim::nvgpu::MmuFormat::v2, kVa, sim::nvgpu::MmuAccess::read);
@@ -111,17 +111,17 @@ TEST_CASE("nvk GPU: MAP_MEMORY_DMA writes RM's page tables; the CPU mmap of VRAM
     CHECK(m.gpu->dma_faults() == 0);  // the unmapped host page faulted in the walk, before any DMA
 }
 
-TEST_CASE("nvk GPU: RM refuses bad MAP_MEMORY_DMA, VA-space, VRAM and error-notifier requests with its statuses") {
+TEST_CASE("nvrm GPU: RM refuses bad MAP_MEMORY_DMA, VA-space, VRAM and error-notifier requests with its statuses") {
     Machine m;
     NvHandle memory = m.dev->alloc_vram(0x2000, 0x1000);
     const NvHandle device = m.dev->device(), dma = m.dev->virtual_memory();
 
-    RmError unknown = rm_error([&] { m.nvk->map_memory_dma(device, dma, 0xdead0001, 0, 0x1000, 0x3000000000, false); });
+    RmError unknown = rm_error([&] { m.nvrm->map_memory_dma(device, dma, 0xdead0001, 0, 0x1000, 0x3000000000, false); });
     CHECK(unknown.status() == NV_ERR_INVALID_OBJECT_HANDLE);
     CHECK_THAT(unknown.what(), Contains("0xdead0001") && Contains("NV_ERR_INVALID_OBJECT_HANDLE"));
-    RmError not_dma = rm_error([&] { m.nvk->map_memory_dma(device, memory, memory, 0, 0x1000, 0x3000000000, false); });
+    RmError not_dma = rm_error([&] { m.nvrm->map_memory_dma(device, memory, memory, 0, 0x1000, 0x3000000000, false); });
     CHECK(not_dma.status() == NV_ERR_INVALID_OBJECT_HANDLE);
-    RmError beyond = rm_error([&] { m.nvk->map_memory_dma(device, dma, memory, 0x1000, 0x2000, 0x3000000000, false); });
+    RmError beyond = rm_error([&] { m.nvrm->map_memory_dma(device, dma, memory, 0x1000, 0x2000, 0x3000000000, false); });
     CHECK(beyond.status() == NV_ERR_INVALID_LIMIT);
     CHECK(m.rm->dma_mappings().empty());
 
@@ -133,7 +133,7 @@ TEST_CASE("nvk GPU: RM refuses bad MAP_MEMORY_DMA, VA-space, VRAM and error-noti
     NvMemoryVirtualAllocationParams bad_virt{};
     bad_virt.limit = 0x1ffffffffffffull;
     bad_virt.hVASpace = memory;
-    RmError virt = rm_error([&] { m.dev->rm().alloc(m.nvk->client(), device, NV01_MEMORY_VIRTUAL, bad_virt); });
+    RmError virt = rm_error([&] { m.dev->rm().alloc(m.nvrm->client(), device, NV01_MEMORY_VIRTUAL, bad_virt); });
     CHECK(virt.status() == NV_ERR_INVALID_OBJECT_HANDLE);
 
     // A channel whose error notifier is not memory.
@@ -149,18 +149,18 @@ TEST_CASE("nvk GPU: RM refuses bad MAP_MEMORY_DMA, VA-space, VRAM and error-noti
     CHECK_THAT(notifier.what(), Contains("AMPERE_CHANNEL_GPFIFO_A"));
 }
 
-TEST_CASE("nvk GPU: RM does not map into a VA space someone else owns (IS_EXTERNALLY_OWNED: NV_ERR_NOT_SUPPORTED)") {
+TEST_CASE("nvrm GPU: RM does not map into a VA space someone else owns (IS_EXTERNALLY_OWNED: NV_ERR_NOT_SUPPORTED)") {
     Machine m(RmVaspaceOwner::driver);  // nvpci's flags: the driver writes the tables
     NvHandle memory = m.dev->alloc_vram(0x1000, 0x1000);
     NvMemoryVirtualAllocationParams bound{};
     bound.limit = 0x1ffffffffffffull;
     bound.hVASpace = m.dev->vaspace();
-    NvHandle dma = m.dev->rm().alloc(m.nvk->client(), m.dev->device(), NV01_MEMORY_VIRTUAL, bound);
-    RmError owned = rm_error([&] { m.nvk->map_memory_dma(m.dev->device(), dma, memory, 0, 0x1000, 0x3000000000, false); });
+    NvHandle dma = m.dev->rm().alloc(m.nvrm->client(), m.dev->device(), NV01_MEMORY_VIRTUAL, bound);
+    RmError owned = rm_error([&] { m.nvrm->map_memory_dma(m.dev->device(), dma, memory, 0, 0x1000, 0x3000000000, false); });
     CHECK(owned.status() == NV_ERR_NOT_SUPPORTED);
 }
 
-TEST_CASE("nvk GPU: /dev/kmsg reads back the kernel log record by record, EAGAIN at its end") {
+TEST_CASE("nvrm GPU: /dev/kmsg reads back the kernel log record by record, EAGAIN at its end") {
     Machine m;
     int fd = m.files.open("/dev/kmsg", O_RDONLY | O_NONBLOCK);
     REQUIRE(fd >= 0);
@@ -168,7 +168,7 @@ TEST_CASE("nvk GPU: /dev/kmsg reads back the kernel log record by record, EAGAIN
     CHECK(m.files.read(fd, buffer, sizeof buffer) == -EAGAIN);  // nothing happened yet
     CHECK(m.files.ioctl(fd, 0, buffer) == -ENOTTY);
     // A doorbell with a token that names no channel is ignored and logged.
-    auto* usermode = static_cast<uint32_t*>(m.nvk->map_memory(m.dev->device(), m.dev->usermode(), 0, 0x10000, nullptr, 1));
+    auto* usermode = static_cast<uint32_t*>(m.nvrm->map_memory(m.dev->device(), m.dev->usermode(), 0, 0x10000, nullptr, 1));
     usermode[0x90 / 4] = 0x77;
     for (int i = 0; i < 500 && m.gpu->kernel_log().empty(); ++i) usleep(1000);
     const ssize_t n = m.files.read(fd, buffer, sizeof buffer);
@@ -177,7 +177,7 @@ TEST_CASE("nvk GPU: /dev/kmsg reads back the kernel log record by record, EAGAIN
     CHECK_THAT(record, Contains(";NVRM: doorbell rung with work submit token 0x77"));
     CHECK(record.back() == '\n');
     CHECK(m.files.read(fd, buffer, 8) == -EAGAIN);
-    m.nvk->unmap_memory(usermode, 0x10000);
+    m.nvrm->unmap_memory(usermode, 0x10000);
     m.files.close(fd);
 }
 
@@ -200,15 +200,15 @@ struct NoKernelLog final : pci::DeviceFiles {
 
 }  // namespace
 
-TEST_CASE("nvk HCQ: without the kernel log, a fault still fails the device from the error notifier, saying what is missing") {
+TEST_CASE("nvrm HCQ: without the kernel log, a fault still fails the device from the error notifier, saying what is missing") {
     auto rm = std::make_shared<sim::nvgpu::RmModel>();
-    auto gpu = std::make_shared<sim::nvgpu::NvkGpu>(rm, sim::nvgpu::NvkGpuOptions{"test-gpu", 256ull << 20});
+    auto gpu = std::make_shared<sim::nvgpu::NvrmGpu>(rm, sim::nvgpu::NvrmGpuOptions{"test-gpu", 256ull << 20});
     sim::nvgpu::FakeNvidia nvidia(rm, 0x2684, gpu);
     NoKernelLog files(nvidia);
     NvHcqOptions options;
-    options.name = "nvk-test";
+    options.name = "nvrm-test";
     {
-        auto dev = NvHcqDevice::create(NvkPlatform::open(files, 0, 128ull << 20), options);
+        auto dev = NvHcqDevice::create(NvrmPlatform::open(files, 0, 128ull << 20), options);
         hcq::Buffer b = dev->allocate(4096);
         hcq::Signal done = dev->new_signal(0, "done");
         dev->copy_queue().copy(b.address(), GpuVirtualAddress(0x1e00000000), 64).signal(done, 1).submit();
@@ -221,17 +221,17 @@ TEST_CASE("nvk HCQ: without the kernel log, a fault still fails the device from 
     CHECK(rm->object_count() == 0);  // closing the device freed the client and everything under it
 }
 
-TEST_CASE("nvk HCQ: both driver branches' layouts (570: 48-byte VA space, 56-byte NVOS46; 580: 56 / 64) carry real work") {
+TEST_CASE("nvrm HCQ: both driver branches' layouts (570: 48-byte VA space, 56-byte NVOS46; 580: 56 / 64) carry real work") {
     for (const char* version : {"570.144", "580.65.06"}) {
         INFO(version);
         sim::nvgpu::RmModelOptions o;
         o.driver_version = version;
         auto rm = std::make_shared<sim::nvgpu::RmModel>(o);
-        auto gpu = std::make_shared<sim::nvgpu::NvkGpu>(rm, sim::nvgpu::NvkGpuOptions{"test-gpu", 256ull << 20});
+        auto gpu = std::make_shared<sim::nvgpu::NvrmGpu>(rm, sim::nvgpu::NvrmGpuOptions{"test-gpu", 256ull << 20});
         sim::nvgpu::FakeNvidia nvidia(rm, 0x2684, gpu);
         NvHcqOptions options;
-        options.name = "nvk-test";
-        auto dev = NvHcqDevice::create(NvkPlatform::open(nvidia, 0, 128ull << 20), options);
+        options.name = "nvrm-test";
+        auto dev = NvHcqDevice::create(NvrmPlatform::open(nvidia, 0, 128ull << 20), options);
         hcq::Buffer src = dev->allocate(0x3000, {.cpu_access = true});
         hcq::Buffer dst = dev->allocate(0x3000, {.host = true});
         for (size_t i = 0; i < 0x3000; ++i) src.cpu()[i] = std::byte(static_cast<uint8_t>(i * 7 + 1));

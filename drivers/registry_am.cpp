@@ -1,0 +1,282 @@
+// The AM backends: sim-am (the simulated Navi31/Navi48 on a simulated bus), am (a real GPU by PCI
+// address, or behind an ASM24xx USB bridge; am:usb:sim the simulated chip behind the simulated
+// bridge). Every one runs the same driver, drivers/am, on whatever PciDevice the chip sits on.
+#include "drivers/registry_am.hpp"
+
+#include "base/error.hpp"
+#include "drivers/am/am_device.hpp"
+#include "drivers/am/hcq_device.hpp"
+#include "drivers/pci/device_lock.hpp"
+#include "drivers/pci/open.hpp"
+#include "drivers/pci/usb_pci_device.hpp"
+#include "drivers/registry_internal.hpp"
+#include "drivers/sim/amdgpu/navi.hpp"
+#include "drivers/sim/amdgpu/state_file.hpp"
+#include "drivers/sim/asm24/sim_asm24.hpp"
+#include "drivers/sim/firmware_path.hpp"
+#include "drivers/usb/libusb_backend.hpp"
+#include "firmware-loader/search_path.hpp"
+
+#include <fmt/format.h>
+#include <functional>
+
+namespace baregpu::registry {
+
+namespace {
+
+// ephemeral: no state file (what `baregpu devices` builds: another process may be driving the chip).
+std::unique_ptr<pci::sim::SimDeviceModel> make_navi(sim::amdgpu::Asic asic, bool ephemeral) {
+    sim::amdgpu::ModelOptions options;
+    options.asic = asic;
+    options.ephemeral = ephemeral;
+    return sim::amdgpu::make_model(options);
+}
+
+// `name`: the URI without options.
+std::string am_lock_key(std::string_view name) {
+    // am:usb:sim is the sim-am:navi31 chip (same state file) behind a simulated bridge: one lock.
+    if (name == "am:usb:sim") return am_lock_key("sim-am:navi31");
+    if (name.starts_with("sim-am:")) {
+        // One simulated chip per state directory: two processes with different
+        // BAREGPU_SIM_STATE_DIRs (parallel tests) drive different chips.
+        const std::string dir = sim::amdgpu::StateFile::default_dir().string();
+        return fmt::format("sim-am-{}-{:016x}", name.substr(7), std::hash<std::string>{}(dir));
+    }
+    return "am-" + std::string(name.substr(3));
+}
+
+// What open_am_parts built: the target and, for a simulated chip, what the hooks need.
+struct AmParts {
+    AmTarget target;
+    detail::SimParts sim;
+};
+
+// Brings up drivers/am on what `name` ("sim-am:navi31", "am:usb:sim", "am:usb:3-2", "am:0000:03:00.0";
+// no options) names. shared_bus: the simulated bus for sim-am (bus=<name>); access: how a real PCI
+// function is opened.
+AmParts open_am_parts(std::string_view name, am::AmOptions options, std::string_view sim_link,
+                      std::shared_ptr<pci::sim::SimBus> shared_bus, pci::Backend access) {
+    if (options.lock_key.empty()) options.lock_key = am_lock_key(name);
+    // A simulated chip finds the firmware the build carries; a real GPU only the system's.
+    if (options.firmware_dirs.empty() && (name.starts_with("sim-am:") || name == "am:usb:sim")) {
+        const fw::FirmwareSearchPath path = sim::firmware_search_path();
+        for (const std::filesystem::path& dir : path.directories()) options.firmware_dirs.push_back(dir.string());
+    }
+    AmParts out;
+    out.target.uri = std::string(name);
+    if (name.starts_with("sim-am:")) {
+        std::string_view asic = name.substr(7);
+        sim::amdgpu::Asic which;
+        if (asic == "navi31") {
+            which = sim::amdgpu::Asic::navi31;
+        } else if (asic == "navi48") {
+            which = sim::amdgpu::Asic::navi48;
+        } else {
+            throw Error(std::string(name), "unknown simulated AMD GPU: the models are sim-am:navi31 and sim-am:navi48");
+        }
+        pci::sim::Transport link = pci::sim::Transport::pcie_gen4_x16();
+        if (sim_link == "usb") {
+            // Every register access one 100 µs USB round trip; bulk VRAM copies at the bridge's ~0.32 GB/s.
+            link = {"usb-100us", 100'000, 100'000, 100'000, 0.32, 100'000, 0.32, 50'000'000, /*bar_mmap=*/false};
+        } else if (!sim_link.empty() && sim_link != "pcie") {
+            throw Error(std::string(name), fmt::format("unknown simulated link '{}': pcie or usb", sim_link));
+        }
+        auto bus = shared_bus ? shared_bus : std::make_shared<pci::sim::SimBus>(link);
+        std::unique_ptr<pci::sim::SimDeviceModel> model = make_navi(which, /*ephemeral=*/false);
+        out.sim.navi = static_cast<sim::amdgpu::NaviModel*>(model.get());
+        const pci::PciAddress address = bus->attach(std::move(model));
+        out.sim.bus = bus;
+        out.sim.address = address;
+        out.target.keepalive = bus;
+        out.target.device = am::AmDevice::open(bus->open(address), std::move(options));
+        return out;
+    }
+    if (name.starts_with("am:usb:")) {
+        // A GPU behind an ASM24xx bridge (issue 10): "am:usb:sim" is the simulated Navi31 behind the
+        // simulated bridge (drivers/sim/asm24), "am:usb:3-2" a real bridge at bus 3, port 2.
+        const std::string_view where = name.substr(7);
+        std::unique_ptr<usb::UsbBackend> link;
+        if (where == "sim") {
+            std::unique_ptr<pci::sim::SimDeviceModel> model = make_navi(sim::amdgpu::Asic::navi31, /*ephemeral=*/false);
+            out.sim.navi = static_cast<sim::amdgpu::NaviModel*>(model.get());
+            auto bridge = std::make_unique<sim::asm24::SimAsm24Bridge>(sim::asm24::SimAsm24Bridge::Options{}, std::move(model));
+            out.sim.bridge = bridge.get();
+            link = std::move(bridge);
+            // The bridge lives inside the device; this token expires with the target, and the hooks' entry with it.
+            out.target.keepalive = std::make_shared<std::string>("am:usb:sim");
+        } else {
+            link = usb::open_libusb(where);
+        }
+        pci::UsbOpenOptions usb_options;
+        usb_options.write_once_bars = {2};  // AMD BAR2 is the doorbell aperture: only the host writes it
+        out.target.device = am::AmDevice::open(pci::open_usb_device(std::move(link), usb_options), std::move(options));
+        return out;
+    }
+    if (name.starts_with("am:")) {
+        const hcq::DeviceUri uri = hcq::DeviceUri::parse(name);
+        const detail::RealGpu gpu = detail::check_real_gpu(uri, "am", /*require_bus=*/true);
+        if (access == pci::Backend::Vfio) detail::require_vfio_ready(uri, gpu);
+        pci::OpenOptions open_options;
+        open_options.backend = access;
+        open_options.sysfs_root = detail::sysfs_root();
+        out.target.device = am::AmDevice::open(pci::open_device(gpu.address, open_options), std::move(options));
+        return out;
+    }
+    throw Error(std::string(name), "not an AM device URI (am:<pci address>, am:usb:<bus>-<port>, am:usb:sim, sim-am:navi31 / "
+                                   "sim-am:navi48)");
+}
+
+// access=vfio|sysfs of a real am:<pci address>.
+pci::Backend read_access(detail::UriOptions& u, const hcq::DeviceUri& uri) {
+    std::string access = "vfio";
+    if (uri.scheme() == "am" && !uri.path().starts_with("usb:")) {
+        u.choice("access", access, {"vfio", "sysfs"},
+                 "vfio (the default: IOMMU-protected, the GPU bound to vfio-pci) or sysfs (root, the GPU unbound, no IOMMU "
+                 "protection)");
+    }
+    return access == "sysfs" ? pci::Backend::Sysfs : pci::Backend::Vfio;
+}
+
+// The HCQ device over drivers/am for every AM URI: "sim-am:navi31?compute_ring=...", "am:0000:03:00.0",
+// "am:usb:sim". On a simulated chip kernels run as host code by the model (ARCHITECTURE.md, code objects).
+std::shared_ptr<hcq::Device> open_am_hcq(const hcq::DeviceUri& uri) {
+    am::AmHcqOptions options;
+    // Host code on a simulated chip by default: what the model runs. isa=native loads the chip's own
+    // AMDGPU code objects (checked and uploaded; the model cannot execute them).
+    const bool simulated = uri.scheme() == "sim-am" || uri.name() == "am:usb:sim";
+    std::string isa = simulated ? "host" : "native";
+    std::optional<std::string> bus_name;
+    detail::UriOptions u(uri);
+    detail::ring_options(u, options);
+    detail::memory_options(u, options);
+    u.count("compute_queues", options.compute_queues, "compute HQDs, 1-8")
+        .choice("isa", isa, {"host", "native"}, "host (x86-64 code objects the model runs) or native (AMDGPU code objects)")
+        .bytes("peer_va", options.peer_va_bytes, "bytes of the window peers are mapped in");
+    if (uri.scheme() == "sim-am") u.text("bus", bus_name, detail::kBusHelp);
+    const pci::Backend access = read_access(u, uri);
+    u.done();
+    options.isa = isa == "native" ? am::KernelIsa::native : am::KernelIsa::host;
+
+    std::shared_ptr<pci::sim::SimBus> bus = bus_name ? detail::sim_bus_for(bus_name, pci::sim::Transport::pcie_gen4_x16()) : nullptr;
+    AmParts parts = open_am_parts(uri.name(), {}, {}, bus, access);
+    options.keepalive = parts.target.keepalive;
+    options.name = detail::sim_device_name(uri, bus_name, parts.sim.address);
+    std::shared_ptr<hcq::Device> device = am::AmHcqDevice::create(std::move(parts.target.device), std::move(options));
+    if (parts.sim.navi != nullptr) detail::remember_sim(device, parts.sim);
+    return device;
+}
+
+}  // namespace
+
+namespace detail {
+
+void register_am_backends(hcq::Registry& registry) {
+    hcq::Backend sim_am;
+    sim_am.scheme = "sim-am";
+    sim_am.description = "simulated AMD GPUs (drivers/sim/amdgpu) driven by drivers/am; kernels run as host code";
+    sim_am.enumerate = [] { return std::vector<std::string>{"sim-am:navi31", "sim-am:navi48"}; };
+    sim_am.open = open_am_hcq;
+    registry.add(std::move(sim_am));
+    // The same driver on a GPU named by where it is: am:<pci address>, am:usb:<bus>-<port> behind
+    // an ASM24xx bridge, am:usb:sim (the simulated Navi31 behind the simulated bridge; issue 10).
+    hcq::Backend am;
+    am.scheme = "am";
+    am.description = "AMD GPUs driven by drivers/am: am:<pci address> (vfio; ?access=sysfs as root), am:usb:<bus>-<port> "
+                     "(ASM24xx USB bridge), am:usb:sim";
+    am.real_hardware = true;
+    am.enumerate = [] { return enumerate_real("am"); };
+    am.open = open_am_hcq;
+    registry.add(std::move(am));
+}
+
+Route am_route(const hcq::DeviceUri& uri) {
+    if (uri.path().starts_with("usb:")) throw Error(uri.name(), "a GPU behind a USB bridge, not on the PCI bus: no route to show");
+    UriOptions u(uri);  // only what decides the route
+    const pci::Backend access = read_access(u, uri);
+    check_real_gpu(uri, "am", /*require_bus=*/true);
+    return {"am", "", access == pci::Backend::Sysfs ? "sysfs" : "vfio"};
+}
+
+std::vector<BuiltinDevice> am_builtin_devices() {
+    std::vector<BuiltinDevice> devices;
+    // Both sim-am chips are HCQ devices (drivers/am queues, issue 7): GC 11 / SDMA 6 and GC 12 / SDMA 7.
+    const struct {
+        const char* name;
+        const char* models;
+        sim::amdgpu::Asic asic;
+    } chips[] = {
+        {"sim-am:navi31", "AMD Navi31 / RX 7900 XTX (RDNA3), driven by drivers/am", sim::amdgpu::Asic::navi31},
+        {"sim-am:navi48", "AMD Navi48 / RX 9070 XT (RDNA4), driven by drivers/am", sim::amdgpu::Asic::navi48},
+    };
+    for (const auto& chip : chips) {
+        devices.push_back({chip.name, "simulated", true,
+                           fmt::format("model of {} on the simulated PCI bus ({}): a simulated GPU (HCQ device)", chip.models,
+                                       presented(make_navi(chip.asic, /*ephemeral=*/true)))});
+    }
+    // GPUs behind ASM24xx USB bridges (issue 10): listed from libusb (nothing without it). HCQ
+    // devices with host copies of device memory (drivers/am/shadow_memory.hpp).
+    for (const usb::BridgeInfo& bridge : usb::enumerate_bridges()) {
+        devices.push_back({"am:usb:" + bridge.location, "usb", true,
+                           fmt::format("ASM24xx USB bridge {:04x}:{:04x} at USB {}: an AMD GPU behind it is brought up by drivers/am "
+                                       "over the usb backend (amctl load --device am:usb:{}); HCQ queues over shadowed memory",
+                                       bridge.vendor_id, bridge.product_id, bridge.location, bridge.location)});
+    }
+    return devices;
+}
+
+}  // namespace detail
+
+bool inject_dispatch_hang(hcq::Device& device, bool hang) {
+    std::optional<detail::SimPartsRef> ref = detail::sim_parts_of(&device);
+    if (!ref || ref->parts.navi == nullptr) return false;
+    ref->parts.navi->inject_dispatch_hang(hang);
+    return true;
+}
+
+bool is_am_uri(std::string_view uri) { return uri.starts_with("am:") || uri.starts_with("sim-am:"); }
+
+std::string default_am_uri(std::string* note) {
+    try {
+        std::vector<std::string> found = detail::enumerate_real("am");
+        if (!found.empty()) {
+            if (note) *note = fmt::format("using the AMD GPU at {}", found.front().substr(3));
+            return found.front();
+        }
+    } catch (const Error&) {
+        // A sysfs tree that cannot be read: the simulated chip it is.
+    }
+    if (note) *note = "no AMD GPU drivers/am drives on the PCI bus: using the simulated sim-am:navi31";
+    return "sim-am:navi31";
+}
+
+std::optional<pid_t> am_owner(std::string_view uri) {
+    return pci::DeviceLock::owner_of(am_lock_key(hcq::DeviceUri::parse(uri).name()));
+}
+
+AmTarget open_am(std::string_view text, am::AmOptions options, std::string_view sim_link) {
+    const hcq::DeviceUri uri = hcq::DeviceUri::parse(text);
+    detail::UriOptions u(uri);
+    const pci::Backend access = read_access(u, uri);
+    u.done();
+    AmParts parts = open_am_parts(uri.name(), std::move(options), sim_link, nullptr, access);
+    if (parts.sim.navi != nullptr) detail::remember_sim(parts.target.device.get(), parts.target.keepalive, parts.sim);
+    parts.target.uri = std::string(text);
+    return std::move(parts.target);
+}
+
+std::optional<SimUsbBridge> sim_usb_bridge(const AmTarget& target) {
+    std::optional<detail::SimPartsRef> ref = detail::sim_parts_of(target.device.get());
+    if (!ref || ref->parts.bridge == nullptr) return std::nullopt;
+    const sim::asm24::SimAsm24Bridge& bridge = *ref->parts.bridge;
+    SimUsbBridge out;
+    out.now_ns = bridge.now_ns();
+    out.transfers = bridge.counters().total();
+    for (const sim::asm24::Violation& v : bridge.violations()) out.violations.push_back(v.describe());
+    return out;
+}
+
+std::unique_ptr<usb::UsbBackend> open_sim_usb_bridge() {
+    return std::make_unique<sim::asm24::SimAsm24Bridge>(sim::asm24::SimAsm24Bridge::Options{}, nullptr);
+}
+
+}  // namespace baregpu::registry
