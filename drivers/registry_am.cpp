@@ -92,7 +92,7 @@ AmParts open_am_parts(std::string_view name, am::AmOptions options, std::string_
         return out;
     }
     if (name.starts_with("am:usb:")) {
-        // A GPU behind an ASM24xx bridge (issue 10): "am:usb:sim" is the simulated Navi31 behind the
+        // A GPU behind an ASM24xx bridge: "am:usb:sim" is the simulated Navi31 behind the
         // simulated bridge (drivers/sim/asm24), "am:usb:3-2" a real bridge at bus 3, port 2.
         const std::string_view where = name.substr(7);
         std::unique_ptr<usb::UsbBackend> link;
@@ -178,7 +178,7 @@ void register_am_backends(hcq::Registry& registry) {
     sim_am.open = open_am_hcq;
     registry.add(std::move(sim_am));
     // The same driver on a GPU named by where it is: am:<pci address>, am:usb:<bus>-<port> behind
-    // an ASM24xx bridge, am:usb:sim (the simulated Navi31 behind the simulated bridge; issue 10).
+    // an ASM24xx bridge, am:usb:sim (the simulated Navi31 behind the simulated bridge).
     hcq::Backend am;
     am.scheme = "am";
     am.description = "AMD GPUs driven by drivers/am: am:<pci address> (vfio; ?access=sysfs as root), am:usb:<bus>-<port> "
@@ -199,7 +199,7 @@ Route am_route(const hcq::DeviceUri& uri) {
 
 std::vector<BuiltinDevice> am_builtin_devices() {
     std::vector<BuiltinDevice> devices;
-    // Both sim-am chips are HCQ devices (drivers/am queues, issue 7): GC 11 / SDMA 6 and GC 12 / SDMA 7.
+    // Both sim-am chips are HCQ devices (drivers/am queues): GC 11 / SDMA 6 and GC 12 / SDMA 7.
     const struct {
         const char* name;
         const char* models;
@@ -213,7 +213,7 @@ std::vector<BuiltinDevice> am_builtin_devices() {
                            fmt::format("model of {} on the simulated PCI bus ({}): a simulated GPU (HCQ device)", chip.models,
                                        presented(make_navi(chip.asic, /*ephemeral=*/true)))});
     }
-    // GPUs behind ASM24xx USB bridges (issue 10): listed from libusb (nothing without it). HCQ
+    // GPUs behind ASM24xx USB bridges: listed from libusb (nothing without it). HCQ
     // devices with host copies of device memory (drivers/am/shadow_memory.hpp).
     for (const usb::BridgeInfo& bridge : usb::enumerate_bridges()) {
         devices.push_back({"am:usb:" + bridge.location, "usb", true,

@@ -40,7 +40,7 @@ bool is_am_uri(std::string_view uri);
 std::string default_am_uri(std::string* note = nullptr);
 // Opens and brings up. options.lock_key is filled in when empty ("sim-am-navi31", "am-<address>").
 // sim_link picks the simulated bus's cost model for sim-am:* ("pcie", the default, or "usb": a
-// 100 µs round trip per register access, issue 5's USB latency model); ignored for am:*.
+// 100 µs round trip per register access, a USB bridge's latency); ignored for am:*.
 AmTarget open_am(std::string_view uri, am::AmOptions options = {}, std::string_view sim_link = {});
 // The owner of `uri`'s lock, if any (amctl status without taking the device).
 std::optional<pid_t> am_owner(std::string_view uri);

@@ -28,10 +28,14 @@ namespace a24 = usb::asm24;
 
 // The data phases the model has armed, handed from the ep0 thread to the bulk thread (the host
 // starts a bulk transfer only after the control transfer that arms it has completed).
+// `outstanding` counts jobs not yet through the model: a host whose bulk transfer completed has the
+// bridge's word that the data arrived, so its next control request must find the model past it;
+// the two FunctionFS files are read by two threads, so ep0 waits for the bulk thread first.
 struct BulkJobs {
     std::mutex mutex;
-    std::condition_variable ready;
+    std::condition_variable ready, drained;
     std::deque<sim::asm24::SimAsm24Bridge::ArmedTransfer> jobs;
+    unsigned outstanding = 0;
 };
 
 void record(const std::string& line) {
@@ -94,6 +98,9 @@ void bulk_loop(sim::asm24::SimAsm24Bridge& bridge, BulkJobs& queue) {
             log_error("bulk", e);
         }
         report_violations(bridge);
+        std::lock_guard lock(queue.mutex);
+        --queue.outstanding;
+        queue.drained.notify_all();
     }
 }
 
@@ -119,6 +126,11 @@ void bulk_loop(sim::asm24::SimAsm24Bridge& bridge, BulkJobs& queue) {
         if (n != static_cast<ssize_t>(sizeof event)) ::_exit(0);
         if (event.type != FUNCTIONFS_SETUP) continue;
         const usb_ctrlrequest& setup = event.u.setup;
+        {
+            // Bounded: a host may legitimately send a request between an arm and its data phase.
+            std::unique_lock lock(queue.mutex);
+            queue.drained.wait_for(lock, std::chrono::seconds(2), [&] { return queue.outstanding == 0; });
+        }
         std::vector<std::byte> data(le16toh(setup.wLength));
         bool in = (setup.bRequestType & USB_DIR_IN) != 0;
         if (!in && !data.empty() && ::read(ep0, data.data(), data.size()) != static_cast<ssize_t>(data.size())) {
@@ -150,6 +162,7 @@ void bulk_loop(sim::asm24::SimAsm24Bridge& bridge, BulkJobs& queue) {
         if (auto armed = bridge.armed()) {
             std::lock_guard lock(queue.mutex);
             queue.jobs.push_back(*armed);
+            ++queue.outstanding;
             queue.ready.notify_one();
         }
     }
