@@ -13,7 +13,7 @@ namespace baregpu::am {
 
 // SCRATCH_REG7 value meaning "initialised by drivers/am with this layout". tinygrad's is
 // 0xA0000008; ours differs so the two never mistake each other's layouts.
-inline constexpr uint32_t kLayoutMagic = 0xBA5E0002;  // 2: + driver state (pinned clocks)
+inline constexpr uint32_t kLayoutMagic = 0xBA5E0003;  // 2: + driver state (pinned clocks); 3: + the gfx stage (a chip booted without it must boot again)
 
 inline constexpr uint64_t kBootMemorySize = 32 << 20;
 inline constexpr uint64_t kPsp1MiB = 1 << 20;            // amdgpu_psp.h PSP_1_MEG

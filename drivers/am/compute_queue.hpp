@@ -77,8 +77,13 @@ private:
     pm4::GcGen gen_;
     uint32_t queue_;
     uint32_t doorbell_slot_;
+    bool skip_dispatch_packet_;  // SkipStep::dispatch_packet (tests)
     hcq::Buffer eop_, mqd_;
     bool hdp_flush_ = false;  // the submission being placed needs an HDP flush before its doorbell
+    uint64_t code_generation_ = 0;  // the device's code_generation() this queue last invalidated for
+    // Before a submission: when code was loaded since the last one, an ACQUIRE_MEM that invalidates the
+    // instruction cache and GL2 (code written through the BAR bypasses both).
+    void invalidate_for_new_code();
     bool active_ = false;
 };
 

@@ -72,11 +72,7 @@ AmHcqDevice::AmHcqDevice(Token, std::unique_ptr<AmDevice> chip, AmHcqOptions opt
     const pci::LinkCapabilities link = chip_->pci().link_capabilities();
     if (!link.bar_mmap && !link.host_dma) shadow_ = std::make_unique<ShadowMemory>(chip_->vram());
 
-    // research/am.md 1.12 _enable_mec: pipe 0 out of reset and active, the MEC not halted
-    // (CP_MEC_RS64_CNTL: MEC_PIPE0_ACTIVE bit 26, MEC_PIPE0_RESET bit 16, MEC_HALT bit 30, the same
-    // in gc_11_0_0_sh_mask.h and gc_12_0_0_sh_mask.h, so one value serves both generations).
-    Registers& regs = chip_->regs();
-    regs.write(regs.table().cp_mec_rs64_cntl, 1u << 26);
+    // The MEC was configured and un-halted by the boot (gfx.cpp); a warm chip keeps it so.
     // Whatever a previous owner left in the interrupt ring is not ours to report.
     chip_->take_page_faults();
     ih_seen_ = chip_->ih().written_wptr();
@@ -343,6 +339,7 @@ std::shared_ptr<hcq::Program> AmHcqDevice::load_program_impl(std::span<const std
     info.static_shared_bytes = k.shared_bytes;
     info.private_bytes = k.private_bytes;
     info.max_threads_per_group = std::min(k.max_threads, kMaxThreads);
+    code_generation_.fetch_add(1, std::memory_order_acq_rel);
     return std::make_shared<AmProgram>(*this, std::move(info), std::move(code), launch, /*kernarg_sgpr=*/0);
 }
 
@@ -414,6 +411,7 @@ std::shared_ptr<hcq::Program> AmHcqDevice::load_native(std::span<const std::byte
     launch.user_sgpr_dispatch_ptr = u.dispatch_ptr.has_value();
     launch.wave32 = k.wave_size == 32;
     const uint32_t kernarg_sgpr = u.kernarg_segment_ptr.value_or(0);
+    code_generation_.fetch_add(1, std::memory_order_acq_rel);
     return std::make_shared<AmProgram>(*this, std::move(info), std::move(code), launch, kernarg_sgpr);
 }
 

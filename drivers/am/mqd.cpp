@@ -57,7 +57,12 @@ ComputeMqd build_compute_mqd(const ComputeQueueConfig& c) {
     m[dw::cp_hqd_pq_wptr_poll_addr_lo] = lo(c.wptr_va);
     m[dw::cp_hqd_pq_wptr_poll_addr_hi] = hi(c.wptr_va);
     m[dw::cp_hqd_pq_doorbell_control] = doorbell_offset << kDoorbellOffsetShift | kDoorbellEn;
-    m[dw::cp_hqd_pq_control] = queue_size << kPqControlQueueSizeShift | 5u << kPqControlRptrBlockSizeShift;
+    // gfx_v11_0_compute_mqd_init (gfx_v12_0 the same): QUEUE_SIZE, RPTR_BLOCK_SIZE, UNORD_DISPATCH 1 ("to avoid
+    // a potential deadlock in GC 10.x and newer"), PRIV_STATE 1 and KMD_QUEUE 1 for a kernel-owned queue
+    // (CP_HQD_PQ_CONTROL bits 28, 30, 31 in gc_11_0_0_sh_mask.h / gc_12_0_0_sh_mask.h). tinygrad leaves
+    // UNORD_DISPATCH 0.
+    m[dw::cp_hqd_pq_control] = queue_size << kPqControlQueueSizeShift | 5u << kPqControlRptrBlockSizeShift |
+                               kPqControlUnordDispatch | kPqControlPrivState | kPqControlKmdQueue;
     m[dw::cp_hqd_ib_control] = 3u << kIbControlMinIbAvailSizeShift;
     m[dw::cp_hqd_hq_status0] = 0x20004000;
     m[dw::cp_mqd_control] = kMqdControlPrivState;

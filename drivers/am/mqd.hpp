@@ -46,6 +46,7 @@ static_assert(kRegBlockLastDword - kRegBlockFirstDword == kCpHqdPqWptrHi - kCpMq
 
 // Register fields (gc_11_0_0_sh_mask.h; gc_12_0_0_sh_mask.h the same).
 inline constexpr uint32_t kPqControlQueueSizeShift = 0, kPqControlRptrBlockSizeShift = 8;       // CP_HQD_PQ_CONTROL
+inline constexpr uint32_t kPqControlUnordDispatch = 1u << 28, kPqControlPrivState = 1u << 30, kPqControlKmdQueue = 1u << 31;
 inline constexpr uint32_t kDoorbellOffsetShift = 2, kDoorbellOffsetMask = 0x0FFFFFFC, kDoorbellEn = 1u << 30;
 inline constexpr uint32_t kEopSizeShift = 0;                                                    // CP_HQD_EOP_CONTROL
 inline constexpr uint32_t kPersistentPreloadReq = 1u << 0, kPersistentPreloadSizeShift = 8;     // CP_HQD_PERSISTENT_STATE

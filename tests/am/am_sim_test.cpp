@@ -218,6 +218,7 @@ TEST_CASE("a PSP command before the ring exists is a violation and never complet
     Rig rig(dirs, sim::amdgpu::Asic::navi31);
     auto pci = rig.bus.open(rig.address);
     am::Mmio mmio(*pci, pci->bar(5));
+    am::wait_ifwi_init(mmio);  // a chip that just powered on (amdgpu_discovery.c)
     am::Vram vram(mmio, &pci->bar(0), am::read_vram_size(mmio));
     am::DiscoveryResult disc = am::run_discovery(mmio, vram);
     am::Registers regs(mmio, am::register_table(*disc.asic), disc.bases);
@@ -403,6 +404,7 @@ TEST_CASE("a stale PSP ring from a previous owner is destroyed before ours is cr
     Rig rig(dirs, sim::amdgpu::Asic::navi31);                      // the next "process"
     auto pci = rig.bus.open(rig.address);
     am::Mmio mmio(*pci, pci->bar(5));
+    am::wait_ifwi_init(mmio);  // a chip that just powered on (amdgpu_discovery.c)
     am::Vram vram(mmio, &pci->bar(0), am::read_vram_size(mmio));
     am::DiscoveryResult disc = am::run_discovery(mmio, vram);
     am::Registers regs(mmio, am::register_table(*disc.asic), disc.bases);

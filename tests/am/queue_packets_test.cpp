@@ -405,7 +405,8 @@ TEST_CASE("Compute MQD: v11/v12_compute_mqd offsets and the encodings of researc
     CHECK(m[0x8D] == 0x38);
     CHECK(m[0x8E] == 0x2000);
     CHECK(m[0x8F] == ((3u * 2) << 2 | 1u << 30));  // MEC_RING0 = 3 (amdgpu_doorbell.h), dword offset 6, DOORBELL_EN
-    CHECK(m[0x91] == (21u | 5u << 8));             // QUEUE_SIZE, RPTR_BLOCK_SIZE
+    // QUEUE_SIZE, RPTR_BLOCK_SIZE, UNORD_DISPATCH 28, PRIV_STATE 30, KMD_QUEUE 31 (gfx_v11_0_compute_mqd_init).
+    CHECK(m[0x91] == (21u | 5u << 8 | 1u << 28 | 1u << 30 | 1u << 31));
     CHECK(m[0xA7] == 9u);                          // EOP_SIZE
     CHECK(m[0xA5] == 0x0080'0000 >> 8);
     CHECK(m[0x84] == (1u | 0x55u << 8));           // PRELOAD_REQ, PRELOAD_SIZE

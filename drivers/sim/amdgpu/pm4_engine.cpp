@@ -1,5 +1,6 @@
 #include "drivers/sim/amdgpu/pm4_engine.hpp"
 
+#include "drivers/sim/amdgpu/gc.hpp"
 #include "drivers/sim/amdgpu/host_exec.hpp"
 
 #include <cstring>
@@ -168,16 +169,43 @@ void ComputeEngine::finish_pending() {
 void ComputeEngine::activate() {
     const uint32_t sel = chip_.load(regs_.grbm_gfx_cntl);
     const uint32_t pipe = sel & 3, queue = (sel >> 8) & 7;
-    auto refuse = [&](const std::string& what) {
+    auto refuse = [&](const std::string& what, const std::string& source = kHqd) {
         chip_.violation(fmt::format("CP_HQD_ACTIVE=1 for MEC1 pipe {} queue {}: {}", pipe, queue, what),
-                        reg_name(regs_.hqd_active), kHqd);
+                        reg_name(regs_.hqd_active), source);
         chip_.store(regs_.hqd_active, 0);
     };
     // CP_MEC_RS64_CNTL: MEC_PIPE0_RESET bits 16-19, MEC_PIPE0_ACTIVE bits 26-29, MEC_HALT bit 30.
     const uint32_t mec = chip_.load(regs_.mec_rs64_cntl);
-    if (mec & (1u << 30)) return refuse("the MEC is halted (CP_MEC_RS64_CNTL.MEC_HALT)");
+    if (mec & (1u << 30))
+        return refuse(fmt::format("the MEC is halted (CP_MEC_RS64_CNTL {} has MEC_HALT set; the reset value 0x40000000 is "
+                                  "halted)",
+                                  hex(mec)),
+                      "Linux gfx_v11_0.c gfx_v11_0_cp_compute_enable; gc_11_0_0_default.h regCP_MEC_RS64_CNTL_DEFAULT");
     if (mec & (1u << (16 + pipe))) return refuse("the pipe is held in reset (CP_MEC_RS64_CNTL.MEC_PIPEn_RESET)");
     if (!(mec & (1u << (26 + pipe)))) return refuse("the pipe is not active (CP_MEC_RS64_CNTL.MEC_PIPEn_ACTIVE)");
+    if (gc_regs != nullptr) {
+        // The MEC runs the firmware the RLC autoload put in place (the PSP's AUTOLOAD_RLC, then
+        // RLC_RLCS_BOOTLOAD_STATUS.BOOTLOAD_COMPLETE: gfx_v11_0_wait_for_rlc_autoload_complete) ...
+        if (!chip_.state().psp.autoload_done || !(chip_.load(chip_.reg.rlc_bootload_status) & field::kRlcBootloadComplete))
+            return refuse("the MEC has no firmware: the PSP's RLC autoload (AUTOLOAD_RLC, RLC_RLCS_BOOTLOAD_STATUS."
+                          "BOOTLOAD_COMPLETE) has not completed",
+                          "Linux gfx_v11_0.c gfx_v11_0_wait_for_rlc_autoload_complete");
+        // ... from the program counter the image's header gives, which the pipe takes from
+        // CP_MEC_RS64_PRGRM_CNTR_START/_HI when it leaves reset (gc.hpp). Whether the autoload leaves
+        // the right PC behind is not public; Linux and tinygrad both program it, and the model does not.
+        const std::optional<uint64_t> want = gc_regs->firmware_mec_pc();
+        const uint64_t pc = gc_regs->mec_pc(pipe);
+        if (want && pc != *want)
+            return refuse(fmt::format("MEC1 pipe {} would run from PC {} (CP_MEC_RS64_PRGRM_CNTR_START {}, _HI {} as the pipe "
+                                      "took them when it last left reset; 0x800 / 0x0 are their reset values) but the MEC "
+                                      "firmware starts at PC {} (CP_MEC_RS64_PRGRM_CNTR_START {}, _HI {}: {} ucode_start_addr "
+                                      ">> 2): CP_MEC_RS64_PRGRM_CNTR_START/_HI were not programmed, or the pipe was not reset "
+                                      "afterwards",
+                                      pipe, hex(pc), hex(pc & 0xffffffffu), hex(pc >> 32), hex(*want), hex(*want & 0xffffffffu),
+                                      hex(*want >> 32), chip_.asic.cp.back()),
+                          "Linux gfx_v11_0.c gfx_v11_0_config_gfx_rs64 (gfx_v12_0.c the same); gc_11_0_0_default.h "
+                          "regCP_MEC_RS64_PRGRM_CNTR_START_DEFAULT");
+    }
     if (queues_.count(pipe * 8 + queue)) return refuse("the queue is already active (dequeue it first)");
     if (chip_.load(regs_.hqd_vmid) != 0) return refuse("CP_HQD_VMID is not 0 (only VMID 0 is modelled)");
     Queue q;
@@ -338,7 +366,7 @@ void ComputeEngine::run(Queue& q) {
 
 ComputeEngine::Step ComputeEngine::execute(Queue& q, const std::vector<uint32_t>& w, const std::string& where, bool in_ib) {
     const uint32_t header = w[0];
-    auto bad = [&](const std::string& what, const char* source = kNvd) {
+    auto bad = [&](const std::string& what, const std::string& source = kNvd) {
         hang(q, what, where, source);
         return Step::stop;
     };
@@ -409,7 +437,8 @@ ComputeEngine::Step ComputeEngine::execute(Queue& q, const std::vector<uint32_t>
             switch (outcome) {
                 case HostExecutor::Outcome::done: ++q.dispatches; return Step::next;
                 case HostExecutor::Outcome::fault: q.hung = true; return Step::stop;  // latched and in the IH ring
-                case HostExecutor::Outcome::refused: return bad(what, kHostProgram);
+                case HostExecutor::Outcome::refused:
+                    return bad(what, executor->refused_source.empty() ? std::string(kHostProgram) : executor->refused_source);
             }
             return Step::stop;
         }

@@ -70,6 +70,7 @@ inline constexpr uint8_t kSrcIdCpEop = 181;
 }  // namespace pm4
 
 class HostExecutor;
+class GcRegs;
 
 class ComputeEngine {
 public:
@@ -84,6 +85,8 @@ public:
     // DISPATCH_DIRECT: the hook when one is set (tests), else the host-code executor runs it.
     DispatchHook on_dispatch;
     HostExecutor* executor = nullptr;
+    // The banked GC registers (the MEC pipes' program counters); unset in unit use: not checked.
+    GcRegs* gc_regs = nullptr;
     // Fault injection: while set, a dispatch never completes (the queue stays on it, waiting).
     std::atomic<bool> hang_dispatches{false};
     // The engine thread's re-poll: runs every queue that waits (WAIT_REG_MEM, a held dispatch).

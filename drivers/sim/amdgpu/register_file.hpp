@@ -5,7 +5,10 @@
 // that gives it meaning, else to plain storage.
 #pragma once
 
+#include <functional>
+
 #include "drivers/sim/amdgpu/chip.hpp"
+#include "drivers/sim/amdgpu/gc.hpp"
 #include "drivers/sim/amdgpu/gmc.hpp"
 #include "drivers/sim/amdgpu/ih.hpp"
 #include "drivers/sim/amdgpu/psp.hpp"
@@ -15,7 +18,11 @@ namespace baregpu::sim::amdgpu {
 
 class RegisterFile {
 public:
-    RegisterFile(Chip& chip, Psp& psp, Smu& smu, Gmc& gmc, Ih& ih) : chip_(chip), psp_(psp), smu_(smu), gmc_(gmc), ih_(ih) {}
+    RegisterFile(Chip& chip, Psp& psp, Smu& smu, Gmc& gmc, Ih& ih, GcRegs& gc)
+        : chip_(chip), psp_(psp), smu_(smu), gmc_(gmc), ih_(ih), gc_(gc) {}
+    // Called with every register write the driver makes (the RSMU and MM_INDEX pairs resolved to the
+    // register they reach): the register trace (NaviModel, BAREGPU_SIM_TRACE=regs).
+    std::function<void(uint32_t address, uint32_t value, const char* via)> trace;
 
     uint32_t read(uint32_t address);
     void write(uint32_t address, uint32_t value);
@@ -30,6 +37,8 @@ private:
     Smu& smu_;
     Gmc& gmc_;
     Ih& ih_;
+    GcRegs& gc_;
+    const char* via_ = "";  // while a write arrives through an indirect pair
 };
 
 }  // namespace baregpu::sim::amdgpu
