@@ -124,7 +124,7 @@ LoadedFirmware load_firmware(const AsicInfo& asic, const AmOptions& options) {
         const fw::amd::RlcRegion* g = p.find("RLC_G");
         if (g == nullptr) throw FirmwareError(rlc.path.string(), "RLC_G", 0, "an RLC_G image", "none");
         // The pieces the header's minor version carries (parse_rlc adds them per minor, as Linux
-        // amdgpu_gfx_rlc_init_microcode_v2_{1,2,3} does), in research §1.10 order: the
+        // amdgpu_gfx_rlc_init_microcode_v2_{1,2,3} does), in tinygrad AM_PSP.init_hw order: the
         // save/restore list machines (v2.1), IRAM/DRAM (v2.2+), RLCP/RLCV (v2.3+), then RLC_G.
         // GFX_FW_TYPE_* from psp_gfx_if.h; an empty piece is skipped (psp_load_non_psp_fw skips
         // ucode_size 0).

@@ -90,7 +90,7 @@ public:
     std::optional<SmuMetrics> smu_metrics();
     // DPM levels (MHz) of a PPCLK_e clock (kPpclkGfx, kPpclkUclk, ...), from GetDpmFreqByIndex.
     std::vector<uint32_t> dpm_levels(uint32_t clk) { return smu_->dpm_levels(clk); }
-    // The soft min/max the boot that brought the chip up pinned each clock to (research §1.11
+    // The soft min/max the boot that brought the chip up pinned each clock to (tinygrad ip.py AM_SMU.set_clocks
     // set_clocks): this process's cold boot, or, on a warm start, the one that booted the chip
     // (kept in boot memory's driver_state). Empty when no drivers/am boot recorded any.
     std::vector<ClockLimit> clock_limits();

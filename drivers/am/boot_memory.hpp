@@ -1,5 +1,5 @@
 // Where every boot-time object lives in VRAM. The same addresses in every process, in a fixed
-// order inside the first 32 MiB (research/am.md 1.8), so a later process can take over a chip a
+// order inside the first 32 MiB (tinygrad amdev.py AMDev, memory.py MemoryManager), so a later process can take over a chip a
 // previous one initialised (warm start) without re-creating the PSP ring, IH ring or SMU table.
 // Any change to this layout must change kLayoutMagic, which warm start compares with SCRATCH_REG7.
 #pragma once

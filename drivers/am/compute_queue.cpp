@@ -148,7 +148,7 @@ void ComputeQueueEngine::activate() {
         wait_reg(regs, t.cp_hqd_active, 1, 0, std::chrono::milliseconds(100), "a stale compute queue to dequeue");
     }
     // The MQD's register block mirrors CP_MQD_BASE_ADDR .. CP_HQD_PQ_WPTR_HI (the same contiguous
-    // 0x1fa9..0x1fe0 block on GC 11 and GC 12); written one by one (research/am.md 1.12), then the
+    // 0x1fa9..0x1fe0 block on GC 11 and GC 12); written one by one (tinygrad ip.py AM_GFX.setup_ring), then the
     // queue goes active.
     const uint32_t first = regs.address(t.cp_mqd_base_addr);
     const uint32_t active = regs.address(t.cp_hqd_active);
@@ -174,7 +174,7 @@ void ComputeQueueEngine::stop() noexcept {
         const RegisterTable& t = regs.table();
         regs.write(t.grbm_gfx_cntl, (1u << 2) | (queue_ << 8));
         if (regs.read(t.cp_hqd_active) & 1) {
-            regs.write(t.cp_hqd_dequeue_request, 2);  // RESET_WAVES (research/am.md 1.12 dequeue)
+            regs.write(t.cp_hqd_dequeue_request, 2);  // RESET_WAVES (Linux amdgpu_amdkfd_gfx_v11.c hqd_destroy)
             poll_until(device_.chip().pci(), std::chrono::milliseconds(100), [&] { return (regs.read(t.cp_hqd_active) & 1) == 0; });
         }
         regs.write(t.grbm_gfx_cntl, 0);

@@ -20,7 +20,7 @@ namespace baregpu::am {
 namespace {
 
 constexpr uint64_t kPage = 4096, k2M = 2ull << 20, k1G = 1ull << 30;
-// The IP discovery table sits in the last 64 KiB of VRAM (research/am.md 1.3); keep the top MiB.
+// The IP discovery table sits in the last 64 KiB of VRAM (tinygrad amdev.py AMDev._run_discovery); keep the top MiB.
 constexpr uint64_t kVramTopReserved = 1ull << 20;
 // What a workgroup may use (RDNA3/RDNA4: 1024 work-items, 64 KiB of LDS).
 constexpr uint32_t kMaxThreads = 1024, kMaxLds = 64 * 1024;
@@ -115,7 +115,7 @@ AmHcqDevice::AmHcqDevice(Token, std::unique_ptr<AmDevice> chip, AmHcqOptions opt
     parts.copy = {copy_.get()};
     parts.timestamp_hz = 100'000'000;
     parts.staging_slot_bytes = options_.staging_bytes;
-    parts.staging_slots = options_.staging_slots;  // RELEASE_MEM / SDMA TIMESTAMP count 10 ns ticks (research/am.md 3.3)
+    parts.staging_slots = options_.staging_slots;  // RELEASE_MEM / SDMA TIMESTAMP count 10 ns ticks (tinygrad AMDSignal)
     attach(parts);
     for (auto& c : compute_) c->start();
     copy_->start();
@@ -203,7 +203,7 @@ void AmHcqDevice::count_leaves(uint64_t va, uint64_t paddr, uint64_t size) {
 
 std::byte* AmHcqDevice::map_shadowed(GpuVirtualAddress va, uint64_t size, uint64_t page_size, const hcq::BufferOptions& options) {
     // No system memory the GPU can reach and no CPU mapping of VRAM: "host" memory is VRAM too (as
-    // tinygrad does over USB, research/nv_qcom_usb.md C.5), one contiguous extent, with a host copy.
+    // tinygrad does over USB, ops_amd.py USBIface), one contiguous extent, with a host copy.
     const uint64_t align = page_size >= k2M && size >= k2M ? k2M : kPage;
     std::vector<VramExtent> extents = vram_.allocate(size, align, /*allow_scatter=*/false);
     if (extents.empty() && align > kPage) extents = vram_.allocate(size, kPage, false);
@@ -518,7 +518,7 @@ void AmHcqDevice::sleep_for_signal(const hcq::SignalSlot&, uint64_t, uint64_t de
 
 void AmHcqDevice::recover() {
     std::lock_guard lock(submission_mutex());
-    // research/am.md 4.5: drain the IH ring (clearing the latched fault), take the queues down and
+    // tinygrad external_test_am_fault_recovery.py: drain the IH ring (clearing the latched fault), take the queues down and
     // start them again on the same memory; the caller's work in flight is gone.
     chip_->take_page_faults();
     chip_->pci().take_iommu_faults();

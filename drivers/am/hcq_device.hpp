@@ -2,7 +2,7 @@
 // directly programmed MEC HQD (compute_queue.hpp), SDMA0 queue 0 as the copy queue
 // (copy_queue.hpp), VRAM handed out by VramAllocator and mapped into VMID 0 with the largest
 // leaves the alignment allows, host memory mapped as snooped system pages, CPU access to VRAM
-// through the BAR0 mapping (research/am.md 1.8, 1.12-1.16).
+// through the BAR0 mapping (tinygrad runtime/support/am/ip.py AM_GFX, AM_SDMA; ops_amd.py queues).
 //
 // Kernel ISA: `gfx1100` / `gfx1201` on silicon (AMDGPU HSA code objects, code_object.hpp; a
 // simulated chip takes them too with `isa=native`, but cannot run them); on a simulated chip the
@@ -12,7 +12,7 @@
 //
 // Faults: every wait polls the IH ring (a memory read); a page fault puts the device in its error
 // state with the queue, the address, the hub and the client. recover() dequeues and re-creates
-// the queues on the same memory (research/am.md 4.5).
+// the queues on the same memory (tinygrad test/external/external_test_am_fault_recovery.py).
 #pragma once
 
 #include <atomic>

@@ -169,7 +169,7 @@ void common_nbio(RegisterTable& t, bool nbif) {
 
 // The queue registers GC 11 and GC 12 share (gc_11_0_0_offset.h and gc_12_0_0_offset.h have the
 // same values): GRBM_GFX_CNTL and CP_MEC_RS64_CNTL (BASE_IDX 1), the MEC's HQD block
-// CP_MQD_BASE_ADDR 0x1fa9 .. CP_HQD_PQ_WPTR_HI 0x1fe0 in the same order (research/am.md 1.12, so
+// CP_MQD_BASE_ADDR 0x1fa9 .. CP_HQD_PQ_WPTR_HI 0x1fe0 in the same order (Linux v11_structs.h v11_compute_mqd, so
 // mqd::register_block maps onto both), and SDMA0 queue 0's ring registers RB_CNTL .. RB_WPTR_HI and
 // RB_RPTR_ADDR_HI, which SDMA 6 and SDMA 7 both keep in GC's space (BASE_IDX 0; sdma_v6_0.c /
 // sdma_v7_0.c get_reg_offset: reg_offset[GC_HWIP][0][0] + offset).
@@ -222,7 +222,7 @@ RegisterTable navi31_table() {
                     .l2_cntl4 = 0x15d4, .l2_cntl5 = 0x15da, .fault_cntl2 = 0x15c5},
                    true, false, false);
     // gc_11_0_0_offset.h: SDMA0 queue 0 (SDMA 6) lives in GC's register space (BASE_IDX 0,
-    // research/am.md 1.13); the registers common_queues does not set.
+    // tinygrad ip.py AM_SDMA); the registers common_queues does not set.
     common_queues(t);
     t.sdma0_queue0_rb_rptr_addr_lo = r("SDMA0_QUEUE0_RB_RPTR_ADDR_LO", HwIp::gc, 0, 0x0089);
     t.sdma0_queue0_ib_cntl = r("SDMA0_QUEUE0_IB_CNTL", HwIp::gc, 0, 0x008a);

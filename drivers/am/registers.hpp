@@ -1,6 +1,6 @@
 // Registers by name. Each definition is (IP block, BASE_IDX, dword offset) as Linux's asic_reg
 // <ip>_<ver>_offset.h gives it (regX, regX_BASE_IDX); the absolute dword address is the IP's
-// discovery base[BASE_IDX] + offset (research/am.md 1.3). No base is hard-coded: they all come
+// discovery base[BASE_IDX] + offset (tinygrad amdev.py AMDev._run_discovery). No base is hard-coded: they all come
 // from the discovery table. Mmio carries the accesses: BAR5 directly when the byte address fits
 // in it, otherwise through the NBIO/NBIF RSMU index/data pair, counting both.
 #pragma once

@@ -23,8 +23,8 @@ enum class SkipStep {
     invalidate_addr_range,       // VM_INVALIDATE_ENG*_ADDR_RANGE left at reset (gfxhub_v3_0_program_invalidation)
     mmhub_private_invalidation,  // no MMVM_L2_BANK_SELECT_RESERVED_CID2 private invalidation (gmc_v11_0_flush_vm_hub)
     ih_mc_space,                 // IH_RB_CNTL.MC_SPACE / MC_SNOOP left 0 (ih_v6_0_irq_init)
-    discovery_ifwi_wait,
-    dispatch_packet,             // no hsa_kernel_dispatch_packet_t for a kernel with ENABLE_SGPR_DISPATCH_PTR (tinygrad exec)         // discovery read without waiting for MP0_SMN_C2PMSG_33 bit 31 (amdgpu_discovery.c)
+    discovery_ifwi_wait,         // discovery read without waiting for MP0_SMN_C2PMSG_33 bit 31 (amdgpu_discovery.c)
+    dispatch_packet,             // no hsa_kernel_dispatch_packet_t for a kernel with ENABLE_SGPR_DISPATCH_PTR (tinygrad exec)
 };
 
 std::string_view to_string(SkipStep step);

@@ -19,8 +19,8 @@ namespace baregpu::am {
 
 namespace {
 
-// research C.5 / C.7: the bridge SRAM as the GPU sees it. The host learns the windows from
-// LinkCapabilities; these are only checked against what it says.
+// tinygrad ops_amd.py USBIface._dma_region / AMDAllocator._copyin: the bridge SRAM as the GPU sees
+// it. The host learns the windows from LinkCapabilities; these are only checked against what it says.
 constexpr uint64_t kWindowBytes = 256 * 1024;  // two halves of the 512 KB SRAM: engine slots 0 and 16
 constexpr uint64_t kFenceOffset = 0x800;  // in the first small window (sys_buf + 0x800)
 constexpr uint64_t kConsumedOffset = 0x100;  // in the first small window: the host's copy-out count (one byte)
@@ -44,7 +44,7 @@ SramCopy::SramCopy(AmDevice& chip, uint64_t ring_paddr) : chip_(chip), pci_(chip
     small_ = link.dma_windows[1];
     const auto& sram = sram_;
     const auto& small = small_;
-    // The GPU reaches the windows through its page tables as uncached system memory (research C.5).
+    // The GPU reaches the windows through its page tables as uncached system memory (tinygrad ops_amd.py USBIface._dma_region).
     chip_.map(kWindowVa, sram.bus_address, 2 * kWindowBytes, MapFlags{.system = true, .uncached = true}, false);
     chip_.map(kWindowVa + 2 * kWindowBytes, small.bus_address, small.size, MapFlags{.system = true, .uncached = true}, false);
     // All of VRAM at kVmStart + its offset: the ring and every copy's source or destination,
@@ -84,7 +84,7 @@ void SramCopy::submit(std::span<const uint32_t> packets) {
         throw Error(pci_.name(), fmt::format("SRAM copy: {} bytes of SDMA packets do not fit the {} KiB ring", bytes, kRingBytes / 1024));
     }
     // A submit that does not fit before the ring's end is not split: the tail becomes NOPs (zero
-    // dwords) and the whole submit starts at ring offset 0 (research C.6).
+    // dwords) and the whole submit starts at ring offset 0 (tinygrad ops_amd.py AMDCopyQueue._submit, USB).
     uint64_t offset = wptr_ % kRingBytes;
     if (offset + bytes > kRingBytes) {
         std::vector<std::byte> pad(kRingBytes - offset, std::byte{0});

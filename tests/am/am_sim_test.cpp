@@ -99,7 +99,7 @@ TEST_CASE("cold bring-up of both ASICs with the real firmware and no violations,
             REQUIRE(d->discovery().harvested.empty());
             cold_ops = d->report().mmio_ops();
             REQUIRE(cold_ops > 0);
-            // research §1.11 set_clocks(-1): GFXCLK, UCLK, FCLK, SOCCLK pinned to their top DPM level;
+            // tinygrad ip.py AM_SMU.set_clocks(-1): GFXCLK, UCLK, FCLK, SOCCLK pinned to their top DPM level;
             // the SMU took both limits and reports the clock there.
             REQUIRE(d->report().pinned_clocks.size() == 4);
             for (const am::ClockLimit& c : d->report().pinned_clocks) {
@@ -116,7 +116,7 @@ TEST_CASE("cold bring-up of both ASICs with the real firmware and no violations,
             auto metrics = d->smu_metrics();
             REQUIRE(metrics);
             REQUIRE(metrics->current_mhz[am::kPpclkGfx] == d->dpm_levels(am::kPpclkGfx).back());
-            // §1.5: STRAP_NO_SOFT_RESET_DEV0_F2 cleared (the model powers on with it set), through RSMU.
+            // tinygrad ip.py AM_SOC.init_hw: STRAP_NO_SOFT_RESET_DEV0_F2 cleared (the model powers on with it set), through RSMU.
             const uint32_t strap_at = d->regs().address(d->regs().table().rcc_dev0_epf2_strap2);
             REQUIRE(strap_at >= 0x40000);  // past a 1 MiB BAR5
             uint32_t strap = rig.model->register_value(strap_at);

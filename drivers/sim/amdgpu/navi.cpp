@@ -262,7 +262,7 @@ void NaviModel::mode1_reset() {
     Impl& m = *impl_;
     if (m.chip.port != nullptr && m.chip.port->bus_master_enabled()) {
         // DMA in flight across the reset would land anywhere: Linux amdgpu_device_mode1_reset
-        // clears bus mastering first (pci_clear_master), as does tinygrad (am.md 1.2).
+        // clears bus mastering first (pci_clear_master), as does tinygrad (amdev.py AMDev.__init__).
         m.chip.violation("mode1 reset requested with PCI bus mastering on", "PCI_COMMAND.BUS_MASTER",
                          "Linux amdgpu_device.c amdgpu_device_mode1_reset (pci_clear_master first)");
     }

@@ -1,6 +1,6 @@
 // A strict simulated AMD Navi31 (RX 7900 XTX) or Navi48 (RX 9070 XT) for the simulated PCI bus:
 // the registers, firmware handshakes and memory structures a kernel-bypass driver (drivers/am,
-// research/am.md) meets during bring-up, each checked the way the chip or its firmware checks it.
+// tinygrad's runtime/support/am) meets during bring-up, each checked the way the chip or its firmware checks it.
 //
 // BARs: BAR0 = VRAM (64-bit prefetchable, 1 GiB — real boards have 24 / 16 GiB; the model's
 // VRAM is its state file's), BAR2 = doorbells (2 MiB; 64-bit writes at an active compute

@@ -13,7 +13,7 @@ namespace {
 constexpr const char* kNvd = "Linux amdgpu/nvd.h (PACKET3 opcodes and sizes)";
 constexpr const char* kPm4Ai = "Linux amdkfd/kfd_pm4_headers_ai.h";
 constexpr const char* kHostProgram = "drivers/hostcode/host_program.h (the simulated GPU's host-program contract)";
-constexpr const char* kHqd = "Linux gfx_v11_0.c gfx_v11_0_compute_mqd_init, v11_structs.h; am.md 1.12";
+constexpr const char* kHqd = "Linux gfx_v11_0.c gfx_v11_0_compute_mqd_init, v11_structs.h; tinygrad ip.py AM_GFX.setup_ring";
 
 // Fixed payload dword counts (the header's count field is payload - 1) on GC 10+ (nvd.h users in
 // gfx_v11_0.c, kfd_pm4_headers_ai.h structs): DISPATCH_DIRECT 3 dims + initiator, WAIT_REG_MEM 6,
@@ -32,7 +32,7 @@ uint32_t fixed_payload(uint32_t op) {
 }
 
 // COMPUTE_* registers (gc_11_0_0_offset.h, BASE_IDX 0) as SET_SH_REG offsets: static GC segment 0
-// base 0x1260 (sienna_cichlid_ip_offset.h) + offset - PACKET3_SET_SH_REG_START (am.md §3.1).
+// base 0x1260 (sienna_cichlid_ip_offset.h) + offset - PACKET3_SET_SH_REG_START (Linux nvd.h).
 constexpr uint32_t sh(uint32_t gc_offset) { return gc_offset + 0x1260 - pm4::kSetShRegStart; }
 constexpr uint32_t kShNumThreadX = sh(0x1ba7), kShPgmLo = sh(0x1bac), kShPgmHi = sh(0x1bad),
                    kShPgmRsrc1 = sh(0x1bb2), kShPgmRsrc2 = sh(0x1bb3), kShUserData0 = sh(0x1be0);
@@ -237,7 +237,7 @@ bool ComputeEngine::doorbell(uint64_t offset, unsigned width, uint64_t value) {
         if (uint64_t{q.doorbell_dword} * 4 != offset) continue;
         if (width != 8) {
             chip_.violation(fmt::format("{}-byte doorbell write for {}: compute doorbells are 64-bit", width, name(q)),
-                            fmt::format("BAR2+0x{:x}", offset), "am.md 1.14 (doorbell64)");
+                            fmt::format("BAR2+0x{:x}", offset), "tinygrad ops_amd.py AMDQueueDesc.signal_doorbell (doorbell64)");
             return true;
         }
         if (q.hung || q.remove_pending) return true;
@@ -250,7 +250,8 @@ bool ComputeEngine::doorbell(uint64_t offset, unsigned width, uint64_t value) {
                  fmt::format("doorbell value {} is ahead of the write pointer {} at WPTR_POLL_ADDR: the wptr must be "
                              "written before the doorbell rings",
                              value, wptr),
-                 fmt::format("BAR2+0x{:x}", offset), "am.md 3.1 (_submit: gart.wptr = put, then doorbell64 = put)");
+                 fmt::format("BAR2+0x{:x}", offset),
+                 "tinygrad ops_amd.py AMDComputeQueue._submit (gart.wptr = put, then doorbell64 = put)");
             return true;
         }
         run(q);
@@ -304,7 +305,7 @@ void ComputeEngine::run(Queue& q) {
     };
     if (wptr < q.rptr) {
         hang(q, fmt::format("write pointer {} went backwards (read pointer {})", wptr, q.rptr), "WPTR_POLL_ADDR",
-             "am.md 3.1 (put only grows)");
+             "tinygrad ops_amd.py AMDComputeQueue._submit (put only grows)");
         return;
     }
     if (wptr - q.rptr > q.ring_dwords) {
@@ -348,7 +349,7 @@ void ComputeEngine::run(Queue& q) {
         const uint32_t n = packet_dwords(header);
         if (q.rptr + n > wptr)
             return hang(q, fmt::format("packet of {} dwords crosses the write pointer {} (read pointer {})", n, wptr, q.rptr),
-                        where, "am.md 3.1 (a submission is whole packets)");
+                        where, "tinygrad ops_amd.py AMDComputeQueue._submit (a submission is whole packets)");
         std::vector<uint32_t> words(n);
         for (uint32_t i = 0; i < n; ++i)  // PM4 packets may wrap around the ring end
             if (!read32(q, q.ring_va + ((q.rptr + i) % q.ring_dwords) * 4, words[i])) return;

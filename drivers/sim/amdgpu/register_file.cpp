@@ -110,7 +110,7 @@ void RegisterFile::write(uint32_t address, uint32_t value) {
     }
     if (address == chip_.reg.rsmu_index && value % 4 != 0) {
         chip_.violation(fmt::format("BIF_BX_PF0_RSMU_INDEX {} is not a register's byte address", hex(value)),
-                        reg_name(address), "am.md 1.3 (index = dword address * 4)");
+                        reg_name(address), "tinygrad amdev.py AMDev.indirect_wreg (index = dword address * 4)");
     }
     if (psp_.write(address, value) || smu_.write(address, value) || gmc_.write(address, value) || ih_.write(address, value) ||
         gc_.write(address, value))

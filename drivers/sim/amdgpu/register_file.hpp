@@ -1,5 +1,5 @@
 // BAR5, the MMIO BAR (1 MiB): register dword address A at byte 4*A; registers past the BAR through
-// the indirect pair BIF_BX_PF0_RSMU_INDEX/DATA (index = byte address 4*A, am.md 1.3); VRAM through
+// the indirect pair BIF_BX_PF0_RSMU_INDEX/DATA (index = byte address 4*A, tinygrad amdev.py AMDev.indirect_wreg); VRAM through
 // MM_INDEX/MM_INDEX_HI/MM_DATA (Linux amdgpu_device_mm_access: MM_INDEX = offset | 0x80000000,
 // MM_INDEX_HI = offset >> 31); RCC_CONFIG_MEMSIZE (VRAM in MiB). Every register goes to the block
 // that gives it meaning, else to plain storage.

@@ -17,7 +17,7 @@ namespace fixed {
 inline constexpr uint32_t kMmIndex = 0x0;
 inline constexpr uint32_t kMmData = 0x1;
 inline constexpr uint32_t kMmIndexHi = 0x6;
-inline constexpr uint32_t kRccConfigMemsize = 0xde3;  // mmRCC_CONFIG_MEMSIZE, VRAM in MiB (am.md 1.3)
+inline constexpr uint32_t kRccConfigMemsize = 0xde3;  // mmRCC_CONFIG_MEMSIZE, VRAM in MiB (tinygrad amdev.py AMDev._run_discovery)
 }  // namespace fixed
 
 struct RegisterMap {

@@ -10,7 +10,7 @@ namespace baregpu::sim::amdgpu {
 
 namespace {
 constexpr const char* kPkt = "Linux amdgpu/sdma_v6_0_0_pkt_open.h";
-constexpr const char* kRing = "Linux sdma_v6_0.c sdma_v6_0_gfx_resume_instance; am.md 1.13";
+constexpr const char* kRing = "Linux sdma_v6_0.c sdma_v6_0_gfx_resume_instance; tinygrad ip.py AM_SDMA";
 constexpr uint64_t kCopyChunk = 1u << 20;
 }  // namespace
 
@@ -102,7 +102,7 @@ bool SdmaEngine::doorbell(uint64_t offset, unsigned width, uint64_t value) {
     const std::string where = fmt::format("BAR2+0x{:x}", offset);
     if (width != 8) {
         chip_.violation(fmt::format("{}-byte doorbell write for SDMA0 queue 0: SDMA doorbells are 64-bit", width), where,
-                        "am.md 1.14 (doorbell64)");
+                        "tinygrad ops_amd.py AMDQueueDesc.signal_doorbell (doorbell64)");
         return true;
     }
     if (hung_) return true;
@@ -212,7 +212,7 @@ void SdmaEngine::run() {
         if (rptr_ == wptr) break;
         const uint64_t offset = rptr_ % ring_bytes_;
         const std::string where = fmt::format("ring {} byte {}", hex(ring_va_), offset);
-        // Packets never straddle the ring end (am.md 3.2: the rest of the ring is NOP-filled).
+        // Packets never straddle the ring end (tinygrad ops_amd.py AMDCopyQueue._submit: the rest of the ring is NOP-filled).
         const uint64_t left = std::min(ring_bytes_ - offset, wptr - rptr_) / 4;
         if (!fetch(ring_va_ + offset, left, where, w)) return;
         uint32_t consumed = 0;

@@ -121,7 +121,7 @@ struct EngineRig {
     // GRBM_GFX_CNTL and CP_MEC_RS64_CNTL at the same offsets, and gc_12_0_0_sh_mask.h the same fields.
     uint32_t hqd(uint32_t off) const { return gc0 + off; }
     void enable_mec() { rig.wr(gc1 + 0x2904, 1u << 26); }  // CP_MEC_RS64_CNTL.MEC_PIPE0_ACTIVE, not halted
-    // Linux gfx_v11_0 / am.md 1.12 order: select me 1 pipe 0 queue q, the registers, ACTIVE.
+    // Linux gfx_v11_0 / tinygrad AM_GFX.setup_ring order: select me 1 pipe 0 queue q, the registers, ACTIVE.
     void activate(uint32_t queue = 0, uint64_t ring = kRing, uint64_t eop = kEop, uint32_t slot = 3) {
         rig.wr(gc1 + 0x0900, (1u << 2) | (queue << 8));  // GRBM_GFX_CNTL MEID 1, PIPEID 0, QUEUEID
         rig.wr(hqd(0x1fac), 0);                           // CP_HQD_VMID
@@ -431,7 +431,7 @@ struct SdmaQueueRegs {
 constexpr SdmaQueueRegs kSdma6{0x89, 0x88, 0x8a, 0x92, 0xab, 0xb3, 0xb2, 0xb5};
 constexpr SdmaQueueRegs kSdma7{0x87, 0x88, 0x89, 0x8f, 0x91, 0x98, 0x99, 0x9b};
 
-// SDMA0 queue 0 (sdma_v6_0.c / sdma_v7_0.c / am.md 1.13 order), doorbell slot 0x100. The fields are
+// SDMA0 queue 0 (sdma_v6_0.c / sdma_v7_0.c / tinygrad AM_SDMA order), doorbell slot 0x100. The fields are
 // the same in both sh_mask headers: RB_CNTL RB_ENABLE 0 / RB_SIZE 5:1 / RPTR_WRITEBACK_ENABLE 12,
 // DOORBELL.ENABLE 28, DOORBELL_OFFSET.OFFSET 27:2.
 struct SdmaRig : EngineRig {
