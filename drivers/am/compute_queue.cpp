@@ -355,7 +355,7 @@ uint64_t ComputeQueueEngine::finish_and_ring() {
 
 void ComputeQueueEngine::invalidate_for_new_code() {
     const uint64_t generation = device_.code_generation();
-    if (generation == code_generation_) return;
+    if (generation == code_generation_ || device_.chip().skip_step() == SkipStep::code_cache_invalidate) return;
     // Linux starts every IB with gfx_v11_0_emit_mem_sync: ACQUIRE_MEM with GLI_INV, GL2_INV/WB and the
     // near caches (gfx_v12_0 the same). drivers/am does it only when new code may be stale in them.
     uint32_t acquire[8];

@@ -25,6 +25,7 @@ std::string_view to_string(SkipStep step) {
         case SkipStep::ih_mc_space: return "ih_mc_space";
         case SkipStep::discovery_ifwi_wait: return "discovery_ifwi_wait";
         case SkipStep::dispatch_packet: return "dispatch_packet";
+        case SkipStep::code_cache_invalidate: return "code_cache_invalidate";
     }
     return "?";
 }

@@ -6,6 +6,7 @@
 #include "base/error.hpp"
 #include "drivers/am/am_device.hpp"
 #include "drivers/am/hcq_device.hpp"
+#include "drivers/am/program.hpp"
 #include "drivers/pci/sim_bus.hpp"
 #include "drivers/sim/amdgpu/navi.hpp"
 #include "hcq/device.hpp"
@@ -305,5 +306,50 @@ TEST_CASE("realism: the IH ring needs IH_RB_CNTL.MC_SPACE to be written to") {
         CHECK(d->pending_interrupts().empty());  // the IH wrote nothing
         INFO(chip.violations());
         CHECK(chip.has("MC_SPACE (bits 30:28) is 0"));
+    }
+}
+
+TEST_CASE("realism: discovery waits for the IFWI init of a chip that just powered on (MP0_SMN_C2PMSG_33 bit 31)") {
+    for (Asic which : kBoth) {
+        Chip chip(which);  // attached now: its IFWI init runs for the model's first 60 ms
+        INFO(chip.name());
+        CHECK_THROWS_AS(chip.open(SkipStep::discovery_ifwi_wait), ProtocolError);
+        INFO(chip.violations());
+        CHECK(chip.has("RCC_CONFIG_MEMSIZE read while the IFWI init is still running"));
+    }
+}
+
+TEST_CASE("realism: code loaded where other code ran needs GLI_INV and GL2_INV before it runs (emit_mem_sync)") {
+    for (SkipStep skip : {SkipStep::none, SkipStep::code_cache_invalidate}) {
+        for (Asic which : kBoth) {
+            Chip chip(which);
+            INFO(chip.name() << " skip " << am::to_string(skip));
+            auto dev = chip.hcq(skip);
+            uint64_t first_code = 0;
+            {
+                CHECK(compute_runs(*dev, 5s));  // the instruction cache now holds `fill`
+                auto fill = test::load_kernel(*dev, "fill", "fill");
+                first_code = dynamic_cast<const am::AmProgram&>(*fill).code().address().value();
+                dev->synchronize();
+            }
+            dev->synchronize();  // both `fill` loads are freed: their code ranges go back to the allocator
+            auto copy = test::load_kernel(*dev, "fill", "copy_words");
+            const uint64_t code = dynamic_cast<const am::AmProgram&>(*copy).code().address().value();
+            hcq::Buffer src = dev->allocate(256), dst = dev->allocate(256);
+            hcq::Signal done = dev->new_signal(0, "done");
+            dev->compute_queue().exec(*copy, hcq::KernelArgs(*copy, {src, dst}, {64}), {64}, {1}).signal(done, 1).submit();
+            const bool ran = done.try_wait(1, 5s);
+            INFO(chip.violations());
+            if (skip == SkipStep::none) {
+                CHECK(ran);
+                CHECK(chip.bus->violations().empty());
+            } else {
+                // Only a load at an address the cache holds is stale; the allocator hands the same range back.
+                REQUIRE(code == first_code);
+                CHECK_FALSE(ran);
+                CHECK(chip.has("changed since a dispatch fetched it into the instruction cache"));
+                CHECK(chip.has("GLI_INV"));
+            }
+        }
     }
 }

@@ -13,6 +13,9 @@ namespace {
 constexpr const char* kNvd = "Linux amdgpu/nvd.h (PACKET3 opcodes and sizes)";
 constexpr const char* kPm4Ai = "Linux amdkfd/kfd_pm4_headers_ai.h";
 constexpr const char* kHostProgram = "drivers/hostcode/host_program.h (the simulated GPU's host-program contract)";
+constexpr const char* kIcache =
+    "Linux gfx_v11_0.c gfx_v11_0_emit_mem_sync / gfx_v12_0.c gfx_v12_0_emit_mem_sync (ACQUIRE_MEM GCR_CNTL GLI_INV, "
+    "GL2_INV; soc15d.h)";
 constexpr const char* kHqd = "Linux gfx_v11_0.c gfx_v11_0_compute_mqd_init, v11_structs.h; tinygrad ip.py AM_GFX.setup_ring";
 
 // Fixed payload dword counts (the header's count field is payload - 1) on GC 10+ (nvd.h users in
@@ -144,6 +147,7 @@ void ComputeEngine::remove(uint32_t key) {
 }
 
 void ComputeEngine::reset() {
+    icache_.clear();
     for (auto it = queues_.begin(); it != queues_.end();) {
         if (running_ == it->first) {
             it->second.remove_pending = true;
@@ -422,6 +426,20 @@ ComputeEngine::Step ComputeEngine::execute(Queue& q, const std::vector<uint32_t>
                 return Step::next;
             }
             if (executor == nullptr) return bad("DISPATCH_DIRECT with no way to run kernels", kHostProgram);
+            if (d.program % 64 == 0 && gmc_.translate(d.program, VmClient::gfx)) {
+                // The instruction cache keeps what a dispatch fetched until GLI_INV | GL2_INV: new code
+                // the CPU wrote at an address it holds is not what would run. (An unmapped or misaligned
+                // program is the executor's to report.)
+                std::array<std::byte, 64> head{};
+                if (!read(q, d.program, head)) return Step::stop;
+                auto [cached, fresh] = icache_.try_emplace(d.program, head);
+                if (!fresh && cached->second != head)
+                    return bad(fmt::format("the code at {} changed since a dispatch fetched it into the instruction cache, and "
+                                           "no ACQUIRE_MEM with GCR_CNTL GLI_INV and GL2_INV ran in between: the dispatch "
+                                           "would run the stale code",
+                                           hex(d.program)),
+                               kIcache);
+            }
             std::string what;
             HostExecutor::Outcome outcome = HostExecutor::Outcome::refused;
             running_ = q.pipe * 8 + q.queue;
@@ -520,7 +538,11 @@ ComputeEngine::Step ComputeEngine::execute(Queue& q, const std::vector<uint32_t>
             if (!read(q, va, std::as_writable_bytes(std::span(&value, 1)))) return Step::stop;
             return compare(function, value & mask, ref) ? Step::next : Step::wait;
         }
-        case pm4::kAcquireMem: return Step::next;  // caches are not modelled: the coherence action is a no-op
+        case pm4::kAcquireMem:
+            // GC 10+ layout: dw7 GCR_CNTL, GLI_INV bits 1:0, GL2_INV bit 14 (soc15d.h
+            // PACKET3_ACQUIRE_MEM_GCR_CNTL_*). Only the instruction cache is modelled.
+            if ((w[7] & 3u) != 0 && (w[7] & (1u << 14)) != 0) icache_.clear();
+            return Step::next;
         case pm4::kEventWrite: {
             // dw1 EVENT_TYPE bits 0-5, EVENT_INDEX bits 8-11; index 0-4 events carry no address.
             if (payload != 1 && payload != 3)

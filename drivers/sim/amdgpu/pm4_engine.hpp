@@ -148,6 +148,11 @@ private:
     Ih& ih_;
     Regs regs_;
     std::map<uint32_t, Queue> queues_;  // key pipe * 8 + queue
+    // The SQ instruction cache: the first bytes of every program a dispatch fetched since the last
+    // ACQUIRE_MEM with GCR_CNTL GLI_INV and GL2_INV (soc15d.h), by program address. CPU writes
+    // through BAR0/HDP reach memory, not the caches (Linux gfx_v11_0_emit_mem_sync invalidates both
+    // at the start of every IB for that reason).
+    std::map<uint64_t, std::array<std::byte, 64>> icache_;
     // The queue whose kernel runs with the model's lock released; removals of it are deferred.
     std::optional<uint32_t> running_;
     void remove(uint32_t key);
