@@ -4,7 +4,7 @@
 // soc15d.h (ACQUIRE_MEM GCR_CNTL), include/asic_reg/gc/gc_11_0_0_offset.h (COMPUTE_* registers),
 // include/sienna_cichlid_ip_offset.h (the static GC bases PM4 register addresses use).
 // Pm4Writer appends into a caller's buffer and never allocates; it throws when the buffer is full.
-// Used by compute_queue.cpp (issue 7).
+// Used by compute_queue.cpp.
 #pragma once
 
 #include <array>

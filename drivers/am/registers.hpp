@@ -74,7 +74,7 @@ struct RegisterTable {
     // OSSSYS (IH ring 0)
     RegDef ih_rb_cntl, ih_rb_rptr, ih_rb_wptr, ih_rb_base, ih_rb_base_hi, ih_rb_wptr_addr_hi, ih_rb_wptr_addr_lo,
         ih_doorbell_rptr;
-    // Compute queues on MEC 1 and SDMA0 queue 0 (issue 7), both chips: gc_11_0_0_offset.h and
+    // Compute queues on MEC 1 and SDMA0 queue 0, both chips: gc_11_0_0_offset.h and
     // gc_12_0_0_offset.h (SDMA 6 and SDMA 7 queue registers live in GC's space). A table that
     // leaves them invalid makes AmHcqDevice::create refuse the chip.
     RegDef grbm_gfx_cntl, cp_mec_rs64_cntl, cp_mqd_base_addr, cp_hqd_active, cp_hqd_dequeue_request;

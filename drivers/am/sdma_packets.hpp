@@ -2,7 +2,7 @@
 // sdma_v6_0_0_pkt_open.h = tinygrad autogen/am/sdma_6_0_0.py) and
 // the placement rule of the SDMA ring. Opcodes, sub-ops and field shifts: Linux
 // drivers/gpu/drm/amd/amdgpu/sdma_v6_0_0_pkt_open.h (SDMA_OP_*, SDMA_SUBOP_*, SDMA_PKT_*_shift/mask).
-// SdmaWriter appends into a caller's buffer and never allocates. Used by copy_queue.cpp (issue 7).
+// SdmaWriter appends into a caller's buffer and never allocates. Used by copy_queue.cpp.
 #pragma once
 
 #include <cstddef>

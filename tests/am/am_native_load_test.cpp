@@ -1,4 +1,4 @@
-// drivers/am's loader for the chip's own ISA (issue 7): a real gfx1100 code object from the
+// drivers/am's loader for the chip's own ISA: a real gfx1100 code object from the
 // compiler (linked by ld.lld) is accepted by AmHcqDevice::load_program on a device with
 // isa=native — the kernel's metadata becomes its KernelInfo and its descriptor the dispatch state
 // — and malformed or foreign objects are refused with an error naming the problem. The simulated

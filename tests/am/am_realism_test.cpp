@@ -1,4 +1,4 @@
-// The bring-up and queue steps a real Navi31/Navi48 needs (issue 22): for each, drivers/am with that
+// The bring-up and queue steps a real Navi31/Navi48 needs: for each, drivers/am with that
 // one step left out (AmOptions::skip_step) makes the simulated chip fail with a violation that
 // names the missing step; with every step, the same work runs and the chip reports nothing.
 // The simulated chip starts from the reset state (drivers/sim/amdgpu/register_catalog.cpp) and its

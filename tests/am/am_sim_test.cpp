@@ -1,6 +1,6 @@
 // drivers/am against the strict simulated Navi31/Navi48 (drivers/sim/amdgpu) with the real
 // firmware: cold and warm bring-up, the conditions that force a full boot, and the negative
-// cases of issue 5, each asserting the specific error and the simulator's violations.
+// cases of the bring-up, each asserting the specific error and the simulator's violations.
 #include "base/error.hpp"
 #include "drivers/am/am_device.hpp"
 #include "drivers/am/discovery.hpp"

@@ -1,4 +1,4 @@
-// drivers/am PM4, SDMA and MQD encoders (issue 7). Every expected word is built here from the public
+// drivers/am PM4, SDMA and MQD encoders. Every expected word is built here from the public
 // headers' own definitions, re-stated below with their source, not from the encoders' constants:
 //   nvd.h                    Linux drivers/gpu/drm/amd/amdgpu/nvd.h
 //   soc15d.h                 Linux drivers/gpu/drm/amd/amdgpu/soc15d.h (ACQUIRE_MEM GCR_CNTL)

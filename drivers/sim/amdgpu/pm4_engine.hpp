@@ -13,7 +13,7 @@
 // (CP_HQD_*, GRBM_GFX_CNTL, COMPUTE_* read in torvalds/linux gc_11_0_0_offset.h at 0e8655b4;
 // CP_MEC_RS64_CNTL's offset and its PIPEn_ACTIVE bits 26-29 / MEC_HALT bit 30 as gc_11_0_0_sh_mask.h has
 // them from the same header. gc_12_0_0_offset.h / gc_12_0_0_sh_mask.h (torvalds/linux,
-// read for issue 7) have each of these registers at the same BASE_IDX and offset and the same
+// read for the queues) have each of these registers at the same BASE_IDX and offset and the same
 // fields: GRBM_GFX_CNTL PIPEID/MEID/QUEUEID, CP_MEC_RS64_CNTL MEC_PIPE0_RESET 16 / _ACTIVE 26 /
 // MEC_HALT 30, CP_HQD_PQ_CONTROL.QUEUE_SIZE 5:0, CP_HQD_PQ_DOORBELL_CONTROL OFFSET 27:2 / EN 30.)
 // The HQD registers are plain storage that the activation snapshots for the queue GRBM_GFX_CNTL
