@@ -2,7 +2,8 @@
 """Runs each libFuzzer target for a fixed time. Usage:
     run_fuzzers.py FIRMWARE_DIR CORPUS_DIR WRITE_SEEDS [--seed PARSER=FILE]... FUZZER...
 
-A target's parser is its name less "fuzz_firmware_" or "fuzz_". Each is seeded with the real
+A FUZZER is an executable whose parser is its name less "fuzz_", or EXECUTABLE@PARSER for one
+that serves several (run with BAREGPU_FUZZ_PARSER=PARSER). Each is seeded with the real
 files it parses (read from FIRMWARE_DIR, never written: the licences allow only unmodified
 copies) and with the --seed files named for it, and writes what it finds to CORPUS_DIR/<parser>,
 a build directory. FIRMWARE_DIR and WRITE_SEEDS may be "-" (none). WRITE_SEEDS adds synthetic seeds (a VBIOS, an ELF64, the PSP TOC) to
@@ -41,7 +42,12 @@ if write_seeds != "-":
 
 failed = []
 for fuzzer in fuzzers:
-    parser = pathlib.Path(fuzzer).name.removeprefix("fuzz_firmware_").removeprefix("fuzz_")
+    env = dict(os.environ)
+    if "@" in fuzzer:
+        fuzzer, parser = fuzzer.rsplit("@", 1)
+        env["BAREGPU_FUZZ_PARSER"] = parser
+    else:
+        parser = pathlib.Path(fuzzer).name.removeprefix("fuzz_")
     out = corpus_root / parser
     out.mkdir(parents=True, exist_ok=True)
     seed_dir = corpus_root / (parser + ".seeds")  # links to the real files, so nothing is copied
@@ -67,7 +73,7 @@ for fuzzer in fuzzers:
     cmd = [fuzzer, str(out), str(seed_dir), f"-max_total_time={seconds}", f"-max_len={max(sizes) + 64}",
            "-print_final_stats=1", f"-artifact_prefix={corpus_root}/{parser}-", "-timeout=10", "-rss_limit_mb=4096"]
     print("+", " ".join(cmd), flush=True)
-    p = subprocess.run(cmd, capture_output=True, text=True)
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
     # "stat::number_of_executed_units: 11934" -> {"number_of_executed_units": "11934"}
     stats = dict(line.removeprefix("stat::").split(":", 1) for line in p.stderr.splitlines() if line.startswith("stat::"))
     print(f"{parser}: exit {p.returncode}, {stats.get('number_of_executed_units', '?').strip()} inputs, "

@@ -1,5 +1,5 @@
-// libFuzzer targets for every firmware parser, one executable per parser: this file is compiled
-// once per target with -DBAREGPU_FUZZ_<NAME> (tests/firmware/fuzz/meson.build). Every input must
+// libFuzzer targets for every firmware parser in one executable, the parser named by
+// BAREGPU_FUZZ_PARSER (one link instead of nineteen: tests/firmware/fuzz/meson.build). Every input must
 // give a FirmwareError or a parse whose regions all lie inside the input; ASan and UBSan (built in)
 // catch any read outside it. How to run them: tests/firmware/fuzz/README.md.
 #include "base/error.hpp"
@@ -22,7 +22,9 @@
 #include "firmware-loader/search_path.hpp"
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+#include <string_view>
 #include <vector>
 
 namespace {
@@ -40,76 +42,117 @@ void inside(const Region& r) {
     if (r.bytes.data() < g_begin || r.bytes.data() + r.size() > g_end) std::abort();
 }
 
-void run(const ByteReader& file) {
-#if defined(BAREGPU_FUZZ_PSP_SOS)
-    for (const auto& b : amd::parse_psp_sos(file).binaries) inside(b.bytes);
-#elif defined(BAREGPU_FUZZ_PSP_TA)
-    for (const auto& b : amd::parse_psp_ta(file).binaries) inside(b.bytes);
-#elif defined(BAREGPU_FUZZ_PSP_SIGNED_BINARY)
-    auto p = amd::parse_psp_signed_binary(file, file.region(0, file.size(), "input"));
-    inside(p.header), inside(p.body), inside(p.signature);
-#elif defined(BAREGPU_FUZZ_SMC)
-    auto fw = amd::parse_smc(file);
-    inside(fw.code);
-    for (const auto& p : fw.pptables) inside(p.bytes);
-#elif defined(BAREGPU_FUZZ_GFX)
-    auto fw = amd::parse_gfx(file);
-    inside(fw.instructions);
-    if (fw.data) inside(*fw.data);
-    if (fw.jump_table) inside(*fw.jump_table);
-#elif defined(BAREGPU_FUZZ_RLC)
-    for (const auto& r : amd::parse_rlc(file).regions) inside(r.bytes);
-#elif defined(BAREGPU_FUZZ_RLC_TOC)
-    (void)amd::parse_rlc_toc(file);
-#elif defined(BAREGPU_FUZZ_MES)
-    auto fw = amd::parse_mes(file);
-    inside(fw.instructions), inside(fw.data);
-#elif defined(BAREGPU_FUZZ_IMU)
-    auto fw = amd::parse_imu(file);
-    inside(fw.iram), inside(fw.dram);
-#elif defined(BAREGPU_FUZZ_SDMA)
-    auto fw = amd::parse_sdma(file);
-    inside(fw.ucode);
-    if (fw.ctl_ucode) inside(*fw.ctl_ucode);
-#elif defined(BAREGPU_FUZZ_DISCOVERY)
-    inside(amd::parse_discovery(file).ip_table);
-#elif defined(BAREGPU_FUZZ_NV_ELF)
-    (void)nv::parse_gsp_image(file);
-#elif defined(BAREGPU_FUZZ_NV_FMC)
-    (void)nv::parse_fmc_image(file);
-#elif defined(BAREGPU_FUZZ_NV_BIN_HEADER)
-    (void)nv::parse_bin_header(file);
-#elif defined(BAREGPU_FUZZ_NV_HS_HEADER)
-    (void)nv::parse_hs_header_v2(file);
-#elif defined(BAREGPU_FUZZ_NV_RISCV_DESC)
-    (void)nv::parse_riscv_ucode_desc(file);
-#elif defined(BAREGPU_FUZZ_NV_VBIOS)
-    (void)nv::parse_vbios(file);
-#elif defined(BAREGPU_FUZZ_DESCRIBE)
-    // The fwinfo path: the first byte picks which linux-firmware name the rest is read as.
-    static const char* const kNames[] = {"psp_13_0_0_sos.bin", "psp_13_0_0_ta.bin", "smu_13_0_0.bin",
-                                         "gc_11_0_0_mec.bin",  "gc_11_0_0_rlc.bin", "gc_12_0_1_toc.bin",
-                                         "gc_11_0_0_mes1.bin", "gc_11_0_0_imu.bin", "sdma_6_0_0.bin",
-                                         "vega10_ip_discovery.bin", "booter_load-570.144.bin",
-                                         "bootloader-570.144.bin", "fmc-570.144.bin", "vbios.rom"};
-    if (file.size() == 0) return;
-    ByteReader rest(file.data().subspan(1), "input");
-    (void)describe_firmware(rest, kNames[static_cast<uint8_t>(file.data()[0]) % std::size(kNames)]);
-#elif defined(BAREGPU_FUZZ_DECOMPRESS)
-    (void)decompress(std::vector<std::byte>(file.data().begin(), file.data().end()), "input");
-#else
-#error "define one BAREGPU_FUZZ_<PARSER>"
-#endif
-}
+using Target = void (*)(const ByteReader&);
+
+struct Parser {
+    std::string_view name;
+    Target run;
+};
+
+// Names as run_fuzzers.py and the corpus directories know them.
+constexpr Parser kParsers[] = {
+    {"psp_sos", [](const ByteReader& file) {
+        for (const auto& b : amd::parse_psp_sos(file).binaries) inside(b.bytes);
+    }},
+    {"psp_ta", [](const ByteReader& file) {
+        for (const auto& b : amd::parse_psp_ta(file).binaries) inside(b.bytes);
+    }},
+    {"psp_signed_binary", [](const ByteReader& file) {
+        auto p = amd::parse_psp_signed_binary(file, file.region(0, file.size(), "input"));
+        inside(p.header), inside(p.body), inside(p.signature);
+    }},
+    {"smc", [](const ByteReader& file) {
+        auto fw = amd::parse_smc(file);
+        inside(fw.code);
+        for (const auto& p : fw.pptables) inside(p.bytes);
+    }},
+    {"gfx", [](const ByteReader& file) {
+        auto fw = amd::parse_gfx(file);
+        inside(fw.instructions);
+        if (fw.data) inside(*fw.data);
+        if (fw.jump_table) inside(*fw.jump_table);
+    }},
+    {"rlc", [](const ByteReader& file) {
+        for (const auto& r : amd::parse_rlc(file).regions) inside(r.bytes);
+    }},
+    {"rlc_toc", [](const ByteReader& file) {
+        (void)amd::parse_rlc_toc(file);
+    }},
+    {"mes", [](const ByteReader& file) {
+        auto fw = amd::parse_mes(file);
+        inside(fw.instructions), inside(fw.data);
+    }},
+    {"imu", [](const ByteReader& file) {
+        auto fw = amd::parse_imu(file);
+        inside(fw.iram), inside(fw.dram);
+    }},
+    {"sdma", [](const ByteReader& file) {
+        auto fw = amd::parse_sdma(file);
+        inside(fw.ucode);
+        if (fw.ctl_ucode) inside(*fw.ctl_ucode);
+    }},
+    {"discovery", [](const ByteReader& file) {
+        inside(amd::parse_discovery(file).ip_table);
+    }},
+    {"nv_elf", [](const ByteReader& file) {
+        (void)nv::parse_gsp_image(file);
+    }},
+    {"nv_fmc", [](const ByteReader& file) {
+        (void)nv::parse_fmc_image(file);
+    }},
+    {"nv_bin_header", [](const ByteReader& file) {
+        (void)nv::parse_bin_header(file);
+    }},
+    {"nv_hs_header", [](const ByteReader& file) {
+        (void)nv::parse_hs_header_v2(file);
+    }},
+    {"nv_riscv_desc", [](const ByteReader& file) {
+        (void)nv::parse_riscv_ucode_desc(file);
+    }},
+    {"nv_vbios", [](const ByteReader& file) {
+        (void)nv::parse_vbios(file);
+    }},
+    {"describe", [](const ByteReader& file) {
+        // The fwinfo path: the first byte picks which linux-firmware name the rest is read as.
+        static const char* const kNames[] = {"psp_13_0_0_sos.bin", "psp_13_0_0_ta.bin", "smu_13_0_0.bin",
+                                             "gc_11_0_0_mec.bin",  "gc_11_0_0_rlc.bin", "gc_12_0_1_toc.bin",
+                                             "gc_11_0_0_mes1.bin", "gc_11_0_0_imu.bin", "sdma_6_0_0.bin",
+                                             "vega10_ip_discovery.bin", "booter_load-570.144.bin",
+                                             "bootloader-570.144.bin", "fmc-570.144.bin", "vbios.rom"};
+        if (file.size() == 0) return;
+        ByteReader rest(file.data().subspan(1), "input");
+        (void)describe_firmware(rest, kNames[static_cast<uint8_t>(file.data()[0]) % std::size(kNames)]);
+    }},
+    {"decompress", [](const ByteReader& file) {
+        (void)decompress(std::vector<std::byte>(file.data().begin(), file.data().end()), "input");
+    }},
+};
+
+Target g_target;
 
 }  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+    const char* name = std::getenv("BAREGPU_FUZZ_PARSER");
+    for (const Parser& p : kParsers) {
+        if (name != nullptr && p.name == name) g_target = p.run;
+    }
+    if (g_target == nullptr) {
+        std::fprintf(stderr, "fuzz_firmware: BAREGPU_FUZZ_PARSER is %s%s%s; one of:", name ? "'" : "", name ? name : "not set",
+                name ? "', no parser of that name" : "");
+        for (const Parser& p : kParsers) std::fprintf(stderr, " %.*s", static_cast<int>(p.name.size()), p.name.data());
+        std::fprintf(stderr, "\n");
+        std::exit(2);
+    }
+    return 0;
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     auto bytes = reinterpret_cast<const std::byte*>(data);
     g_begin = bytes;
     g_end = bytes + size;
     try {
-        run(ByteReader({bytes, size}, "input"));
+        g_target(ByteReader({bytes, size}, "input"));
     } catch (const FirmwareError&) {
     }
     return 0;
