@@ -37,10 +37,15 @@ std::string am_lock_key(std::string_view name) {
     // am:usb:sim is the sim-am:navi31 chip (same state file) behind a simulated bridge: one lock.
     if (name == "am:usb:sim") return am_lock_key("sim-am:navi31");
     if (name.starts_with("sim-am:")) {
-        // One simulated chip per state directory: two processes with different
-        // BAREGPU_SIM_STATE_DIRs (parallel tests) drive different chips.
-        const std::string dir = sim::amdgpu::StateFile::default_dir().string();
-        return fmt::format("sim-am-{}-{:016x}", name.substr(7), std::hash<std::string>{}(dir));
+        // The chip's lock lives next to its state file, in the user's own state directory: two
+        // processes with different BAREGPU_SIM_STATE_DIRs (parallel tests) drive different chips,
+        // and no other user can hold or plant it.
+        const std::filesystem::path dir = std::filesystem::absolute(sim::amdgpu::StateFile::default_dir());
+        return (dir / fmt::format("sim-am-{}.lock", name.substr(7))).string();
+    }
+    if (!name.starts_with("am:") || name.size() == 3) {
+        throw Error(std::string(name), "not an AM device name: am:<pci address> (am:0000:03:00.0), am:usb:<bus>-<port>, am:usb:sim, "
+                                       "sim-am:navi31 or sim-am:navi48");
     }
     return "am-" + std::string(name.substr(3));
 }
