@@ -222,6 +222,13 @@ std::optional<SimBusTraffic> sim_bus_traffic(hcq::Device& device) {
                          f->first->now_ns(), c.dma_ns};
 }
 
+bool inject_bus_removal(hcq::Device& device, bool gone) {
+    auto f = sim_function_of(device);
+    if (!f) return false;
+    f->first->inject(f->second, pci::sim::Fault{gone ? pci::sim::FaultKind::DeviceGone : pci::sim::FaultKind::SurpriseRemoval});
+    return true;
+}
+
 std::vector<std::string> sim_iommu_faults(hcq::Device& device) {
     std::vector<std::string> out;
     auto f = sim_function_of(device);

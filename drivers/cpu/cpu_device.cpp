@@ -156,6 +156,14 @@ CpuDevice::~CpuDevice() {
     detach();
 }
 
+void CpuDevice::recover() {
+    std::lock_guard lock(submission_mutex());
+    // Work in flight is dropped: each processor restarts at the end of what was submitted.
+    compute_->restart();
+    copy_->restart();
+    clear_failure();
+}
+
 uint64_t CpuDevice::ticks() const noexcept {
     uint64_t now = hcq::host_now_ns();
     if (config_.clock_skew_ppm == 0 && config_.clock_offset == 0) return now;
@@ -273,6 +281,7 @@ std::shared_ptr<hcq::Program> CpuDevice::load_program_impl(std::span<const std::
     slot.kernarg_size.store(info.kernarg_size, std::memory_order_relaxed);
     slot.shared_bytes.store(info.static_shared_bytes, std::memory_order_relaxed);
     slot.max_threads.store(info.max_threads_per_group, std::memory_order_relaxed);
+    slot.num_buffers.store(info.num_buffers, std::memory_order_relaxed);
     slot.entry.store(entry, std::memory_order_release);
     return std::make_shared<CpuProgram>(*this, std::move(info), std::move(image), entry, handle);
 }
