@@ -38,9 +38,7 @@ UriOptions& UriOptions::bytes(const char* key, uint64_t& field, std::string_view
 
 UriOptions& UriOptions::count(const char* key, uint32_t& field, std::string_view help) {
     declare(key, help);
-    const uint64_t value = uri_.option_u64(key, field);
-    if (value > UINT32_MAX) throw Error(uri_.name(), fmt::format("option {}={} is larger than {}", key, value, UINT32_MAX));
-    field = static_cast<uint32_t>(value);
+    field = uri_.option_u32(key, field);
     return *this;
 }
 

@@ -93,7 +93,23 @@ AmParts open_am_parts(std::string_view name, am::AmOptions options, std::string_
         out.sim.bus = bus;
         out.sim.address = address;
         out.target.keepalive = bus;
-        out.target.device = am::AmDevice::open(bus->open(address), std::move(options));
+        try {
+            out.target.device = am::AmDevice::open(bus->open(address), options);
+        } catch (const BusyError&) {
+            throw;
+        } catch (const Error&) {
+            if (!options.force_reset) throw;
+            // A chip whose saved state is damaged does not come back from a reset (discovery runs
+            // before it, and a mode1 reset needs a running SMU): what brings a card back then is
+            // a power cycle. The simulated chip's is its state file back to power-on, done while
+            // holding the chip's lock, so that no process driving it loses its chip.
+            {
+                pci::DeviceLock lock = pci::DeviceLock::acquire(options.lock_key);
+                out.sim.navi->power_cycle();
+            }
+            out.target.note = "the chip did not come up from its saved state with a reset: it was power-cycled (VRAM lost)";
+            out.target.device = am::AmDevice::open(bus->open(address), std::move(options));
+        }
         return out;
     }
     if (name.starts_with("am:usb:")) {
@@ -236,6 +252,15 @@ bool inject_dispatch_hang(hcq::Device& device, bool hang) {
     if (!ref || ref->parts.navi == nullptr) return false;
     ref->parts.navi->inject_dispatch_hang(hang);
     return true;
+}
+
+std::vector<std::string> am_firmware_dirs(std::string_view uri) {
+    const std::string_view name = uri.substr(0, uri.find('?'));
+    const bool simulated = name.starts_with("sim-am:") || name == "am:usb:sim";
+    const fw::FirmwareSearchPath path = simulated ? sim::firmware_search_path() : fw::FirmwareSearchPath::from_environment();
+    std::vector<std::string> out;
+    for (const std::filesystem::path& dir : path.directories()) out.push_back(dir.string());
+    return out;
 }
 
 bool is_am_uri(std::string_view uri) { return uri.starts_with("am:") || uri.starts_with("sim-am:"); }

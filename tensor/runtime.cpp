@@ -42,7 +42,11 @@ std::shared_ptr<Runtime> Runtime::default_runtime() {
 }
 
 Runtime::Runtime(std::shared_ptr<hcq::Device> device) : device_(std::move(device)) {
-    if (const char* search = std::getenv("BAREGPU_TILE_SEARCH"); search && std::string(search) == "1") tile_search_ = true;
+    if (const char* search = std::getenv("BAREGPU_TILE_SEARCH"); search && *search) {
+        const std::string v = search;
+        if (v != "0" && v != "1") throw Error("", fmt::format("BAREGPU_TILE_SEARCH={}: expected 1 (search tile shapes) or 0", v));
+        tile_search_ = v == "1";
+    }
     if (device_->arch() != "x86_64") {
         throw UnsupportedError(device_->name(), fmt::format("the compiler generates code for x86_64 devices only so far; this device "
                                                             "runs {}", device_->arch()));
