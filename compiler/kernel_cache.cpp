@@ -232,17 +232,18 @@ void KernelCache::evict() const {
     for (const Entry& e : entries) {
         if (total <= max_bytes_) break;
         // Ours by name, owner and contents: an entry in this format, or one an earlier version
-        // wrote (an ELF object, a tile choice).
+        // wrote (an ELF object, a tile choice). Anything else is not the cache's: it is neither
+        // removed nor counted.
         char head[8] = {};
+        bool ours = false;
         try {
             files::Directory::File f = dir->open_file(e.name, O_RDONLY, /*create=*/false);
-            if (::pread(f.fd.get(), head, sizeof head, 0) < 4) continue;
+            ours = ::pread(f.fd.get(), head, sizeof head, 0) >= 4 &&
+                   (std::memcmp(head, kMagic.data(), kMagic.size()) == 0 || std::memcmp(head, "\x7f" "ELF", 4) == 0 ||
+                    std::memcmp(head, "mc ", 3) == 0);
         } catch (const Error&) {
-            continue;
         }
-        const bool ours = std::memcmp(head, kMagic.data(), kMagic.size()) == 0 || std::memcmp(head, "\x7f" "ELF", 4) == 0 ||
-                          std::memcmp(head, "mc ", 3) == 0;
-        if (ours && dir->remove_own_file(e.name)) total -= e.bytes;
+        if (!ours || dir->remove_own_file(e.name)) total -= e.bytes;
     }
 }
 

@@ -519,7 +519,9 @@ TEST_CASE("cache: eviction removes only the cache's own entries") {
     auto dir = fresh_directory("kernel-cache-foreign");
     std::filesystem::create_directories(dir);
     // What else may be in a directory BAREGPU_CACHE_DIR names by mistake.
-    const std::vector<std::string> foreign = {"tile-map.png", "kernel-notes.txt", "kernel-config", "tile-0123456789abcdef0123456789abcdef.txt.bak"};
+    // The last is named as an entry would be, but is not one: it must not count towards the limit either.
+    const std::vector<std::string> foreign = {"tile-map.png", "kernel-notes.txt", "kernel-config", "tile-0123456789abcdef0123456789abcdef.txt.bak",
+                                              "kernel-0123456789abcdef0123456789abcdef.o"};
     for (const std::string& name : foreign) std::ofstream(dir / name) << std::string(5000, 'x');
     KernelCache cache(dir, 2500);
     const std::vector<std::byte> object(1000, std::byte{7});
@@ -529,6 +531,7 @@ TEST_CASE("cache: eviction removes only the cache's own entries") {
     usleep(20000);
     cache.store("c", object);  // over the limit: a goes
     CHECK_FALSE(cache.load("a"));
+    CHECK(cache.load("b"));
     CHECK(cache.load("c"));
     for (const std::string& name : foreign) {
         INFO(name);
