@@ -3,16 +3,22 @@
 #include "base/error.hpp"
 #include "base/safe_files.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <linux/fiemap.h>
+#include <linux/fs.h>
+#include <sys/file.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <type_traits>
 #include <unistd.h>
+#include <vector>
 
 namespace baregpu::sim::amdgpu {
 
@@ -73,6 +79,11 @@ StateFile::StateFile(Asic asic, const std::string& dir, bool ephemeral) : asic_(
     }();
     fd_ = file.fd.release();
     try {
+        // Every process that has the file open holds a shared flock on it: the last to close it
+        // knows it is the last (release_unused_blocks).
+        while (::flock(fd_, LOCK_SH) != 0) {
+            if (errno != EINTR) throw SystemError("sim-am", "flock " + path_.string(), errno);
+        }
         struct stat st {};
         if (::fstat(fd_, &st) != 0) throw SystemError("sim-am", "fstat " + path_.string(), errno);
         bool sized = static_cast<uint64_t>(st.st_size) == kFileBytes;
@@ -104,7 +115,44 @@ StateFile::StateFile(Asic asic, const std::string& dir, bool ephemeral) : asic_(
 
 StateFile::~StateFile() {
     if (base_ != nullptr) ::munmap(base_, kFileBytes);
-    if (fd_ >= 0) ::close(fd_);
+    if (fd_ >= 0) {
+        if (!path_.empty()) release_unused_blocks();
+        ::close(fd_);
+    }
+}
+
+void StateFile::release_unused_blocks() noexcept {
+    // The blocks reserved at open that nobody wrote are unwritten extents (fallocate(2)); a
+    // closed chip needs no room to grow, so they go back (the next open reserves them again),
+    // and a chip on disk costs what it holds, not its VRAM size. Only when no other process has
+    // the file open: its reservation stays while it runs. FIEMAP (Documentation/filesystems/
+    // fiemap.rst) says which extents are unwritten once the file is written back; where a file
+    // system cannot say, all stay.
+    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) return;
+    constexpr unsigned kBatch = 128;
+    std::vector<std::byte> buf(sizeof(fiemap) + kBatch * sizeof(fiemap_extent));
+    auto* map = reinterpret_cast<fiemap*>(buf.data());
+    uint64_t at = kVramOffset;
+    while (at < kFileBytes) {
+        std::memset(buf.data(), 0, buf.size());
+        map->fm_start = at;
+        map->fm_length = kFileBytes - at;
+        map->fm_extent_count = kBatch;
+        // Written back first: a page written through the mapping but not yet on disk still
+        // lies in an unwritten extent, and punching it would lose it.
+        map->fm_flags = at == kVramOffset ? FIEMAP_FLAG_SYNC : 0;
+        if (::ioctl(fd_, FS_IOC_FIEMAP, map) != 0 || map->fm_mapped_extents == 0) return;
+        for (unsigned i = 0; i < map->fm_mapped_extents; ++i) {
+            const fiemap_extent& e = map->fm_extents[i];
+            const uint64_t begin = std::max<uint64_t>(e.fe_logical, kVramOffset);
+            const uint64_t end = std::min<uint64_t>(e.fe_logical + e.fe_length, kFileBytes);
+            if ((e.fe_flags & FIEMAP_EXTENT_UNWRITTEN) != 0 && end > begin) {
+                ::fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(begin), static_cast<off_t>(end - begin));
+            }
+            at = std::max(at, end);
+            if (e.fe_flags & FIEMAP_EXTENT_LAST) return;
+        }
+    }
 }
 
 void StateFile::reserve(uint64_t offset, uint64_t bytes) {
