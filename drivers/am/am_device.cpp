@@ -54,6 +54,7 @@ struct LoadedFirmware {
     fw::FirmwareFile sos_file;
     fw::amd::PspFirmware sos;
     std::vector<Blob> ip;  // SMU first, then in Linux's AMDGPU_UCODE_ID order
+    uint64_t mec_ucode_start = 0;  // the MEC image's gfx_firmware_header_v2_0 ucode_start_addr_hi:lo
 };
 
 std::vector<std::byte> copy(fw::Region r) { return {r.bytes.begin(), r.bytes.end()}; }
@@ -107,6 +108,7 @@ LoadedFirmware load_firmware(const AsicInfo& asic, const AmOptions& options) {
         }
         out.ip.push_back({std::string(name), copy(p.instructions), code});
         stacks.push_back({std::string(name) + " stack", copy(*p.data), stack});
+        if (code == PspFwType::rs64_mec) out.mec_ucode_start = p.ucode_start_addr;
     }
     for (Blob& s : stacks) out.ip.push_back(std::move(s));
     fw::FirmwareFile imu = read(asic.imu);
@@ -123,7 +125,7 @@ LoadedFirmware load_firmware(const AsicInfo& asic, const AmOptions& options) {
         const fw::amd::RlcRegion* g = p.find("RLC_G");
         if (g == nullptr) throw FirmwareError(rlc.path.string(), "RLC_G", 0, "an RLC_G image", "none");
         // The pieces the header's minor version carries (parse_rlc adds them per minor, as Linux
-        // amdgpu_gfx_rlc_init_microcode_v2_{1,2,3} does), in research §1.10 order: the
+        // amdgpu_gfx_rlc_init_microcode_v2_{1,2,3} does), in tinygrad AM_PSP.init_hw order: the
         // save/restore list machines (v2.1), IRAM/DRAM (v2.2+), RLCP/RLCV (v2.3+), then RLC_G.
         // GFX_FW_TYPE_* from psp_gfx_if.h; an empty piece is skipped (psp_load_non_psp_fw skips
         // ucode_size 0).
@@ -200,6 +202,7 @@ void AmDevice::bring_up() {
     mmio_ = std::make_unique<Mmio>(*pci_, bar5);
 
     stage("discovery", [&](StageReport& s) {
+        if (options_.skip_step != SkipStep::discovery_ifwi_wait) wait_ifwi_init(*mmio_);
         uint64_t vram = read_vram_size(*mmio_);
         pci::MmioRegion* bar0 = pci_->bar_info(0).size != 0 ? &pci_->bar(0) : nullptr;
         vram_ = std::make_unique<Vram>(*mmio_, bar0, vram);
@@ -215,14 +218,15 @@ void AmDevice::bring_up() {
 
     soc_ = std::make_unique<Soc>(*regs_);
     auto flush = [this] { soc_->flush_hdp(); };
-    gmc_ = std::make_unique<Gmc>(*regs_, flush);
+    gmc_ = std::make_unique<Gmc>(*regs_, flush, options_.skip_step);
     gmc_->read_fb_location();
-    ih_ = std::make_unique<Ih>(*regs_, *vram_, gmc_->fb_base(), layout_.ih_ring, layout_.ih_wptr);
+    ih_ = std::make_unique<Ih>(*regs_, *vram_, gmc_->fb_base(), layout_.ih_ring, layout_.ih_wptr, options_.skip_step);
     psp_ = std::make_unique<Psp>(*regs_, *vram_,
                                  PspBuffers{gmc_->fb_base(), layout_.psp_msg1, layout_.psp_cmd, layout_.psp_fence,
                                             layout_.psp_ring, kPspRingSize},
                                  flush);
     smu_ = std::make_unique<Smu>(*regs_);
+    gfx_ = std::make_unique<Gfx>(*regs_, *soc_, discovery_.asic->gc_generation);
     pt_pool_ = std::make_unique<PtPool>(*vram_);
 
     report_.warm = can_start_warm();
@@ -313,17 +317,23 @@ void AmDevice::full_boot() {
             PspBootloaderCmd cmd;
         };
         // psp_v13_0_bootloader_load_* / psp_v14_0: KDB, SPL, SYS_DRV, SOC_DRV, INTF_DRV, DBG_DRV,
-        // RAS_DRV, SOS. Linux sends the SPL component with LOAD_TOS_SPL_TABLE (tinygrad re-sends KDB).
+        // RAS_DRV, IPKEYMGR_DRV, SOS (amdgpu_psp.c psp_hw_start; IPKEYMGR_DRV through
+        // psp_v14_0_bootloader_load_ipkeymgr_drv, PSP_BL__LOAD_IPKEYMGRDRV 0xF0000, when the package
+        // carries it: psp_14_0_3_sos.bin does). Linux sends the SPL component with LOAD_TOS_SPL_TABLE
+        // (tinygrad re-sends KDB).
         const Component order[] = {
             {PspFwType::kdb, PspBootloaderCmd::load_key_database}, {PspFwType::spl, PspBootloaderCmd::load_tos_spl_table},
             {PspFwType::sys_drv, PspBootloaderCmd::load_sysdrv},   {PspFwType::soc_drv, PspBootloaderCmd::load_socdrv},
             {PspFwType::intf_drv, PspBootloaderCmd::load_intfdrv}, {PspFwType::dbg_drv, PspBootloaderCmd::load_dbgdrv},
-            {PspFwType::ras_drv, PspBootloaderCmd::load_rasdrv},   {PspFwType::sos, PspBootloaderCmd::load_sosdrv},
+            {PspFwType::ras_drv, PspBootloaderCmd::load_rasdrv},   {PspFwType::ipkeymgr_drv, PspBootloaderCmd::load_ipkeymgrdrv},
+            {PspFwType::sos, PspBootloaderCmd::load_sosdrv},
         };
         unsigned n = 0;
         for (const Component& c : order) {
             const fw::amd::PspBinary* bin = fw.sos.find(c.type);
             if (bin == nullptr) continue;
+            // Only psp_v14_0 has a bootloader_load_ipkeymgr_drv; psp_v13_0 never sends one.
+            if (c.type == PspFwType::ipkeymgr_drv && asic.mp0.major < 14) continue;
             psp_->load_bootloader_component(bin->name, bin->bytes.bytes, c.cmd);
             ++n;
         }
@@ -357,6 +367,29 @@ void AmDevice::full_boot() {
         s.detail = fmt::format("{} PSP commands", psp_->commands_submitted());
     });
 
+    // Linux starts the SMU before the GC (amdgpu_discovery.c adds the blocks in the order common, gmc,
+    // ih, psp, smu, ..., gfx, sdma, and gfx_v11_0_hw_init is where the RLC-autoload wait lives);
+    // tinygrad's AMDev does init_hw(soc, gmc, ih, psp, smu) before init_hw(gfx, sdma).
+    const bool smu_first = options_.skip_step != SkipStep::smu_before_rlc_autoload;
+    auto smu_stages = [&] {
+        stage("smu", [&](StageReport& s) {
+            smu_->init(gmc_->mc(layout_.smu_table));
+            s.detail = fmt::format("SMU {:#x}", smu_->version());
+        });
+
+        stage("clocks", [&](StageReport& s) {
+            report_.pinned_clocks = smu_->pin_clocks_to_max();
+            // Recorded in boot memory so a later (warm) process can say what the chip is pinned to.
+            std::vector<uint32_t> record = {kClockRecordMagic, static_cast<uint32_t>(report_.pinned_clocks.size())};
+            for (const ClockLimit& c : report_.pinned_clocks) {
+                record.insert(record.end(), {c.clk, c.min_mhz, c.max_mhz});
+                s.detail += fmt::format("{}{} {} MHz", s.detail.empty() ? "" : ", ", ppclk_name(c.clk), c.max_mhz);
+            }
+            vram_->write(layout_.driver_state, std::as_bytes(std::span(record)));
+        });
+    };
+    if (smu_first) smu_stages();
+
     stage("rlc autoload", [&] {
         // gfx_v11_0_wait_for_rlc_autoload_complete: CP idle AND bootload complete (tinygrad waits
         // for the bit to be clear, which is inverted).
@@ -372,20 +405,11 @@ void AmDevice::full_boot() {
         }
     });
 
-    stage("smu", [&](StageReport& s) {
-        smu_->init(gmc_->mc(layout_.smu_table));
-        s.detail = fmt::format("SMU {:#x}", smu_->version());
-    });
+    if (!smu_first) smu_stages();
 
-    stage("clocks", [&](StageReport& s) {
-        report_.pinned_clocks = smu_->pin_clocks_to_max();
-        // Recorded in boot memory so a later (warm) process can say what the chip is pinned to.
-        std::vector<uint32_t> record = {kClockRecordMagic, static_cast<uint32_t>(report_.pinned_clocks.size())};
-        for (const ClockLimit& c : report_.pinned_clocks) {
-            record.insert(record.end(), {c.clk, c.min_mhz, c.max_mhz});
-            s.detail += fmt::format("{}{} {} MHz", s.detail.empty() ? "" : ", ", ppclk_name(c.clk), c.max_mhz);
-        }
-        vram_->write(layout_.driver_state, std::as_bytes(std::span(record)));
+    stage("gfx", [&](StageReport& s) {
+        gfx_->init_hw(fw.mec_ucode_start, options_.skip_step);
+        s.detail = fmt::format("MEC start {:#x}", fw.mec_ucode_start);
     });
 }
 

@@ -2,18 +2,20 @@
 // open() reads top to bottom as the bring-up does: ownership, BARs, discovery, registers, then
 // either the warm path (the previous owner left the chip initialised with our layout and
 // cleanly: skip reset, PSP, SMU and firmware) or a full boot (firmware validated first; mode1
-// reset when firmware is running; NBIO, MMHUB, IH, PSP bootloader + ring + IP firmware, SMU),
-// then the GC hub, then the ownership markers. Everything goes through pci::PciDevice.
+// reset when firmware is running; NBIO, MMHUB, IH, PSP bootloader + ring + IP firmware, SMU, the
+// RLC autoload wait, the GC's compute setup), then the GC hub, then the ownership markers. Everything goes through pci::PciDevice.
 #pragma once
 
 #include "drivers/am/asic.hpp"
 #include "drivers/am/boot_memory.hpp"
 #include "drivers/am/discovery.hpp"
+#include "drivers/am/gfx.hpp"
 #include "drivers/am/gmc.hpp"
 #include "drivers/am/ih.hpp"
 #include "drivers/am/page_table.hpp"
 #include "drivers/am/psp.hpp"
 #include "drivers/am/registers.hpp"
+#include "drivers/am/skip_step.hpp"
 #include "drivers/am/smu.hpp"
 #include "drivers/am/soc.hpp"
 #include "drivers/am/vram.hpp"
@@ -57,6 +59,9 @@ struct AmOptions {
     // the ownership markers are left as found.
     bool inspect_only = false;
     std::function<void(const StageReport&)> progress;
+    // Tests only: leave one bring-up or queue step out (skip_step.hpp), to show the simulated chip
+    // notices. Never set by drivers or tools.
+    SkipStep skip_step = SkipStep::none;
 };
 
 struct FirmwareVersions {
@@ -85,7 +90,7 @@ public:
     std::optional<SmuMetrics> smu_metrics();
     // DPM levels (MHz) of a PPCLK_e clock (kPpclkGfx, kPpclkUclk, ...), from GetDpmFreqByIndex.
     std::vector<uint32_t> dpm_levels(uint32_t clk) { return smu_->dpm_levels(clk); }
-    // The soft min/max the boot that brought the chip up pinned each clock to (research §1.11
+    // The soft min/max the boot that brought the chip up pinned each clock to (tinygrad ip.py AM_SMU.set_clocks
     // set_clocks): this process's cold boot, or, on a warm start, the one that booted the chip
     // (kept in boot memory's driver_state). Empty when no drivers/am boot recorded any.
     std::vector<ClockLimit> clock_limits();
@@ -108,6 +113,7 @@ public:
     std::optional<Translation> translate(uint64_t va);
     // The queues' blocks (drivers/am/hcq_device).
     Soc& soc() { return *soc_; }
+    SkipStep skip_step() const { return options_.skip_step; }
     Gmc& gmc() { return *gmc_; }
     Ih& ih() { return *ih_; }
     // VRAM above boot memory and the page-table pool: free for buffers (FB-relative).
@@ -143,6 +149,7 @@ private:
     std::unique_ptr<Ih> ih_;
     std::unique_ptr<Psp> psp_;
     std::unique_ptr<Smu> smu_;
+    std::unique_ptr<Gfx> gfx_;
     std::unique_ptr<PtPool> pt_pool_;
     std::unique_ptr<PageTable> page_table_;
     BringUpReport report_;

@@ -23,7 +23,7 @@ const std::vector<AsicInfo>& asics() {
             .sdma_fw = "amdgpu/sdma_6_0_0.bin",
             .imu = "amdgpu/gc_11_0_0_imu.bin",
             .rlc = "amdgpu/gc_11_0_0_rlc.bin",
-            // research/am.md 1.10: GC 11 loads only the MEC through the PSP; PFP/ME are the
+            // tinygrad ip.py AM_PSP: GC 11 loads only the MEC through the PSP; PFP/ME are the
             // graphics pipe, which AM does not use.
             .cp = {"amdgpu/gc_11_0_0_mec.bin"},
             .psp_setup_tmr = true,

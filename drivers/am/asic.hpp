@@ -1,6 +1,6 @@
 // What drivers/am knows about each chip it brings up, as data: one row per ASIC. Adding a chip
 // is one more row (and, if its IP versions are new, register tables in registers.cpp).
-// IP versions: what the chip's IP discovery table reports (research/am.md, "Firmware for the two
+// IP versions: what the chip's IP discovery table reports (tinygrad amdev.py AMDev firmware names, "Firmware for the two
 // consumer targets"); firmware names: firmware-loader's manifest (the MODULE_FIRMWARE lines of
 // Linux psp_v13_0.c / psp_v14_0.c / smu_v13_0_0_ppt.c / smu_v14_0_2_ppt.c / sdma_v6_0.c /
 // sdma_v7_0.c / gfx_v11_0.c / gfx_v12_0.c / imu_v11_0.c / imu_v12_0.c).

@@ -1,5 +1,5 @@
 // Where every boot-time object lives in VRAM. The same addresses in every process, in a fixed
-// order inside the first 32 MiB (research/am.md 1.8), so a later process can take over a chip a
+// order inside the first 32 MiB (tinygrad amdev.py AMDev, memory.py MemoryManager), so a later process can take over a chip a
 // previous one initialised (warm start) without re-creating the PSP ring, IH ring or SMU table.
 // Any change to this layout must change kLayoutMagic, which warm start compares with SCRATCH_REG7.
 #pragma once
@@ -13,7 +13,7 @@ namespace baregpu::am {
 
 // SCRATCH_REG7 value meaning "initialised by drivers/am with this layout". tinygrad's is
 // 0xA0000008; ours differs so the two never mistake each other's layouts.
-inline constexpr uint32_t kLayoutMagic = 0xBA5E0002;  // 2: + driver state (pinned clocks)
+inline constexpr uint32_t kLayoutMagic = 0xBA5E0003;  // 2: + driver state (pinned clocks); 3: + the gfx stage (a chip booted without it must boot again)
 
 inline constexpr uint64_t kBootMemorySize = 32 << 20;
 inline constexpr uint64_t kPsp1MiB = 1 << 20;            // amdgpu_psp.h PSP_1_MEG

@@ -25,7 +25,27 @@ using namespace pm4;
 // The kernarg NOP's first payload dword: "BGKA" in little-endian bytes. Ours, not the hardware's:
 // the CP skips a NOP's payload whatever it holds.
 constexpr uint32_t kKernargMagic = 0x414b4742;
-constexpr uint32_t kKernargHeaderDwords = 4;  // NOP header, magic, kernarg SGPR index, reserved
+// NOP header, magic, kernarg SGPR index, dispatch packet: 0, or (its user SGPR index + 1) | (its byte
+// offset from the kernargs) << 8.
+constexpr uint32_t kKernargHeaderDwords = 4;
+// hsa.h hsa_kernel_dispatch_packet_t (64 bytes): header u16 @0, setup u16 @2 (dimensions in bits 1:0),
+// workgroup_size_x/y/z u16 @4/6/8, grid_size_x/y/z u32 @12/16/20 (work-items), private_segment_size
+// u32 @24, group_segment_size u32 @28, kernel_object u64 @32, kernarg_address u64 @40, reserved u64
+// @48, completion_signal u64 @56. What a kernel that enables ENABLE_SGPR_DISPATCH_PTR reads its launch
+// from (tinygrad ops_amd.py AMDComputeQueue.exec builds one after the kernargs; ROCr's AQL queues
+// hand the packet itself).
+constexpr uint32_t kDispatchPacketBytes = 64;
+void fill_dispatch_packet(uint32_t* p, const std::array<uint32_t, 3>& grid, const std::array<uint32_t, 3>& block,
+                          uint32_t group_segment_bytes) {
+    std::memset(p, 0, kDispatchPacketBytes);
+    p[0] = 3u << 16;  // header 0, setup.dimensions 3
+    p[1] = (block[0] & 0xffff) | (block[1] & 0xffff) << 16;
+    p[2] = block[2] & 0xffff;
+    p[3] = grid[0] * block[0];
+    p[4] = grid[1] * block[1];
+    p[5] = grid[2] * block[2];
+    p[7] = group_segment_bytes;
+}
 // PACKET3(PACKET3_NOP, 0x3FFF): one dword (Linux gfx_v11_0.c ring funcs .nop).
 constexpr uint32_t kNop1 = packet3(kNop, 0x3FFF);
 constexpr uint32_t kFenceDwords = 8;  // RELEASE_MEM
@@ -46,17 +66,31 @@ uint32_t opcode(uint32_t h) { return (h >> 8) & 0xFF; }
 // Points each dispatch at the arguments its kernarg NOP carries, wherever the two packets landed:
 // fed every packet in order with its words (writable) and the GPU address they live at.
 struct KernargFixup {
-    uint64_t kernargs = 0;
-    uint32_t sgpr = 0;
+    uint64_t kernargs = 0, dispatch_packet = 0;
+    uint32_t sgpr = 0, dispatch_sgpr = 0;
     void packet(uint32_t* w, uint64_t n, uint64_t va) {
         const uint32_t op = opcode(w[0]);
         if (op == kNop && n >= kKernargHeaderDwords && w[1] == kKernargMagic) {
             kernargs = va + kKernargHeaderDwords * 4;
             sgpr = w[2];
+            dispatch_packet = 0;
+            if (w[3] != 0) {
+                // The packet follows the kernargs in the same NOP; its kernarg_address (@40) is where
+                // the kernargs landed.
+                dispatch_sgpr = (w[3] & 0xff) - 1;
+                const uint32_t at = kKernargHeaderDwords + (w[3] >> 8) / 4;
+                dispatch_packet = kernargs + (w[3] >> 8);
+                w[at + 10] = lo(kernargs);
+                w[at + 11] = hi(kernargs);
+            }
         } else if (op == kSetShReg && w[1] == kUserData0 && kernargs != 0) {
             w[2 + sgpr] = lo(kernargs);
             w[3 + sgpr] = hi(kernargs);
-            kernargs = 0;
+            if (dispatch_packet != 0) {
+                w[2 + dispatch_sgpr] = lo(dispatch_packet);
+                w[3 + dispatch_sgpr] = hi(dispatch_packet);
+            }
+            kernargs = dispatch_packet = 0;
         }
     }
 };
@@ -74,7 +108,8 @@ Pm4Writer append(hcq::CommandBuffer& out, size_t dwords) {
 
 ComputeQueueEngine::ComputeQueueEngine(AmHcqDevice& device, GcGen gen, uint32_t queue, uint64_t ring_bytes)
     : RingQueue(device, hcq::QueueKind::compute, queue == 0 ? "compute" : fmt::format("compute:{}", queue), ring_bytes / 4, 4),
-      gen_(gen), queue_(queue), doorbell_slot_(mqd::kDoorbellMecRing0 + queue) {
+      gen_(gen), queue_(queue), doorbell_slot_(mqd::kDoorbellMecRing0 + queue),
+      skip_dispatch_packet_(device.chip().skip_step() == SkipStep::dispatch_packet) {
     if (queue >= 8) throw Error(device.name(), fmt::format("compute queue {}: MEC 1 pipe 0 has queues 0-7", queue));
 }
 
@@ -113,7 +148,7 @@ void ComputeQueueEngine::activate() {
         wait_reg(regs, t.cp_hqd_active, 1, 0, std::chrono::milliseconds(100), "a stale compute queue to dequeue");
     }
     // The MQD's register block mirrors CP_MQD_BASE_ADDR .. CP_HQD_PQ_WPTR_HI (the same contiguous
-    // 0x1fa9..0x1fe0 block on GC 11 and GC 12); written one by one (research/am.md 1.12), then the
+    // 0x1fa9..0x1fe0 block on GC 11 and GC 12); written one by one (tinygrad ip.py AM_GFX.setup_ring), then the
     // queue goes active.
     const uint32_t first = regs.address(t.cp_mqd_base_addr);
     const uint32_t active = regs.address(t.cp_hqd_active);
@@ -139,7 +174,7 @@ void ComputeQueueEngine::stop() noexcept {
         const RegisterTable& t = regs.table();
         regs.write(t.grbm_gfx_cntl, (1u << 2) | (queue_ << 8));
         if (regs.read(t.cp_hqd_active) & 1) {
-            regs.write(t.cp_hqd_dequeue_request, 2);  // RESET_WAVES (research/am.md 1.12 dequeue)
+            regs.write(t.cp_hqd_dequeue_request, 2);  // RESET_WAVES (Linux amdgpu_amdkfd_gfx_v11.c hqd_destroy)
             poll_until(device_.chip().pci(), std::chrono::milliseconds(100), [&] { return (regs.read(t.cp_hqd_active) & 1) == 0; });
         }
         regs.write(t.grbm_gfx_cntl, 0);
@@ -182,17 +217,28 @@ void ComputeQueueEngine::encode_exec(hcq::CommandBuffer& out, const hcq::Program
     k.grid = {grid.x, grid.y, grid.z};
     k.block = {block.x, block.y, block.z};
     k.kernarg_address = 0;  // filled in where the command lands (place / relocate)
+    k.dispatch_packet_address = 0;  // likewise
     const size_t arg_dwords = (kernargs.size() + 3) / 4;
-    const size_t nop_dwords = kKernargHeaderDwords + arg_dwords;
+    // A kernel that enables the dispatch pointer gets an hsa_kernel_dispatch_packet_t after its
+    // kernargs (8-byte aligned, as the ring's packets are), in the same NOP.
+    const size_t packet_at = (arg_dwords + 1) & ~size_t{1};
+    const size_t payload_dwords = k.user_sgpr_dispatch_ptr && !skip_dispatch_packet_ ? packet_at + kDispatchPacketBytes / 4 : arg_dwords;
+    const size_t nop_dwords = kKernargHeaderDwords + payload_dwords;
     const size_t total = nop_dwords + dispatch_dwords(k);
     const size_t padded = (total + 1) & ~size_t{1};
     auto* w = reinterpret_cast<uint32_t*>(out.append(padded * 4));
+    std::memset(w + 1, 0, (nop_dwords - 1) * 4);
     w[0] = packet3(kNop, static_cast<uint32_t>(nop_dwords - 2));
     w[1] = kKernargMagic;
     w[2] = p.kernarg_sgpr();
     w[3] = 0;
-    w[kKernargHeaderDwords + arg_dwords - 1] = 0;  // the tail of a partial last dword
     if (!kernargs.empty()) std::memcpy(w + kKernargHeaderDwords, kernargs.data(), kernargs.size());
+    if (payload_dwords != arg_dwords) {
+        // The dispatch pointer's user SGPRs come right after the private segment buffer's (pm4.cpp).
+        const uint32_t dispatch_sgpr = k.user_sgpr_private_segment_buffer ? 4 : 0;
+        w[3] = (dispatch_sgpr + 1) | static_cast<uint32_t>(packet_at * 4) << 8;
+        fill_dispatch_packet(w + kKernargHeaderDwords + packet_at, k.grid, k.block, k.lds_bytes);
+    }
     Pm4Writer(std::span<uint32_t>(w + nop_dwords, total - nop_dwords)).dispatch(k);
     if (padded != total) w[total] = kNop1;
 }
@@ -230,7 +276,13 @@ void ComputeQueueEngine::patch_exec_dims(std::span<std::byte> command, hcq::Dim3
     std::span<uint32_t> w = words_of(command);
     for (size_t i = 0; i < w.size(); i += packet_dwords(w[i])) {
         const uint32_t op = opcode(w[i]);
-        if (op == kSetShReg && w[i + 1] == kStartX) {
+        if (op == kNop && w[i + 1] == kKernargMagic && w[i + 3] != 0) {
+            uint32_t* packet = &w[i + kKernargHeaderDwords + (w[i + 3] >> 8) / 4];
+            const uint32_t group = packet[7], kernarg_lo = packet[10], kernarg_hi = packet[11];
+            fill_dispatch_packet(packet, {grid.x, grid.y, grid.z}, {block.x, block.y, block.z}, group);
+            packet[10] = kernarg_lo;  // where the kernargs landed, if the command was placed already
+            packet[11] = kernarg_hi;
+        } else if (op == kSetShReg && w[i + 1] == kStartX) {
             // COMPUTE_START_X/Y/Z, then COMPUTE_NUM_THREAD_X/Y/Z.
             w[i + 5] = block.x;
             w[i + 6] = block.y;
@@ -301,6 +353,17 @@ uint64_t ComputeQueueEngine::finish_and_ring() {
     return ticket;
 }
 
+void ComputeQueueEngine::invalidate_for_new_code() {
+    const uint64_t generation = device_.code_generation();
+    if (generation == code_generation_ || device_.chip().skip_step() == SkipStep::code_cache_invalidate) return;
+    // Linux starts every IB with gfx_v11_0_emit_mem_sync: ACQUIRE_MEM with GLI_INV, GL2_INV/WB and the
+    // near caches (gfx_v12_0 the same). drivers/am does it only when new code may be stale in them.
+    uint32_t acquire[8];
+    Pm4Writer(acquire).acquire_mem(kGcrAll);
+    place(acquire);
+    code_generation_ = generation;
+}
+
 uint64_t ComputeQueueEngine::submit(std::span<const std::byte> commands) {
     if (commands.size() > max_submit_bytes()) {
         throw UnsupportedError(device_.name(), fmt::format("{}: {} bytes of commands do not fit in the {}-byte ring; bind() the queue",
@@ -309,7 +372,8 @@ uint64_t ComputeQueueEngine::submit(std::span<const std::byte> commands) {
     std::lock_guard lock(mutex_);
     std::span<const uint32_t> words = words_of(commands);
     // Space for the commands as placed (fill included) and the fence with its worst-case fill.
-    wait_for_space(placed_dwords(words, wptr_) + 2 * kFenceDwords);
+    wait_for_space(placed_dwords(words, wptr_) + 2 * kFenceDwords + 8);
+    invalidate_for_new_code();
     place(words);
     return finish_and_ring();
 }
@@ -319,15 +383,17 @@ uint64_t ComputeQueueEngine::submit_bound(GpuVirtualAddress commands, uint64_t s
     uint32_t ib[4];
     Pm4Writer(ib).indirect_buffer(commands.value(), static_cast<uint32_t>(size / 4));
     hdp_flush_ = true;
-    wait_for_space(4 + 2 * kFenceDwords + 4);
+    wait_for_space(4 + 2 * kFenceDwords + 4 + 8);
+    invalidate_for_new_code();
     place(ib);
     return finish_and_ring();
 }
 
 uint64_t ComputeQueueEngine::max_submit_bytes() const {
-    // Room for the fence and one ring-end fill of the largest packet (a kernarg NOP: 1 KiB of
-    // arguments and its header).
-    return (ring_units_ - 2 * kFenceDwords - (kKernargHeaderDwords + hcq::KernelArgs::kMaxBytes / 4)) * 4;
+    // Room for the fence, a code invalidation (8 dwords) and one ring-end fill of the largest packet (a
+    // kernarg NOP: 1 KiB of arguments and its header).
+    return (ring_units_ - 2 * kFenceDwords - 8 -
+            (kKernargHeaderDwords + hcq::KernelArgs::kMaxBytes / 4 + 1 + kDispatchPacketBytes / 4)) * 4;
 }
 
 std::string ComputeQueueEngine::describe() const {

@@ -1,5 +1,5 @@
 // The compute queue: a PM4 ring on a MEC 1 hardware queue (HQD) programmed directly from an MQD,
-// without MES or KIQ (research/am.md 1.12), as an hcq::Engine.
+// without MES or KIQ (tinygrad ip.py AM_GFX.setup_ring), as an hcq::Engine.
 //
 // Commands (pm4.hpp encodings; every command a multiple of 8 bytes, padded with one-dword NOPs):
 //   wait       WAIT_REG_MEM64 >= (64-bit compare), NOP
@@ -8,7 +8,7 @@
 //   barrier    ACQUIRE_MEM (invalidate and write back every cache); its submission also flushes the
 //              HDP from the CPU before the doorbell, so host writes through the BAR are visible
 //   exec       a NOP carrying the kernel arguments ("BGKA", the kernarg SGPR index, the bytes),
-//              then research/am.md 3.1's dispatch sequence whose kernarg pointer points into that
+//              then tinygrad ops_amd.py AMDComputeQueue.exec's dispatch sequence whose kernarg pointer points into that
 //              NOP: the arguments travel with the command, so a recorded queue can be submitted
 //              again and again (and patched between submissions) without a kernarg arena. Where
 //              the NOP lands is known only when it is copied into the ring (submit) or bound to
@@ -17,7 +17,7 @@
 // Submission: the packets are copied into the ring (none straddles the ring end: the rest is
 // NOP-filled), followed by a RELEASE_MEM that writes the submission's ticket (the ring's 64-bit
 // write pointer in dwords) to a fence word; then the write pointer is stored in memory, the HDP
-// flushed, and the doorbell rung with it (research/am.md 1.14, 3.1 _submit). Ring space is
+// flushed, and the doorbell rung with it (tinygrad ops_amd.py AMDQueueDesc.signal_doorbell, AMDComputeQueue._submit). Ring space is
 // reclaimed by the fence, not by the CP's read pointer: a dispatch still running may read its
 // arguments from the ring after the CP fetched past it.
 #pragma once
@@ -77,8 +77,13 @@ private:
     pm4::GcGen gen_;
     uint32_t queue_;
     uint32_t doorbell_slot_;
+    bool skip_dispatch_packet_;  // SkipStep::dispatch_packet (tests)
     hcq::Buffer eop_, mqd_;
     bool hdp_flush_ = false;  // the submission being placed needs an HDP flush before its doorbell
+    uint64_t code_generation_ = 0;  // the device's code_generation() this queue last invalidated for
+    // Before a submission: when code was loaded since the last one, an ACQUIRE_MEM that invalidates the
+    // instruction cache and GL2 (code written through the BAR bypasses both).
+    void invalidate_for_new_code();
     bool active_ = false;
 };
 

@@ -4,6 +4,7 @@
 #include "drivers/am/dwords.hpp"
 #include "drivers/am/hcq_device.hpp"
 #include "drivers/am/sdma_packets.hpp"
+#include "drivers/am/sdma_queue.hpp"
 #include "hcq/clock.hpp"
 #include "hcq/signal.hpp"
 
@@ -19,10 +20,7 @@ namespace {
 
 using namespace sdma;
 
-// amdgpu_doorbell.h AMDGPU_NAVI10_DOORBELL_sDMA_ENGINE0; queue 0 of engine 0 (research/am.md 1.13).
-// GC 12 keeps the Navi10 assignment (soc24.c soc24_init_doorbell_index, as soc21.c for GC 11), and
 // SDMA 7 takes SDMA 6's packet encodings (sdma_v7_0.c includes sdma_v6_0_0_pkt_open.h).
-constexpr uint32_t kDoorbellSdmaEngine0 = 0x100;
 constexpr uint32_t kChunkDwords = 8;
 // sdma_v6_0_0_pkt_open.h: SDMA_PKT_NOP_HEADER count bits 16-29 (dwords that follow).
 constexpr uint32_t nop_header(uint32_t following) { return kOpNop | (following & 0x3FFF) << 16; }
@@ -81,56 +79,14 @@ void CopyQueueEngine::start() {
 }
 
 void CopyQueueEngine::enable() {
-    Registers& regs = device_.chip().regs();
-    const RegisterTable& t = regs.table();
-    const uint64_t ring = ring_.address().value(), wptr = wptr_address().value(), rptr = rptr_address().value();
-    // A ring a previous owner left enabled (a crash) is stopped before it is pointed elsewhere.
-    if (regs.read(t.sdma0_queue0_rb_cntl) & 1) {
-        regs.write(t.sdma0_queue0_rb_cntl, 0);
-        regs.write(t.sdma0_queue0_ib_cntl, 0);
-    }
-    // research/am.md 1.13 setup_ring order; pointers are bytes.
-    regs.write(t.sdma0_queue0_minor_ptr_update, 1);
-    regs.write(t.sdma0_queue0_rb_rptr, 0);
-    regs.write(t.sdma0_queue0_rb_rptr_hi, 0);
-    regs.write(t.sdma0_queue0_rb_wptr, 0);
-    regs.write(t.sdma0_queue0_rb_wptr_hi, 0);
-    regs.write(t.sdma0_queue0_rb_base, lo(ring >> 8));
-    regs.write(t.sdma0_queue0_rb_base_hi, lo(ring >> 40));
-    regs.write(t.sdma0_queue0_rb_rptr_addr_lo, lo(rptr));
-    regs.write(t.sdma0_queue0_rb_rptr_addr_hi, hi(rptr));
-    regs.write(t.sdma0_queue0_rb_wptr_poll_addr_lo, lo(wptr));
-    regs.write(t.sdma0_queue0_rb_wptr_poll_addr_hi, hi(wptr));
-    // SDMA0_QUEUE0_DOORBELL_OFFSET.OFFSET bits 2-27 hold the dword offset (slot * 2);
-    // SDMA0_QUEUE0_DOORBELL.ENABLE is bit 28 (gc_11_0_0_sh_mask.h and gc_12_0_0_sh_mask.h agree;
-    // only the registers' offsets differ between SDMA 6 and SDMA 7).
-    regs.write(t.sdma0_queue0_doorbell_offset, (kDoorbellSdmaEngine0 * 2) << 2);
-    regs.write(t.sdma0_queue0_doorbell, 1u << 28);
-    regs.write(t.sdma0_queue0_minor_ptr_update, 0);
-    // RB_CNTL: RB_ENABLE bit 0, RB_SIZE bits 1-5 = log2(ring dwords) on SDMA 6 and SDMA 7
-    // (gc_12_0_0_sh_mask.h SDMA0_QUEUE0_RB_CNTL__RB_SIZE_MASK 0x3E). Linux also sets
-    // RPTR_WRITEBACK_ENABLE/_TIMER and F32_WPTR_POLL_ENABLE (sdma_v6_0_gfx_resume_instance); their
-    // sh_mask positions are not transcribed yet (design debt, issue 7: the simulator writes the read
-    // pointer back and polls the write pointer without them).
-    uint32_t size_log2 = 0;
-    while ((uint64_t{1} << size_log2) < ring_units_ / 4) ++size_log2;
-    regs.write(t.sdma0_queue0_rb_cntl, 1u | size_log2 << 1);
-    regs.write(t.sdma0_queue0_ib_cntl, 1);  // IB_ENABLE
+    sdma0_queue0_start(device_.chip(), ring_.address().value(), ring_units_, rptr_address().value(), wptr_address().value());
     active_ = true;
 }
 
 void CopyQueueEngine::stop() noexcept {
     if (!active_) return;
     active_ = false;
-    try {
-        Registers& regs = device_.chip().regs();
-        const RegisterTable& t = regs.table();
-        regs.write(t.sdma0_queue0_rb_cntl, 0);
-        regs.write(t.sdma0_queue0_ib_cntl, 0);
-        regs.write(t.sdma0_queue0_doorbell, 0);
-        regs.write(t.sdma0_queue0_doorbell_offset, 0);
-    } catch (...) {
-    }
+    sdma0_queue0_stop(device_.chip());
 }
 
 void CopyQueueEngine::restart() {

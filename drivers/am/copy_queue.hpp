@@ -1,4 +1,4 @@
-// The copy queue: SDMA0 queue 0's ring (research/am.md 1.13, 3.2) as an hcq::Engine.
+// The copy queue: SDMA0 queue 0's ring (tinygrad ip.py AM_SDMA, ops_amd.py AMDCopyQueue) as an hcq::Engine.
 //
 // Every command is a multiple of 8 dwords (NOP-padded), so any run of commands is a valid SDMA
 // indirect buffer (INDIRECT needs 8-dword multiples) and bound queues need no repacking:

@@ -1,6 +1,7 @@
 #include "drivers/am/discovery.hpp"
 
 #include "base/error.hpp"
+#include "drivers/am/wait.hpp"
 #include "drivers/pci/pci_device.hpp"
 #include "firmware-loader/amd/discovery.hpp"
 
@@ -13,6 +14,19 @@ const DiscoveredBlock* DiscoveryResult::find(HwIp ip) const {
         if (b.ip == ip) return &b;
     }
     return nullptr;
+}
+
+void wait_ifwi_init(Mmio& mmio) {
+    uint32_t last = 0;
+    if (!poll_until(mmio.device(), std::chrono::seconds(1), [&] {
+            last = mmio.read(kMp0C2pmsg33, "MP0_SMN_C2PMSG_33");
+            return (last & kIfwiInitDone) != 0;
+        })) {
+        throw TimeoutError(mmio.device().name(),
+                           fmt::format("timed out after 1000 ms waiting for the IFWI init: MP0_SMN_C2PMSG_33 (dword {:#x}) "
+                                       "& 0x80000000 should be 0x80000000, last read {:#010x}",
+                                       kMp0C2pmsg33, last));
+    }
 }
 
 uint64_t read_vram_size(Mmio& mmio) {

@@ -15,8 +15,15 @@
 
 namespace baregpu::am {
 
-// Linux amdgpu_discovery.c / research/am.md 1.3: mmRCC_CONFIG_MEMSIZE, a fixed dword address, MiB.
+// Linux amdgpu_discovery.c: mmRCC_CONFIG_MEMSIZE, a fixed dword address, MiB.
 inline constexpr uint32_t kRccConfigMemsize = 0xde3;
+// amdgpu_discovery.c amdgpu_discovery_read_binary_from_mem: mmMP0_SMN_C2PMSG_33 (fixed, 0x16061) bit 31
+// is set once the IFWI has initialised the chip ("up to a second ... generally 60-100ms", e.g. when
+// the card is hot-plugged through USB4); Linux polls it for up to 1 s before reading discovery.
+inline constexpr uint32_t kMp0C2pmsg33 = 0x16061;
+inline constexpr uint32_t kIfwiInitDone = 0x80000000u;
+// Polls C2PMSG_33 until the IFWI init is done; throws TimeoutError after 1 s of device time.
+void wait_ifwi_init(Mmio& mmio);
 // DISCOVERY_TMR_OFFSET (amdgpu_discovery.c): the binary sits 64 KiB below the top of VRAM.
 inline constexpr uint64_t kDiscoveryOffsetFromTop = 64 << 10;
 

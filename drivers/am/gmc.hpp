@@ -1,11 +1,13 @@
 // The memory hubs (MMHUB for the SOC's engines, the GC hub for graphics/compute): the system
 // aperture that passes MC addresses [fb_base, fb_top] straight to VRAM, and VMID0's page table
 // from kVmStart. Programming order: gfxhub_v3_0.c / mmhub_v3_0.c (Navi31), gfxhub_v12_0.c /
-// mmhub_v4_1_0.c (Navi48), as research/am.md 1.6 lists it. TLB invalidation through engine 17,
-// taking the MMHUB semaphore first (gmc_v11_0_flush_vm_hub).
+// mmhub_v4_1_0.c (Navi48), as tinygrad's AM_GMC.init_hub does it. TLB invalidation through engine 17,
+// taking the MMHUB semaphore first and following an MM hub flush with the MMHUB private invalidation
+// (gmc_v11_0_flush_vm_hub; gmc_v12_0.c does the same).
 #pragma once
 
 #include "drivers/am/registers.hpp"
+#include "drivers/am/skip_step.hpp"
 
 #include <cstdint>
 #include <functional>
@@ -14,7 +16,8 @@ namespace baregpu::am {
 
 class Gmc {
 public:
-    Gmc(Registers& regs, std::function<void()> flush_hdp) : regs_(regs), flush_hdp_(std::move(flush_hdp)) {}
+    Gmc(Registers& regs, std::function<void()> flush_hdp, SkipStep skip = SkipStep::none)
+        : regs_(regs), flush_hdp_(std::move(flush_hdp)), skip_(skip) {}
 
     // MMMC_VM_FB_LOCATION_BASE/TOP (read-only on dGPUs): bits 23:0 = address >> 24.
     void read_fb_location();
@@ -35,6 +38,7 @@ public:
 private:
     Registers& regs_;
     std::function<void()> flush_hdp_;
+    SkipStep skip_;
     uint64_t fb_base_ = 0, fb_top_ = 0;
 };
 

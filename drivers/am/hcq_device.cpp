@@ -20,7 +20,7 @@ namespace baregpu::am {
 namespace {
 
 constexpr uint64_t kPage = 4096, k2M = 2ull << 20, k1G = 1ull << 30;
-// The IP discovery table sits in the last 64 KiB of VRAM (research/am.md 1.3); keep the top MiB.
+// The IP discovery table sits in the last 64 KiB of VRAM (tinygrad amdev.py AMDev._run_discovery); keep the top MiB.
 constexpr uint64_t kVramTopReserved = 1ull << 20;
 // What a workgroup may use (RDNA3/RDNA4: 1024 work-items, 64 KiB of LDS).
 constexpr uint32_t kMaxThreads = 1024, kMaxLds = 64 * 1024;
@@ -72,11 +72,7 @@ AmHcqDevice::AmHcqDevice(Token, std::unique_ptr<AmDevice> chip, AmHcqOptions opt
     const pci::LinkCapabilities link = chip_->pci().link_capabilities();
     if (!link.bar_mmap && !link.host_dma) shadow_ = std::make_unique<ShadowMemory>(chip_->vram());
 
-    // research/am.md 1.12 _enable_mec: pipe 0 out of reset and active, the MEC not halted
-    // (CP_MEC_RS64_CNTL: MEC_PIPE0_ACTIVE bit 26, MEC_PIPE0_RESET bit 16, MEC_HALT bit 30, the same
-    // in gc_11_0_0_sh_mask.h and gc_12_0_0_sh_mask.h, so one value serves both generations).
-    Registers& regs = chip_->regs();
-    regs.write(regs.table().cp_mec_rs64_cntl, 1u << 26);
+    // The MEC was configured and un-halted by the boot (gfx.cpp); a warm chip keeps it so.
     // Whatever a previous owner left in the interrupt ring is not ours to report.
     chip_->take_page_faults();
     ih_seen_ = chip_->ih().written_wptr();
@@ -119,7 +115,7 @@ AmHcqDevice::AmHcqDevice(Token, std::unique_ptr<AmDevice> chip, AmHcqOptions opt
     parts.copy = {copy_.get()};
     parts.timestamp_hz = 100'000'000;
     parts.staging_slot_bytes = options_.staging_bytes;
-    parts.staging_slots = options_.staging_slots;  // RELEASE_MEM / SDMA TIMESTAMP count 10 ns ticks (research/am.md 3.3)
+    parts.staging_slots = options_.staging_slots;  // RELEASE_MEM / SDMA TIMESTAMP count 10 ns ticks (tinygrad AMDSignal)
     attach(parts);
     for (auto& c : compute_) c->start();
     copy_->start();
@@ -207,7 +203,7 @@ void AmHcqDevice::count_leaves(uint64_t va, uint64_t paddr, uint64_t size) {
 
 std::byte* AmHcqDevice::map_shadowed(GpuVirtualAddress va, uint64_t size, uint64_t page_size, const hcq::BufferOptions& options) {
     // No system memory the GPU can reach and no CPU mapping of VRAM: "host" memory is VRAM too (as
-    // tinygrad does over USB, research/nv_qcom_usb.md C.5), one contiguous extent, with a host copy.
+    // tinygrad does over USB, ops_amd.py USBIface), one contiguous extent, with a host copy.
     const uint64_t align = page_size >= k2M && size >= k2M ? k2M : kPage;
     std::vector<VramExtent> extents = vram_.allocate(size, align, /*allow_scatter=*/false);
     if (extents.empty() && align > kPage) extents = vram_.allocate(size, kPage, false);
@@ -343,6 +339,7 @@ std::shared_ptr<hcq::Program> AmHcqDevice::load_program_impl(std::span<const std
     info.static_shared_bytes = k.shared_bytes;
     info.private_bytes = k.private_bytes;
     info.max_threads_per_group = std::min(k.max_threads, kMaxThreads);
+    code_generation_.fetch_add(1, std::memory_order_acq_rel);
     return std::make_shared<AmProgram>(*this, std::move(info), std::move(code), launch, /*kernarg_sgpr=*/0);
 }
 
@@ -414,6 +411,7 @@ std::shared_ptr<hcq::Program> AmHcqDevice::load_native(std::span<const std::byte
     launch.user_sgpr_dispatch_ptr = u.dispatch_ptr.has_value();
     launch.wave32 = k.wave_size == 32;
     const uint32_t kernarg_sgpr = u.kernarg_segment_ptr.value_or(0);
+    code_generation_.fetch_add(1, std::memory_order_acq_rel);
     return std::make_shared<AmProgram>(*this, std::move(info), std::move(code), launch, kernarg_sgpr);
 }
 
@@ -520,7 +518,7 @@ void AmHcqDevice::sleep_for_signal(const hcq::SignalSlot&, uint64_t, uint64_t de
 
 void AmHcqDevice::recover() {
     std::lock_guard lock(submission_mutex());
-    // research/am.md 4.5: drain the IH ring (clearing the latched fault), take the queues down and
+    // tinygrad external_test_am_fault_recovery.py: drain the IH ring (clearing the latched fault), take the queues down and
     // start them again on the same memory; the caller's work in flight is gone.
     chip_->take_page_faults();
     chip_->pci().take_iommu_faults();

@@ -2,7 +2,7 @@
 // directly programmed MEC HQD (compute_queue.hpp), SDMA0 queue 0 as the copy queue
 // (copy_queue.hpp), VRAM handed out by VramAllocator and mapped into VMID 0 with the largest
 // leaves the alignment allows, host memory mapped as snooped system pages, CPU access to VRAM
-// through the BAR0 mapping (research/am.md 1.8, 1.12-1.16).
+// through the BAR0 mapping (tinygrad runtime/support/am/ip.py AM_GFX, AM_SDMA; ops_amd.py queues).
 //
 // Kernel ISA: `gfx1100` / `gfx1201` on silicon (AMDGPU HSA code objects, code_object.hpp; a
 // simulated chip takes them too with `isa=native`, but cannot run them); on a simulated chip the
@@ -12,8 +12,10 @@
 //
 // Faults: every wait polls the IH ring (a memory read); a page fault puts the device in its error
 // state with the queue, the address, the hub and the client. recover() dequeues and re-creates
-// the queues on the same memory (research/am.md 4.5).
+// the queues on the same memory (tinygrad test/external/external_test_am_fault_recovery.py).
 #pragma once
+
+#include <atomic>
 
 #include "drivers/am/am_device.hpp"
 #include "drivers/am/shadow_memory.hpp"
@@ -91,6 +93,9 @@ public:
     bool check_faults() noexcept;
     // What a CPU write to VRAM through BAR0 needs before the GPU reads it (HDP flush).
     void flush_hdp();
+    // Bumped whenever kernel code is written to GPU memory (a program load): a compute queue that has
+    // not submitted since invalidates the instruction cache and GL2 first (compute_queue.cpp).
+    uint64_t code_generation() const { return code_generation_.load(std::memory_order_acquire); }
     // The BAR2 doorbell for 64-bit slot `slot`.
     void ring_doorbell(uint32_t slot, uint64_t value);
     // The FB-relative physical address behind a GPU VA this device mapped (MQDs need MC addresses).
@@ -125,6 +130,7 @@ public:
     void program_unloaded(GpuVirtualAddress code, uint64_t size, const std::string& kernel) noexcept;
 
 private:
+    std::atomic<uint64_t> code_generation_{0};
     std::shared_ptr<hcq::Program> load_program_impl(std::span<const std::byte> code_object, std::string_view kernel) override;
     std::byte* map_memory(GpuVirtualAddress va, uint64_t size, uint64_t page_size, const hcq::BufferOptions& options) override;
     void unmap_memory(GpuVirtualAddress va, uint64_t size, std::byte* cpu) noexcept override;

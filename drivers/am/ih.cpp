@@ -49,8 +49,8 @@ std::string IhEntry::describe() const {
                        ring_id, vmid, src_data[0], src_data[1], src_data[2], src_data[3]);
 }
 
-Ih::Ih(Registers& regs, Vram& vram, uint64_t fb_base, uint64_t ring, uint64_t wptr_page)
-    : regs_(regs), vram_(vram), fb_base_(fb_base), ring_(ring), wptr_(wptr_page) {}
+Ih::Ih(Registers& regs, Vram& vram, uint64_t fb_base, uint64_t ring, uint64_t wptr_page, SkipStep skip)
+    : regs_(regs), vram_(vram), fb_base_(fb_base), ring_(ring), wptr_(wptr_page), skip_(skip) {}
 
 void Ih::init_hw() {
     const RegisterTable& t = regs_.table();
@@ -73,6 +73,9 @@ void Ih::init_hw() {
     uint32_t rb_size = static_cast<uint32_t>(std::countr_zero(kIhRingSize / 4));
     uint32_t cntl = (rb_size << field::kIhRbSizeShift) | field::kIhWptrWritebackEnable | field::kIhWptrOverflowEnable |
                     field::kIhWptrOverflowClear;
+    // ih_v6_0_irq_init (ih_v7_0 the same): MC_SPACE = use_bus_addr ? 2 : 4 and MC_SNOOP 1; the ring is
+    // in VRAM (an MC address, not a bus address), so 4 as tinygrad's AM_IH.init_hw sets it.
+    if (skip_ != SkipStep::ih_mc_space) cntl |= 4u << field::kIhMcSpaceShift | field::kIhMcSnoop;
     regs_.write(t.ih_rb_cntl, cntl | field::kIhRbEnable | field::kIhEnableIntr);
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "drivers/am/registers.hpp"
+#include "drivers/am/skip_step.hpp"
 #include "drivers/am/vram.hpp"
 
 #include <array>
@@ -45,12 +46,13 @@ struct IhEntry {
 IhEntry decode_ih_entry(const std::array<uint32_t, 8>& dwords);
 
 // gc_11_0_0_sh_mask.h / gc_12_0_0_sh_mask.h GCVM_L2_PROTECTION_FAULT_STATUS(_LO32): MORE_FAULTS bit 0,
-// WALKER_ERROR 3:1, PERMISSION_FAULTS 7:4, MAPPING_ERROR 8, CID 16:9, RW 18, VMID 23:20.
+// WALKER_ERROR 3:1, PERMISSION_FAULTS 7:4, MAPPING_ERROR 8, CID 17:9 (9 bits on both generations, as
+// tinygrad's generated regs.py lists the field), RW 18, VMID 23:20.
 namespace fault_status {
 inline constexpr uint32_t kMoreFaults = 1u << 0;
 inline constexpr uint32_t kMappingError = 1u << 8;
 inline constexpr unsigned kCidShift = 9;
-inline constexpr uint32_t kCidMask = 0xffu << 9;
+inline constexpr uint32_t kCidMask = 0x1ffu << 9;
 inline constexpr uint32_t kRw = 1u << 18;
 inline constexpr unsigned kVmidShift = 20;
 inline constexpr uint32_t kClearStatusAddr = 1u << 0;  // L2_PROTECTION_FAULT_CNTL.CLEAR_PROTECTION_FAULT_STATUS_ADDR
@@ -71,7 +73,7 @@ struct PageFault {
 
 class Ih {
 public:
-    Ih(Registers& regs, Vram& vram, uint64_t fb_base, uint64_t ring, uint64_t wptr_page);
+    Ih(Registers& regs, Vram& vram, uint64_t fb_base, uint64_t ring, uint64_t wptr_page, SkipStep skip = SkipStep::none);
     // ih_v6_0_irq_init order: base, size/cntl, wptr writeback, pointers, enable last.
     void init_hw();
     // Entries between RPTR and the written-back WPTR, without consuming them.
@@ -86,6 +88,7 @@ private:
     Registers& regs_;
     Vram& vram_;
     uint64_t fb_base_, ring_, wptr_;
+    SkipStep skip_;
 };
 
 }  // namespace baregpu::am

@@ -15,7 +15,8 @@ void check_aligned(uint64_t address, const char* what) {
         throw Error("", fmt::format("compute MQD: {} {:#x} is not 256-byte aligned (the register takes address >> 8)",
                                     what, address));
 }
-// log2(bytes / 4) - 1: CP_HQD_PQ_CONTROL.QUEUE_SIZE and CP_HQD_EOP_CONTROL.EOP_SIZE (research/am.md 8.7).
+// log2(bytes / 4) - 1: CP_HQD_PQ_CONTROL.QUEUE_SIZE and CP_HQD_EOP_CONTROL.EOP_SIZE (Linux
+// gfx_v11_0_compute_mqd_init: order_base_2(ring_size / 4) - 1).
 uint32_t size_field(uint64_t bytes, uint64_t min_bytes, const char* what) {
     if (bytes < min_bytes || !std::has_single_bit(bytes))
         throw Error("", fmt::format("compute MQD: {} of {} bytes must be a power of two of at least {}", what, bytes,
@@ -32,7 +33,7 @@ ComputeMqd build_compute_mqd(const ComputeQueueConfig& c) {
         throw Error("", fmt::format("compute MQD: rptr {:#x} / wptr {:#x} must be 8-byte aligned", c.rptr_va, c.wptr_va));
     uint32_t queue_size = size_field(c.ring_bytes, 256, "ring");
     uint32_t eop_size = size_field(c.eop_bytes, 256, "EOP buffer");
-    uint32_t doorbell_offset = c.doorbell_slot * 2;  // dwords (research/am.md 1.14)
+    uint32_t doorbell_offset = c.doorbell_slot * 2;  // dwords (Linux gfx_v11_0_compute_mqd_init: DOORBELL_OFFSET = doorbell_index)
     if ((doorbell_offset << kDoorbellOffsetShift) > kDoorbellOffsetMask)
         throw Error("", fmt::format("compute MQD: doorbell slot {} does not fit DOORBELL_OFFSET", c.doorbell_slot));
 
@@ -57,7 +58,12 @@ ComputeMqd build_compute_mqd(const ComputeQueueConfig& c) {
     m[dw::cp_hqd_pq_wptr_poll_addr_lo] = lo(c.wptr_va);
     m[dw::cp_hqd_pq_wptr_poll_addr_hi] = hi(c.wptr_va);
     m[dw::cp_hqd_pq_doorbell_control] = doorbell_offset << kDoorbellOffsetShift | kDoorbellEn;
-    m[dw::cp_hqd_pq_control] = queue_size << kPqControlQueueSizeShift | 5u << kPqControlRptrBlockSizeShift;
+    // gfx_v11_0_compute_mqd_init (gfx_v12_0 the same): QUEUE_SIZE, RPTR_BLOCK_SIZE, UNORD_DISPATCH 1 ("to avoid
+    // a potential deadlock in GC 10.x and newer"), PRIV_STATE 1 and KMD_QUEUE 1 for a kernel-owned queue
+    // (CP_HQD_PQ_CONTROL bits 28, 30, 31 in gc_11_0_0_sh_mask.h / gc_12_0_0_sh_mask.h). tinygrad leaves
+    // UNORD_DISPATCH 0.
+    m[dw::cp_hqd_pq_control] = queue_size << kPqControlQueueSizeShift | 5u << kPqControlRptrBlockSizeShift |
+                               kPqControlUnordDispatch | kPqControlPrivState | kPqControlKmdQueue;
     m[dw::cp_hqd_ib_control] = 3u << kIbControlMinIbAvailSizeShift;
     m[dw::cp_hqd_hq_status0] = 0x20004000;
     m[dw::cp_mqd_control] = kMqdControlPrivState;

@@ -1,4 +1,5 @@
-// The compute MQD (memory queue descriptor) for a directly programmed HQD, research/am.md 1.12.
+// The compute MQD (memory queue descriptor) for a directly programmed HQD, Linux
+// gfx_v11_0_compute_mqd_init / tinygrad ip.py AM_GFX.setup_ring.
 // Layout: Linux drivers/gpu/drm/amd/include/v11_structs.h `struct v11_compute_mqd` and v12_structs.h
 // `struct v12_compute_mqd`: 512 dwords (2048 bytes); the dword offsets below are the ones the header's
 // comments give, and are the same in both (v12 only renames dword 178, cp_hqd_gds_resource_state, to a
@@ -46,12 +47,13 @@ static_assert(kRegBlockLastDword - kRegBlockFirstDword == kCpHqdPqWptrHi - kCpMq
 
 // Register fields (gc_11_0_0_sh_mask.h; gc_12_0_0_sh_mask.h the same).
 inline constexpr uint32_t kPqControlQueueSizeShift = 0, kPqControlRptrBlockSizeShift = 8;       // CP_HQD_PQ_CONTROL
+inline constexpr uint32_t kPqControlUnordDispatch = 1u << 28, kPqControlPrivState = 1u << 30, kPqControlKmdQueue = 1u << 31;
 inline constexpr uint32_t kDoorbellOffsetShift = 2, kDoorbellOffsetMask = 0x0FFFFFFC, kDoorbellEn = 1u << 30;
 inline constexpr uint32_t kEopSizeShift = 0;                                                    // CP_HQD_EOP_CONTROL
 inline constexpr uint32_t kPersistentPreloadReq = 1u << 0, kPersistentPreloadSizeShift = 8;     // CP_HQD_PERSISTENT_STATE
 inline constexpr uint32_t kIbControlMinIbAvailSizeShift = 20;  // CP_HQD_IB_CONTROL, mask 0x00300000
 inline constexpr uint32_t kMqdControlPrivState = 1u << 8;                                       // CP_MQD_CONTROL
-inline constexpr uint32_t kMqdHeader = 0xC0310800;  // research/am.md 1.12 (gfx_v11_0_compute_mqd_init)
+inline constexpr uint32_t kMqdHeader = 0xC0310800;  // Linux v11_structs.h / gfx_v11_0_compute_mqd_init
 
 // amdgpu_doorbell.h AMDGPU_NAVI10_DOORBELL_MEC_RING0.
 inline constexpr uint32_t kDoorbellMecRing0 = 0x003;
@@ -67,7 +69,7 @@ struct ComputeQueueConfig {
     uint32_t doorbell_slot = kDoorbellMecRing0;  // 64-bit doorbell index in BAR2
 };
 
-// Fills a compute MQD as research/am.md 1.12 (tinygrad AM_GFX.setup_ring; Linux gfx_v11_0_compute_mqd_init).
+// Fills a compute MQD as tinygrad AM_GFX.setup_ring and Linux gfx_v11_0_compute_mqd_init do.
 // Throws on a misaligned base or a size that is not a power of two.
 ComputeMqd build_compute_mqd(const ComputeQueueConfig& c);
 

@@ -1,6 +1,6 @@
 // VMID0's GPU page tables: 4 levels of 512 8-byte entries (PDB2 -> PDB1 -> PDB0 -> PTB), leaves
 // of 1 GiB (at PDB1), 2 MiB (at PDB0) or 4 KiB (PTB), indexed by VA - PAGE_TABLE_START
-// (research/am.md 1.7). Entry bits from Linux amdgpu_vm.h, which differ per GC generation.
+// (tinygrad amdev.py AMPageTableEntry). Entry bits from Linux amdgpu_vm.h, which differ per GC generation.
 // The tables live wherever PtMemory says (VRAM on a device, a vector in unit tests).
 #pragma once
 

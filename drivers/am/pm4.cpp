@@ -122,7 +122,7 @@ Pm4Writer& Pm4Writer::wait_reg_mem64(uint64_t address, Compare f, uint64_t refer
     return *this;
 }
 
-// GC >= 10 ACQUIRE_MEM (research/am.md 3.1; Linux gfx_v11_0_emit_mem_sync): coher_cntl, size lo/hi, base lo/hi,
+// GC >= 10 ACQUIRE_MEM (Linux gfx_v11_0_emit_mem_sync): coher_cntl, size lo/hi, base lo/hi,
 // poll interval, GCR_CNTL.
 Pm4Writer& Pm4Writer::acquire_mem(uint32_t gcr_cntl) {
     uint32_t* p = grab(8);
@@ -183,7 +183,7 @@ Pm4Writer& Pm4Writer::dispatch(const KernelDispatch& k) {
 
     acquire_mem(kGcrNearCaches);                                                             // 1
     set_sh_reg(reg::COMPUTE_PGM_LO, {lo(k.code_address >> 8), hi(k.code_address >> 8)});    // 2
-    uint32_t rsrc1 = k.rsrc1 | (k.gen == GcGen::gc11 ? 1u << 20 : 0);  // PRIV on GC 11 (research/am.md 3.1 step 3)
+    uint32_t rsrc1 = k.rsrc1 | (k.gen == GcGen::gc11 ? 1u << 20 : 0);  // PRIV on GC 11 (tinygrad ops_amd.py AMDComputeQueue.exec)
     uint32_t lds_blocks = (k.lds_bytes + 511) / 512;
     set_sh_reg(reg::COMPUTE_PGM_RSRC1, {rsrc1, k.rsrc2 | lds_blocks << 15});                // 3
     set_sh_reg(reg::COMPUTE_PGM_RSRC3, {k.rsrc3});

@@ -1,10 +1,10 @@
-// PM4 type-3 packets for the MEC compute queue (GC 11 / GC 12), research/am.md 3.1. Every opcode and
+// PM4 type-3 packets for the MEC compute queue (GC 11 / GC 12), as tinygrad ops_amd.py AMDComputeQueue. Every opcode and
 // field is named after its public definition and cites it: Linux drivers/gpu/drm/amd/amdgpu/nvd.h
 // (PACKET3, opcodes, WAIT_REG_MEM / RELEASE_MEM / INDIRECT_BUFFER / EVENT_WRITE fields),
 // soc15d.h (ACQUIRE_MEM GCR_CNTL), include/asic_reg/gc/gc_11_0_0_offset.h (COMPUTE_* registers),
 // include/sienna_cichlid_ip_offset.h (the static GC bases PM4 register addresses use).
 // Pm4Writer appends into a caller's buffer and never allocates; it throws when the buffer is full.
-// Used by compute_queue.cpp (issue 7).
+// Used by compute_queue.cpp.
 #pragma once
 
 #include <array>
@@ -34,7 +34,8 @@ inline constexpr uint32_t kWaitRegMem64 = 0x93;    // PACKET3_WAIT_REG_MEM64
 inline constexpr uint32_t kShRegStart = 0x2c00, kShRegEnd = 0x3000;
 inline constexpr uint32_t kUconfigRegStart = 0xc000, kUconfigRegEnd = 0xc400;
 // sienna_cichlid_ip_offset.h GC_BASE__INST0_SEG0 / SEG1: PM4 register addresses are these static bases
-// plus the asic_reg offset (BASE_IDX 0 / 1), never the discovery bases (research/am.md 3.1, 8.1).
+// plus the asic_reg offset (BASE_IDX 0 / 1), never the discovery bases (Linux nvd.h
+// PACKET3_SET_SH_REG_START / PACKET3_SET_UCONFIG_REG_START).
 inline constexpr uint32_t kGcBaseSeg0 = 0x1260, kGcBaseSeg1 = 0xA000;
 
 // gc_11_0_0_offset.h (BASE_IDX 0 for all of them; gc_12_0_0_offset.h has the same values).
@@ -73,7 +74,7 @@ inline constexpr uint32_t kEventIndexEndOfPipe = 5, kEventIndexPartialFlush = 4;
 inline constexpr uint32_t kGcrGliInv = 1u << 0, kGcrGlmWb = 1u << 4, kGcrGlmInv = 1u << 5, kGcrGlkWb = 1u << 6,
                           kGcrGlkInv = 1u << 7, kGcrGlvInv = 1u << 8, kGcrGl1Inv = 1u << 9, kGcrGl2Inv = 1u << 14,
                           kGcrGl2Wb = 1u << 15;
-// Everything (research/am.md 3.1 ACQUIRE_MEM defaults) and the L0/L1-only invalidate used before a dispatch (step 1).
+// Everything (tinygrad ops_amd.py AMDComputeQueue.acquire_mem defaults) and the L0/L1-only invalidate used before a dispatch (step 1).
 inline constexpr uint32_t kGcrAll = kGcrGliInv | kGcrGlmWb | kGcrGlmInv | kGcrGlkWb | kGcrGlkInv | kGcrGlvInv |
                                     kGcrGl1Inv | kGcrGl2Inv | kGcrGl2Wb;
 inline constexpr uint32_t kGcrNearCaches = kGcrGlmWb | kGcrGlmInv | kGcrGlkWb | kGcrGlkInv | kGcrGlvInv | kGcrGl1Inv;
@@ -106,7 +107,7 @@ struct ReleaseMem {
     uint32_t ctxid = 0;
 };
 
-// A kernel launch, from the kernel descriptor and the launch (research/am.md 3.1 steps 1-10, single XCC:
+// A kernel launch, from the kernel descriptor and the launch (tinygrad ops_amd.py AMDComputeQueue.exec, single XCC:
 // step 4's PRED_EXEC per XCC is not emitted).
 struct KernelDispatch {
     GcGen gen = GcGen::gc11;
@@ -155,7 +156,7 @@ public:
     Pm4Writer& event_write(uint32_t event_type, uint32_t event_index);
     Pm4Writer& cs_partial_flush() { return event_write(kCsPartialFlush, kEventIndexPartialFlush); }
 
-    // research/am.md 3.1 steps 1-10.
+    // tinygrad ops_amd.py AMDComputeQueue.exec.
     Pm4Writer& dispatch(const KernelDispatch& k);
 
 private:

@@ -21,6 +21,7 @@ public:
     ~AmProgram() override;
 
     const pm4::KernelDispatch& launch() const { return launch_; }
+    const hcq::Buffer& code() const { return code_; }
     uint32_t kernarg_sgpr() const { return kernarg_sgpr_; }
 
 private:

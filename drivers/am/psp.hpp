@@ -27,6 +27,7 @@ enum class PspBootloaderCmd : uint32_t {
     load_dbgdrv = 0xc0000,
     load_intfdrv = 0xd0000,
     load_rasdrv = 0xe0000,
+    load_ipkeymgrdrv = 0xf0000,
     load_tos_spl_table = 0x10000000,
 };
 

@@ -40,9 +40,11 @@ struct HubLayout {
     uint32_t l2_cntl, l2_cntl2, l2_cntl3, fault_cntl, fault_status, fault_addr_lo, fault_addr_hi, fault_default_lo,
         fault_default_hi;
     uint32_t context0_cntl, eng17_sem, eng17_req, eng17_ack, pt_base_lo, pt_start_lo, pt_end_lo;
+    uint32_t eng0_addr_range_lo = 0, bank_select_reserved_cid2 = 0;  // the latter MM hub only
+    uint32_t l2_cntl4 = 0, l2_cntl5 = 0, fault_cntl2 = 0;
 };
 
-VmHubRegs hub(const HubLayout& l, bool gc, bool lo32_status) {
+VmHubRegs hub(const HubLayout& l, bool gc, bool lo32_status, bool gc12_layout) {
     HwIp ip = l.ip;
     uint8_t i = l.idx;
     VmHubRegs h;
@@ -65,6 +67,10 @@ VmHubRegs hub(const HubLayout& l, bool gc, bool lo32_status) {
     h.l2_cntl = r(gc ? "GCVM_L2_CNTL" : "MMVM_L2_CNTL", ip, i, l.l2_cntl);
     h.l2_cntl2 = r(gc ? "GCVM_L2_CNTL2" : "MMVM_L2_CNTL2", ip, i, l.l2_cntl2);
     h.l2_cntl3 = r(gc ? "GCVM_L2_CNTL3" : "MMVM_L2_CNTL3", ip, i, l.l2_cntl3);
+    h.l2_cntl4 = r(gc ? "GCVM_L2_CNTL4" : "MMVM_L2_CNTL4", ip, i, l.l2_cntl4);
+    h.l2_cntl5 = r(gc ? "GCVM_L2_CNTL5" : "MMVM_L2_CNTL5", ip, i, l.l2_cntl5);
+    h.l2_protection_fault_cntl2 = r(gc ? "GCVM_L2_PROTECTION_FAULT_CNTL2" : "MMVM_L2_PROTECTION_FAULT_CNTL2", ip, i,
+                                    l.fault_cntl2);
     h.l2_protection_fault_cntl = r(gc ? "GCVM_L2_PROTECTION_FAULT_CNTL" : "MMVM_L2_PROTECTION_FAULT_CNTL", ip, i,
                                    l.fault_cntl);
     h.l2_protection_fault_status =
@@ -91,6 +97,10 @@ VmHubRegs hub(const HubLayout& l, bool gc, bool lo32_status) {
     h.invalidate_eng17_sem = r(gc ? "GCVM_INVALIDATE_ENG17_SEM" : "MMVM_INVALIDATE_ENG17_SEM", ip, i, l.eng17_sem);
     h.invalidate_eng17_req = r(gc ? "GCVM_INVALIDATE_ENG17_REQ" : "MMVM_INVALIDATE_ENG17_REQ", ip, i, l.eng17_req);
     h.invalidate_eng17_ack = r(gc ? "GCVM_INVALIDATE_ENG17_ACK" : "MMVM_INVALIDATE_ENG17_ACK", ip, i, l.eng17_ack);
+    h.invalidate_eng0_addr_range_lo32 = r(gc ? "GCVM_INVALIDATE_ENG0_ADDR_RANGE_LO32" : "MMVM_INVALIDATE_ENG0_ADDR_RANGE_LO32",
+                                          ip, i, l.eng0_addr_range_lo);
+    if (!gc) h.l2_bank_select_reserved_cid2 = r("MMVM_L2_BANK_SELECT_RESERVED_CID2", ip, i, l.bank_select_reserved_cid2);
+    h.gc12_context_layout = gc12_layout;
     return h;
 }
 
@@ -138,17 +148,28 @@ void common_ih(RegisterTable& t, bool osssys7) {
 // regBIF_BX0_REMAP_HDP_MEM_FLUSH_CNTL, regRCC_DEV0_EPF0_RCC_DOORBELL_APER_EN (BASE_IDX 2),
 // regRCC_DEV0_EPF2_STRAP2 0xd102 BASE_IDX 5 (block nbio_nbif0_rcc_strap_rcc_strap_internal: past
 // a 1 MiB BAR5, so through the RSMU pair).
-void common_nbio(RegisterTable& t) {
+void common_nbio(RegisterTable& t, bool nbif) {
     t.rsmu_index = r("BIF_BX_PF0_RSMU_INDEX", HwIp::nbio, 1, 0x0000);
     t.rsmu_data = r("BIF_BX_PF0_RSMU_DATA", HwIp::nbio, 1, 0x0001);
     t.remap_hdp_mem_flush_cntl = r("BIF_BX0_REMAP_HDP_MEM_FLUSH_CNTL", HwIp::nbio, 2, 0x012d);
     t.doorbell_aper_en = r("RCC_DEV0_EPF0_RCC_DOORBELL_APER_EN", HwIp::nbio, 2, 0x00c0);
     t.rcc_dev0_epf2_strap2 = r("RCC_DEV0_EPF2_STRAP2", HwIp::nbio, 5, 0xd102);
+    // nbio_4_3_0_offset.h regS2A_DOORBELL_ENTRY_n_CTRL 0x4f7640 + n, BASE_IDX 3 (past BAR5: RSMU);
+    // nbif_6_3_1_offset.h regGDC_S2A0_S2A_DOORBELL_ENTRY_n_CTRL 0x01cb + n, BASE_IDX 2.
+    if (nbif) {
+        t.s2a_doorbell_entry0_ctrl = r("GDC_S2A0_S2A_DOORBELL_ENTRY_0_CTRL", HwIp::nbio, 2, 0x01cb);
+        t.s2a_doorbell_entry2_ctrl = r("GDC_S2A0_S2A_DOORBELL_ENTRY_2_CTRL", HwIp::nbio, 2, 0x01cd);
+        t.s2a_doorbell_entry3_ctrl = r("GDC_S2A0_S2A_DOORBELL_ENTRY_3_CTRL", HwIp::nbio, 2, 0x01ce);
+    } else {
+        t.s2a_doorbell_entry0_ctrl = r("S2A_DOORBELL_ENTRY_0_CTRL", HwIp::nbio, 3, 0x4f7640);
+        t.s2a_doorbell_entry2_ctrl = r("S2A_DOORBELL_ENTRY_2_CTRL", HwIp::nbio, 3, 0x4f7642);
+        t.s2a_doorbell_entry3_ctrl = r("S2A_DOORBELL_ENTRY_3_CTRL", HwIp::nbio, 3, 0x4f7643);
+    }
 }
 
 // The queue registers GC 11 and GC 12 share (gc_11_0_0_offset.h and gc_12_0_0_offset.h have the
 // same values): GRBM_GFX_CNTL and CP_MEC_RS64_CNTL (BASE_IDX 1), the MEC's HQD block
-// CP_MQD_BASE_ADDR 0x1fa9 .. CP_HQD_PQ_WPTR_HI 0x1fe0 in the same order (research/am.md 1.12, so
+// CP_MQD_BASE_ADDR 0x1fa9 .. CP_HQD_PQ_WPTR_HI 0x1fe0 in the same order (Linux v11_structs.h v11_compute_mqd, so
 // mqd::register_block maps onto both), and SDMA0 queue 0's ring registers RB_CNTL .. RB_WPTR_HI and
 // RB_RPTR_ADDR_HI, which SDMA 6 and SDMA 7 both keep in GC's space (BASE_IDX 0; sdma_v6_0.c /
 // sdma_v7_0.c get_reg_offset: reg_offset[GC_HWIP][0][0] + offset).
@@ -166,13 +187,25 @@ void common_queues(RegisterTable& t) {
     t.sdma0_queue0_rb_wptr = r("SDMA0_QUEUE0_RB_WPTR", HwIp::gc, 0, 0x0085);
     t.sdma0_queue0_rb_wptr_hi = r("SDMA0_QUEUE0_RB_WPTR_HI", HwIp::gc, 0, 0x0086);
     t.sdma0_queue0_rb_rptr_addr_hi = r("SDMA0_QUEUE0_RB_RPTR_ADDR_HI", HwIp::gc, 0, 0x0088);
+    // Both headers: CP_MEC_RS64_PRGRM_CNTR_START 0x2900 and _HI 0x2938 (BASE_IDX 1),
+    // CP_MEC_DOORBELL_RANGE_LOWER/UPPER 0x1dfc/0x1dfd (BASE_IDX 0), SH_MEM_BASES/CONFIG 0x9e3/0x9e4 (BASE_IDX 1).
+    t.cp_mec_rs64_prgrm_cntr_start = r("CP_MEC_RS64_PRGRM_CNTR_START", HwIp::gc, 1, 0x2900);
+    t.cp_mec_rs64_prgrm_cntr_start_hi = r("CP_MEC_RS64_PRGRM_CNTR_START_HI", HwIp::gc, 1, 0x2938);
+    t.cp_mec_doorbell_range_lower = r("CP_MEC_DOORBELL_RANGE_LOWER", HwIp::gc, 0, 0x1dfc);
+    t.cp_mec_doorbell_range_upper = r("CP_MEC_DOORBELL_RANGE_UPPER", HwIp::gc, 0, 0x1dfd);
+    t.sh_mem_bases = r("SH_MEM_BASES", HwIp::gc, 1, 0x09e3);
+    t.sh_mem_config = r("SH_MEM_CONFIG", HwIp::gc, 1, 0x09e4);
+    // GRBM_CNTL 0xda0 (BASE_IDX 0), TCP_CNTL 0x19a2 and RLC_SRM_CNTL 0x4c80 (BASE_IDX 1), both headers.
+    t.grbm_cntl = r("GRBM_CNTL", HwIp::gc, 0, 0x0da0);
+    t.tcp_cntl = r("TCP_CNTL", HwIp::gc, 1, 0x19a2);
+    t.rlc_srm_cntl = r("RLC_SRM_CNTL", HwIp::gc, 1, 0x4c80);
 }
 
 RegisterTable navi31_table() {
     RegisterTable t;
     common_mp(t, false);
     common_ih(t, false);
-    common_nbio(t);
+    common_nbio(t, false);
     // gc_11_0_0_offset.h
     t.scratch_reg6 = r("SCRATCH_REG6", HwIp::gc, 1, 0x2046);
     t.scratch_reg7 = r("SCRATCH_REG7", HwIp::gc, 1, 0x2047);
@@ -185,10 +218,11 @@ RegisterTable navi31_table() {
                     .fault_status = 0x15c8, .fault_addr_lo = 0x15c9, .fault_addr_hi = 0x15ca,
                     .fault_default_lo = 0x15cb, .fault_default_hi = 0x15cc,
                     .context0_cntl = 0x1688, .eng17_sem = 0x16aa, .eng17_req = 0x16bc, .eng17_ack = 0x16ce,
-                    .pt_base_lo = 0x16f3, .pt_start_lo = 0x1713, .pt_end_lo = 0x1733},
-                   true, false);
+                    .pt_base_lo = 0x16f3, .pt_start_lo = 0x1713, .pt_end_lo = 0x1733, .eng0_addr_range_lo = 0x16cf,
+                    .l2_cntl4 = 0x15d4, .l2_cntl5 = 0x15da, .fault_cntl2 = 0x15c5},
+                   true, false, false);
     // gc_11_0_0_offset.h: SDMA0 queue 0 (SDMA 6) lives in GC's register space (BASE_IDX 0,
-    // research/am.md 1.13); the registers common_queues does not set.
+    // tinygrad ip.py AM_SDMA); the registers common_queues does not set.
     common_queues(t);
     t.sdma0_queue0_rb_rptr_addr_lo = r("SDMA0_QUEUE0_RB_RPTR_ADDR_LO", HwIp::gc, 0, 0x0089);
     t.sdma0_queue0_ib_cntl = r("SDMA0_QUEUE0_IB_CNTL", HwIp::gc, 0, 0x008a);
@@ -197,6 +231,11 @@ RegisterTable navi31_table() {
     t.sdma0_queue0_rb_wptr_poll_addr_hi = r("SDMA0_QUEUE0_RB_WPTR_POLL_ADDR_HI", HwIp::gc, 0, 0x00b2);
     t.sdma0_queue0_rb_wptr_poll_addr_lo = r("SDMA0_QUEUE0_RB_WPTR_POLL_ADDR_LO", HwIp::gc, 0, 0x00b3);
     t.sdma0_queue0_minor_ptr_update = r("SDMA0_QUEUE0_MINOR_PTR_UPDATE", HwIp::gc, 0, 0x00b5);
+    // The engine: SDMA0_F32_CNTL 0x589a (BASE_IDX 1), SDMA0_WATCHDOG_CNTL 0x2e, UTCL1_CNTL 0x3c, UTCL1_PAGE 0x3f.
+    t.sdma0_engine_cntl = r("SDMA0_F32_CNTL", HwIp::gc, 1, 0x589a);
+    t.sdma0_watchdog_cntl = r("SDMA0_WATCHDOG_CNTL", HwIp::gc, 0, 0x002e);
+    t.sdma0_utcl1_cntl = r("SDMA0_UTCL1_CNTL", HwIp::gc, 0, 0x003c);
+    t.sdma0_utcl1_page = r("SDMA0_UTCL1_PAGE", HwIp::gc, 0, 0x003f);
     // mmhub_3_0_0_offset.h (BASE_IDX 0)
     t.mmmc_vm_fb_location_base = r("MMMC_VM_FB_LOCATION_BASE", HwIp::mmhub, 0, 0x08ec);
     t.mmmc_vm_fb_location_top = r("MMMC_VM_FB_LOCATION_TOP", HwIp::mmhub, 0, 0x08ed);
@@ -207,8 +246,9 @@ RegisterTable navi31_table() {
                     .fault_status = 0x070c, .fault_addr_lo = 0x070d, .fault_addr_hi = 0x070e,
                     .fault_default_lo = 0x070f, .fault_default_hi = 0x0710,
                     .context0_cntl = 0x0740, .eng17_sem = 0x0762, .eng17_req = 0x0774, .eng17_ack = 0x0786,
-                    .pt_base_lo = 0x07ab, .pt_start_lo = 0x07cb, .pt_end_lo = 0x07eb},
-                   false, false);
+                    .pt_base_lo = 0x07ab, .pt_start_lo = 0x07cb, .pt_end_lo = 0x07eb, .eng0_addr_range_lo = 0x0787,
+                    .bank_select_reserved_cid2 = 0x071b, .l2_cntl4 = 0x0718, .l2_cntl5 = 0x071e, .fault_cntl2 = 0x0709},
+                   false, false, false);
     return t;
 }
 
@@ -216,7 +256,7 @@ RegisterTable navi48_table() {
     RegisterTable t;
     common_mp(t, true);
     common_ih(t, true);
-    common_nbio(t);
+    common_nbio(t, true);
     // gc_12_0_0_offset.h (Linux has no gc_12_0_1 header; GC 12.0.1 uses 12.0.0's)
     t.scratch_reg6 = r("SCRATCH_REG6", HwIp::gc, 1, 0x2046);
     t.scratch_reg7 = r("SCRATCH_REG7", HwIp::gc, 1, 0x2047);
@@ -229,8 +269,9 @@ RegisterTable navi48_table() {
                     .fault_status = 0x15d0, .fault_addr_lo = 0x15d2, .fault_addr_hi = 0x15d3,
                     .fault_default_lo = 0x15d4, .fault_default_hi = 0x15d5,
                     .context0_cntl = 0x1624, .eng17_sem = 0x1646, .eng17_req = 0x1658, .eng17_ack = 0x166a,
-                    .pt_base_lo = 0x168f, .pt_start_lo = 0x16af, .pt_end_lo = 0x16cf},
-                   true, true);
+                    .pt_base_lo = 0x168f, .pt_start_lo = 0x16af, .pt_end_lo = 0x16cf, .eng0_addr_range_lo = 0x166b,
+                    .l2_cntl4 = 0x15dd, .l2_cntl5 = 0x15e3, .fault_cntl2 = 0x15cd},
+                   true, true, true);
     // gc_12_0_0_offset.h: SDMA 7's queue block (gc_gfx_cpwd_sdma0_sdmadec) was repacked:
     // RPTR_ADDR_LO now precedes _HI, and IB_CNTL, DOORBELL, DOORBELL_OFFSET, WPTR_POLL_ADDR_LO/HI and
     // MINOR_PTR_UPDATE moved.
@@ -242,6 +283,13 @@ RegisterTable navi48_table() {
     t.sdma0_queue0_rb_wptr_poll_addr_lo = r("SDMA0_QUEUE0_RB_WPTR_POLL_ADDR_LO", HwIp::gc, 0, 0x0098);
     t.sdma0_queue0_rb_wptr_poll_addr_hi = r("SDMA0_QUEUE0_RB_WPTR_POLL_ADDR_HI", HwIp::gc, 0, 0x0099);
     t.sdma0_queue0_minor_ptr_update = r("SDMA0_QUEUE0_MINOR_PTR_UPDATE", HwIp::gc, 0, 0x009b);
+    // SDMA 7 replaced F32_CNTL by SDMA0_MCU_CNTL 0x588e (BASE_IDX 1); WATCHDOG_CNTL 0x2b, UTCL1_CNTL 0x35,
+    // UTCL1_PAGE 0x38.
+    t.sdma0_engine_cntl = r("SDMA0_MCU_CNTL", HwIp::gc, 1, 0x588e);
+    t.sdma0_watchdog_cntl = r("SDMA0_WATCHDOG_CNTL", HwIp::gc, 0, 0x002b);
+    t.sdma0_utcl1_cntl = r("SDMA0_UTCL1_CNTL", HwIp::gc, 0, 0x0035);
+    t.sdma0_utcl1_page = r("SDMA0_UTCL1_PAGE", HwIp::gc, 0, 0x0038);
+    t.sdma7 = true;
     // mmhub_4_1_0_offset.h (BASE_IDX 0)
     t.mmmc_vm_fb_location_base = r("MMMC_VM_FB_LOCATION_BASE", HwIp::mmhub, 0, 0x0554);
     t.mmmc_vm_fb_location_top = r("MMMC_VM_FB_LOCATION_TOP", HwIp::mmhub, 0, 0x0555);
@@ -252,8 +300,9 @@ RegisterTable navi48_table() {
                     .fault_status = 0x04f0, .fault_addr_lo = 0x04f2, .fault_addr_hi = 0x04f3,
                     .fault_default_lo = 0x04f4, .fault_default_hi = 0x04f5,
                     .context0_cntl = 0x0564, .eng17_sem = 0x0586, .eng17_req = 0x0598, .eng17_ack = 0x05aa,
-                    .pt_base_lo = 0x05cf, .pt_start_lo = 0x05ef, .pt_end_lo = 0x060f},
-                   false, true);
+                    .pt_base_lo = 0x05cf, .pt_start_lo = 0x05ef, .pt_end_lo = 0x060f, .eng0_addr_range_lo = 0x05ab,
+                    .bank_select_reserved_cid2 = 0x0500, .l2_cntl4 = 0x04fd, .l2_cntl5 = 0x0503, .fault_cntl2 = 0x04ed},
+                   false, true, true);
     return t;
 }
 

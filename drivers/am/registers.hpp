@@ -1,6 +1,6 @@
 // Registers by name. Each definition is (IP block, BASE_IDX, dword offset) as Linux's asic_reg
 // <ip>_<ver>_offset.h gives it (regX, regX_BASE_IDX); the absolute dword address is the IP's
-// discovery base[BASE_IDX] + offset (research/am.md 1.3). No base is hard-coded: they all come
+// discovery base[BASE_IDX] + offset (tinygrad amdev.py AMDev._run_discovery). No base is hard-coded: they all come
 // from the discovery table. Mmio carries the accesses: BAR5 directly when the byte address fits
 // in it, otherwise through the NBIO/NBIF RSMU index/data pair, counting both.
 #pragma once
@@ -47,12 +47,16 @@ struct VmHubRegs {
     RegDef agp_base, agp_bot, agp_top;
     RegDef system_aperture_low, system_aperture_high, system_aperture_default_lsb, system_aperture_default_msb;
     RegDef fault_default_addr_lo, fault_default_addr_hi;
-    RegDef mx_l1_tlb_cntl, l2_cntl, l2_cntl2, l2_cntl3;
+    RegDef mx_l1_tlb_cntl, l2_cntl, l2_cntl2, l2_cntl3, l2_cntl4, l2_cntl5, l2_protection_fault_cntl2;
     RegDef l2_protection_fault_cntl, l2_protection_fault_status, l2_protection_fault_addr_lo,
         l2_protection_fault_addr_hi;
     RegDef context0_cntl, context0_pt_base_lo, context0_pt_base_hi, context0_pt_start_lo, context0_pt_start_hi,
         context0_pt_end_lo, context0_pt_end_hi;
     RegDef invalidate_eng17_sem, invalidate_eng17_req, invalidate_eng17_ack;
+    // VM_INVALIDATE_ENG0_ADDR_RANGE_LO32; engine n's LO32/HI32 pair is at +2n/+2n+1 (every header).
+    RegDef invalidate_eng0_addr_range_lo32;
+    RegDef l2_bank_select_reserved_cid2;  // MM hub only (the private invalidation, gmc_v11_0.c)
+    bool gc12_context_layout = false;     // VM_CONTEXT*_CNTL fields as gc_12_0_0 / mmhub_4_1_0 have them
 };
 
 struct RegisterTable {
@@ -70,16 +74,27 @@ struct RegisterTable {
     // OSSSYS (IH ring 0)
     RegDef ih_rb_cntl, ih_rb_rptr, ih_rb_wptr, ih_rb_base, ih_rb_base_hi, ih_rb_wptr_addr_hi, ih_rb_wptr_addr_lo,
         ih_doorbell_rptr;
-    // Compute queues on MEC 1 and SDMA0 queue 0 (issue 7), both chips: gc_11_0_0_offset.h and
+    // Compute queues on MEC 1 and SDMA0 queue 0, both chips: gc_11_0_0_offset.h and
     // gc_12_0_0_offset.h (SDMA 6 and SDMA 7 queue registers live in GC's space). A table that
     // leaves them invalid makes AmHcqDevice::create refuse the chip.
     RegDef grbm_gfx_cntl, cp_mec_rs64_cntl, cp_mqd_base_addr, cp_hqd_active, cp_hqd_dequeue_request;
+    // The MEC's start and doorbell window, the shader memory config (per VMID through GRBM_GFX_CNTL).
+    RegDef cp_mec_rs64_prgrm_cntr_start, cp_mec_rs64_prgrm_cntr_start_hi, cp_mec_doorbell_range_lower,
+        cp_mec_doorbell_range_upper, sh_mem_config, sh_mem_bases;
+    // SDMA engine 0: SDMA0_F32_CNTL (SDMA 6) or SDMA0_MCU_CNTL (SDMA 7), the hang watchdog, UTCL1.
+    RegDef sdma0_engine_cntl, sdma0_watchdog_cntl, sdma0_utcl1_cntl, sdma0_utcl1_page;
+    // GRBM_CNTL (READ_TIMEOUT), TCP_CNTL (a GC 11 golden value), RLC_SRM_CNTL.
+    RegDef grbm_cntl, tcp_cntl, rlc_srm_cntl;
+    bool sdma7 = false;
     RegDef sdma0_queue0_rb_cntl, sdma0_queue0_rb_base, sdma0_queue0_rb_base_hi, sdma0_queue0_rb_rptr,
         sdma0_queue0_rb_rptr_hi, sdma0_queue0_rb_wptr, sdma0_queue0_rb_wptr_hi, sdma0_queue0_rb_rptr_addr_hi,
         sdma0_queue0_rb_rptr_addr_lo, sdma0_queue0_ib_cntl, sdma0_queue0_doorbell, sdma0_queue0_doorbell_offset,
         sdma0_queue0_rb_wptr_poll_addr_hi, sdma0_queue0_rb_wptr_poll_addr_lo, sdma0_queue0_minor_ptr_update;
     // NBIO / NBIF
     RegDef rsmu_index, rsmu_data, remap_hdp_mem_flush_cntl, doorbell_aper_en, rcc_dev0_epf2_strap2;
+    // The doorbell routing table (S2A_DOORBELL_ENTRY_n_CTRL on NBIO 4.3, GDC_S2A0_S2A_DOORBELL_ENTRY_n_CTRL
+    // on NBIF 6.3.1): entry 0 and 3 route to the CP, entry 2 to SDMA.
+    RegDef s2a_doorbell_entry0_ctrl, s2a_doorbell_entry2_ctrl, s2a_doorbell_entry3_ctrl;
 };
 
 const RegisterTable& register_table(const AsicInfo& asic);
@@ -100,8 +115,49 @@ inline constexpr uint32_t kIhWptrWritebackEnable = 1u << 8;
 inline constexpr uint32_t kIhWptrOverflowEnable = 1u << 16;
 inline constexpr uint32_t kIhEnableIntr = 1u << 17;
 inline constexpr uint32_t kIhWptrOverflowClear = 1u << 31;
-// IH_RB_WPTR / IH_RB_RPTR: OFFSET field bits 17:2 holds a BYTE offset (research/am.md 1.9, Linux).
+// IH_RB_WPTR / IH_RB_RPTR: OFFSET field bits 17:2 holds a BYTE offset (Linux ih_v6_0.c ih_v6_0_irq_init,
+// amdgpu_ih.c: the pointers count bytes).
 inline constexpr uint32_t kIhPtrOffsetMask = 0x3fffc;
+// IH_RB_CNTL.MC_SNOOP bit 20, MC_SPACE bits 30:28 (osssys_6_0_0_sh_mask.h, osssys_7_0_0_sh_mask.h).
+inline constexpr uint32_t kIhMcSnoop = 1u << 20;
+inline constexpr unsigned kIhMcSpaceShift = 28;
+// GRBM_GFX_CNTL: PIPEID 1:0, MEID 3:2, VMID 7:4, QUEUEID 10:8 (gc_11_0_0_sh_mask.h = gc_12_0_0_sh_mask.h).
+constexpr uint32_t grbm_select(uint32_t me, uint32_t pipe, uint32_t queue, uint32_t vmid) {
+    return (pipe & 3) | (me & 3) << 2 | (vmid & 0xf) << 4 | (queue & 7) << 8;
+}
+// CP_MEC_RS64_CNTL: MEC_INVALIDATE_ICACHE 4, MEC_PIPEn_RESET 16+n, MEC_PIPEn_ACTIVE 26+n, MEC_HALT 30
+// (the same in gc_11_0_0_sh_mask.h and gc_12_0_0_sh_mask.h).
+inline constexpr uint32_t kMecInvalidateIcache = 1u << 4;
+inline constexpr uint32_t kMecPipeResetAll = 0xfu << 16;
+inline constexpr uint32_t kMecPipeActiveAll = 0xfu << 26;
+inline constexpr uint32_t kMecHalt = 1u << 30;
+// SDMA0_F32_CNTL (SDMA 6): HALT 0, TH1_RESET 13. SDMA0_MCU_CNTL (SDMA 7): HALT 0, RESET 1.
+inline constexpr uint32_t kSdmaHalt = 1u << 0;
+inline constexpr uint32_t kSdmaF32Th1Reset = 1u << 13;
+inline constexpr uint32_t kSdmaMcuReset = 1u << 1;
+// SDMA0_QUEUE0_RB_CNTL: RB_ENABLE 0, RB_SIZE 5:1, WPTR_POLL_ENABLE 8, F32_WPTR_POLL_ENABLE (SDMA 6) /
+// MCU_WPTR_POLL_ENABLE (SDMA 7) 11, RPTR_WRITEBACK_ENABLE 12, RPTR_WRITEBACK_TIMER 20:16, RB_PRIV 23.
+inline constexpr uint32_t kSdmaRbEnable = 1u << 0;
+inline constexpr uint32_t kSdmaRbSizeMask = 0x1fu << 1;
+inline constexpr uint32_t kSdmaWptrPollEnable = 1u << 8;
+inline constexpr uint32_t kSdmaEngineWptrPollEnable = 1u << 11;
+inline constexpr uint32_t kSdmaRptrWritebackEnable = 1u << 12;
+inline constexpr uint32_t kSdmaRbPriv = 1u << 23;
+// SDMA0_UTCL1_CNTL: REDO_DELAY 4:0, RESP_MODE 10:9. SDMA0_UTCL1_PAGE: RD_L2_POLICY 13:12,
+// WR_L2_POLICY 15:14, LLC_NOALLOC 24 (SDMA 6). SDMA0_WATCHDOG_CNTL.QUEUE_HANG_COUNT 7:0.
+inline constexpr uint32_t kSdmaUtcl1RedoDelayMask = 0x1fu, kSdmaUtcl1RespModeMask = 3u << 9;
+inline constexpr uint32_t kSdmaUtcl1PageLlcNoalloc = 1u << 24;
+inline constexpr uint32_t kSdmaWatchdogQueueHangCountMask = 0xffu;
+// SH_MEM_CONFIG: ADDRESS_MODE 0, ALIGNMENT_MODE 3:2, INITIAL_INST_PREFETCH 15:14. SH_MEM_BASES:
+// PRIVATE_BASE 15:0, SHARED_BASE 31:16 (both headers).
+inline constexpr unsigned kShMemAlignmentModeShift = 2, kShMemInitialInstPrefetchShift = 14;
+// MMVM_L2_BANK_SELECT_RESERVED_CID2.RESERVED_CACHE_PRIVATE_INVALIDATION (mmhub_3_0_0 and mmhub_4_1_0).
+inline constexpr uint32_t kMmhubPrivateInvalidation = 1u << 25;
+// S2A_DOORBELL_ENTRY_n_CTRL (nbio_4_3_0_sh_mask.h; GDC_S2A0_ in nbif_6_3_1_sh_mask.h): ENABLE 0, AWID 5:1,
+// RANGE_OFFSET 16:7, RANGE_SIZE 24:17, AWADDR_31_28_VALUE 31:28.
+constexpr uint32_t s2a_entry(uint32_t awid, uint32_t range_offset, uint32_t range_size, uint32_t awaddr_31_28) {
+    return 1u | (awid & 0x1f) << 1 | (range_offset & 0x3ff) << 7 | (range_size & 0xff) << 17 | (awaddr_31_28 & 0xf) << 28;
+}
 }  // namespace field
 
 // The IP bases discovery found: bases[ip][base_idx], instance 0.

@@ -12,7 +12,7 @@ std::chrono::nanoseconds mode1_reset(pci::PciDevice& device, const AsicInfo& asi
     } else {
         smu.send(static_cast<SmuMsg>(0x2f));  // PPSMC_MSG_Mode1Reset (smu_v13_0_0_ppsmc.h)
     }
-    device.delay(kMode1ResetWait);
+    device.delay(asic.mp1.major >= 14 ? kMode1ResetWaitSmu14 : kMode1ResetWait);
     return device.now() - start;
 }
 

@@ -11,8 +11,11 @@
 
 namespace baregpu::am {
 
-// SMU13_MODE1_RESET_WAIT_TIME_IN_MS / SMU14: 500 ms.
+// How long the chip needs after the request: SMU13_MODE1_RESET_WAIT_TIME_IN_MS 500 ms
+// (smu_v13_0_0_ppt.c, also tinygrad's wait); smu_v14_0_2_mode1_reset sleeps 1000 ms after the debug
+// message (msleep(1000)).
 inline constexpr std::chrono::milliseconds kMode1ResetWait{500};
+inline constexpr std::chrono::milliseconds kMode1ResetWaitSmu14{1000};
 
 // Returns the device time the reset took.
 std::chrono::nanoseconds mode1_reset(pci::PciDevice& device, const AsicInfo& asic, Smu& smu);

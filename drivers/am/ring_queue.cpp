@@ -96,7 +96,7 @@ void RingQueue::wait_ticket(uint64_t ticket, hcq::Duration timeout) {
 }
 
 void RingQueue::publish_wptr() {
-    // research/am.md 3.1 _submit: the ring's contents, then the write pointer in memory, then the
+    // tinygrad ops_amd.py AMDComputeQueue._submit: the ring's contents, then the write pointer in memory, then the
     // doorbell with the same value (the caller's next step).
     std::atomic_thread_fence(std::memory_order_seq_cst);
     hcq::store_release(*wptr_word_, wptr_);

@@ -35,7 +35,7 @@ protected:
 
     // The ring and the control page: write pointer at +0, the engine's read pointer report at
     // +0x100, the fence (last completed ticket) at +0x200. Host memory, as tinygrad's AM queues
-    // have them (research/am.md 1.15): the CPU writes them at memory speed, no HDP flush needed.
+    // have them (tinygrad ops_amd.py AMDDevice.__init__ create_queue): the CPU writes them at memory speed, no HDP flush needed.
     void allocate_ring();
     GpuVirtualAddress wptr_address() const { return control_.address(); }
     GpuVirtualAddress rptr_address() const { return control_.address() + 0x100; }

@@ -1,7 +1,8 @@
-// SDMA v6 packets (SDMA 6.0 on GC 11; SDMA 7.0 on GC 12 takes the same encodings, research/am.md 3.2) and
+// SDMA v6 packets (SDMA 6.0 on GC 11; SDMA 7.0 on GC 12 takes the same encodings, Linux
+// sdma_v6_0_0_pkt_open.h = tinygrad autogen/am/sdma_6_0_0.py) and
 // the placement rule of the SDMA ring. Opcodes, sub-ops and field shifts: Linux
 // drivers/gpu/drm/amd/amdgpu/sdma_v6_0_0_pkt_open.h (SDMA_OP_*, SDMA_SUBOP_*, SDMA_PKT_*_shift/mask).
-// SdmaWriter appends into a caller's buffer and never allocates. Used by copy_queue.cpp (issue 7).
+// SdmaWriter appends into a caller's buffer and never allocates. Used by copy_queue.cpp.
 #pragma once
 
 #include <cstddef>
@@ -17,14 +18,14 @@ inline constexpr uint32_t kOpNop = 0, kOpCopy = 1, kOpWrite = 2, kOpIndirect = 4
 inline constexpr uint32_t kSubOpCopyLinear = 0, kSubOpWriteLinear = 0, kSubOpTimestampGetGlobal = 2;
 
 // The limit is the count field: SDMA_PKT_COPY_LINEAR_COUNT_count_mask = 0x3FFFFFFF with count = bytes - 1, so one
-// packet moves at most 2^30 bytes = 1 GiB (research/am.md 3.2's max_copy_size for SDMA >= 5). Linux's own
+// packet moves at most 2^30 bytes = 1 GiB (tinygrad ops_amd.py AMDCopyQueue max_copy_size for SDMA >= 5). Linux's own
 // sdma_v6_0 buffer_funcs chunk at a smaller copy_max_bytes; 1 GiB is the encoding's limit, not a tuning choice.
 inline constexpr uint64_t kMaxCopyBytes = uint64_t{1} << 30;
 
 // POLL_REGMEM function (HEADER bits 30:28): same encoding as PM4 WAIT_REG_MEM's.
 enum class Compare : uint32_t { always = 0, lt = 1, le = 2, eq = 3, ne = 4, ge = 5, gt = 6 };
 
-// FENCE HEADER mtype (bits 18:16), Linux amdgpu_vm.h MTYPE_* on GC 11/12: 0 = NC, 3 = UC (research/am.md 3.2
+// FENCE HEADER mtype (bits 18:16), Linux amdgpu_vm.h MTYPE_* on GC 11/12: 0 = NC, 3 = UC (tinygrad ops_amd.py AMDCopyQueue
 // uses UC for host signals).
 enum class Mtype : uint32_t { nc = 0, uc = 3 };
 

@@ -123,7 +123,10 @@ void Smu::init(uint64_t driver_table_mc) {
 std::vector<uint32_t> Smu::dpm_levels(uint32_t clk) {
     uint32_t count = send(SmuMsg::get_dpm_freq_by_index, (clk << 16) | 0xff) & 0x7fffffff;
     std::vector<uint32_t> out;
-    for (uint32_t i = 0; i < count && i < 16; ++i) out.push_back(send(SmuMsg::get_dpm_freq_by_index, (clk << 16) | i));
+    // smu_v13_0_get_dpm_freq_by_index (smu_v14_0 the same): the reply's bit 31 is not part of the
+    // frequency, "*value = *value & 0x7fffffff".
+    for (uint32_t i = 0; i < count && i < 16; ++i)
+        out.push_back(send(SmuMsg::get_dpm_freq_by_index, (clk << 16) | i) & 0x7fffffff);
     return out;
 }
 

@@ -83,7 +83,7 @@ public:
     // GetDpmFreqByIndex: count with index 0xff, then each level (MHz).
     std::vector<uint32_t> dpm_levels(uint32_t clk);
     void set_soft_limits(uint32_t clk, uint32_t min_mhz, uint32_t max_mhz);
-    // research §1.11 set_clocks(level = -1), as at tinygrad's boot: GFXCLK, UCLK, FCLK, SOCCLK each
+    // tinygrad ip.py AM_SMU.set_clocks(level = -1), as at tinygrad's boot: GFXCLK, UCLK, FCLK, SOCCLK each
     // pinned (soft min = soft max) to its highest DPM level. Unlike tinygrad, a failure is not
     // ignored: a clock with no DPM levels or a refused message throws (ProtocolError/TimeoutError).
     std::vector<ClockLimit> pin_clocks_to_max();

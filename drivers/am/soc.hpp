@@ -16,6 +16,10 @@ public:
     void init_hw();
     // HDP flush: write to the byte offset BIF_BX0_REMAP_HDP_MEM_FLUSH_CNTL holds.
     void flush_hdp();
+    // The doorbell routes (nbio_v4_3.c / nbif_v6_3_1.c): gc_doorbell_init sends doorbells to the CP
+    // (entries 0 and 3), sdma_doorbell_range the SDMA engines' window (entry 2).
+    void gc_doorbell_init();
+    void sdma_doorbell_range(uint32_t first_dword, uint32_t dwords);
 
 private:
     Registers& regs_;

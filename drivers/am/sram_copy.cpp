@@ -1,5 +1,7 @@
 #include "drivers/am/sram_copy.hpp"
 
+#include "drivers/am/sdma_queue.hpp"
+
 #include "base/error.hpp"
 #include "drivers/am/dwords.hpp"
 #include "drivers/am/page_table.hpp"
@@ -17,14 +19,13 @@ namespace baregpu::am {
 
 namespace {
 
-// research C.5 / C.7: the bridge SRAM as the GPU sees it. The host learns the windows from
-// LinkCapabilities; these are only checked against what it says.
+// tinygrad ops_amd.py USBIface._dma_region / AMDAllocator._copyin: the bridge SRAM as the GPU sees
+// it. The host learns the windows from LinkCapabilities; these are only checked against what it says.
 constexpr uint64_t kWindowBytes = 256 * 1024;  // two halves of the 512 KB SRAM: engine slots 0 and 16
 constexpr uint64_t kFenceOffset = 0x800;  // in the first small window (sys_buf + 0x800)
 constexpr uint64_t kConsumedOffset = 0x100;  // in the first small window: the host's copy-out count (one byte)
 constexpr uint32_t kSentinelTag = 0x51000000;  // | seq & 0xffffff, as tinygrad's copyin
 constexpr uint64_t kSector = 512;
-constexpr uint32_t kDoorbellSdmaEngine0 = 0x100;  // AMDGPU_NAVI10_DOORBELL_sDMA_ENGINE0, as drivers/am/copy_queue.cpp
 // GPU VAs: VRAM identity-offset from kVmStart, the SRAM windows 2 GiB above it (above any VRAM this
 // driver supports a BAR for).
 constexpr uint64_t kWindowVa = kVmStart + (uint64_t{2} << 30);
@@ -43,7 +44,7 @@ SramCopy::SramCopy(AmDevice& chip, uint64_t ring_paddr) : chip_(chip), pci_(chip
     small_ = link.dma_windows[1];
     const auto& sram = sram_;
     const auto& small = small_;
-    // The GPU reaches the windows through its page tables as uncached system memory (research C.5).
+    // The GPU reaches the windows through its page tables as uncached system memory (tinygrad ops_amd.py USBIface._dma_region).
     chip_.map(kWindowVa, sram.bus_address, 2 * kWindowBytes, MapFlags{.system = true, .uncached = true}, false);
     chip_.map(kWindowVa + 2 * kWindowBytes, small.bus_address, small.size, MapFlags{.system = true, .uncached = true}, false);
     // All of VRAM at kVmStart + its offset: the ring and every copy's source or destination,
@@ -67,48 +68,15 @@ SramCopy::SramCopy(AmDevice& chip, uint64_t ring_paddr) : chip_(chip), pci_(chip
 SramCopy::~SramCopy() { disable_sdma(); }
 
 void SramCopy::enable_sdma() {
-    Registers& regs = chip_.regs();
-    const RegisterTable& t = regs.table();
     const uint64_t ring = kVmStart + ring_paddr_, rptr = ring + kRingBytes, wptr = rptr + 8;
     // The pointers start at 0 in VRAM (one 16-byte stream).
     const std::byte zeros[16]{};
     pci_.bar(0).write_block(BarOffset(ring_paddr_ + kRingBytes), zeros);
-    if (regs.read(t.sdma0_queue0_rb_cntl) & 1) {
-        regs.write(t.sdma0_queue0_rb_cntl, 0);
-        regs.write(t.sdma0_queue0_ib_cntl, 0);
-    }
-    // The order of drivers/am/copy_queue.cpp (research/am.md 1.13 setup_ring).
-    regs.write(t.sdma0_queue0_minor_ptr_update, 1);
-    regs.write(t.sdma0_queue0_rb_rptr, 0);
-    regs.write(t.sdma0_queue0_rb_rptr_hi, 0);
-    regs.write(t.sdma0_queue0_rb_wptr, 0);
-    regs.write(t.sdma0_queue0_rb_wptr_hi, 0);
-    regs.write(t.sdma0_queue0_rb_base, lo(ring >> 8));
-    regs.write(t.sdma0_queue0_rb_base_hi, lo(ring >> 40));
-    regs.write(t.sdma0_queue0_rb_rptr_addr_lo, lo(rptr));
-    regs.write(t.sdma0_queue0_rb_rptr_addr_hi, hi(rptr));
-    regs.write(t.sdma0_queue0_rb_wptr_poll_addr_lo, lo(wptr));
-    regs.write(t.sdma0_queue0_rb_wptr_poll_addr_hi, hi(wptr));
-    regs.write(t.sdma0_queue0_doorbell_offset, (kDoorbellSdmaEngine0 * 2) << 2);
-    regs.write(t.sdma0_queue0_doorbell, 1u << 28);
-    regs.write(t.sdma0_queue0_minor_ptr_update, 0);
-    uint32_t size_log2 = 0;
-    while ((uint64_t{1} << size_log2) < kRingBytes / 4) ++size_log2;
-    regs.write(t.sdma0_queue0_rb_cntl, 1u | size_log2 << 1);
-    regs.write(t.sdma0_queue0_ib_cntl, 1);
+    sdma0_queue0_stop(chip_);  // a ring a previous owner left enabled
+    sdma0_queue0_start(chip_, ring, kRingBytes, rptr, wptr);
 }
 
-void SramCopy::disable_sdma() noexcept {
-    try {
-        Registers& regs = chip_.regs();
-        const RegisterTable& t = regs.table();
-        regs.write(t.sdma0_queue0_rb_cntl, 0);
-        regs.write(t.sdma0_queue0_ib_cntl, 0);
-        regs.write(t.sdma0_queue0_doorbell, 0);
-    } catch (...) {
-        // The device may be gone; a destructor must not throw.
-    }
-}
+void SramCopy::disable_sdma() noexcept { sdma0_queue0_stop(chip_); }
 
 void SramCopy::submit(std::span<const uint32_t> packets) {
     const uint64_t bytes = packets.size() * 4;
@@ -116,7 +84,7 @@ void SramCopy::submit(std::span<const uint32_t> packets) {
         throw Error(pci_.name(), fmt::format("SRAM copy: {} bytes of SDMA packets do not fit the {} KiB ring", bytes, kRingBytes / 1024));
     }
     // A submit that does not fit before the ring's end is not split: the tail becomes NOPs (zero
-    // dwords) and the whole submit starts at ring offset 0 (research C.6).
+    // dwords) and the whole submit starts at ring offset 0 (tinygrad ops_amd.py AMDCopyQueue._submit, USB).
     uint64_t offset = wptr_ % kRingBytes;
     if (offset + bytes > kRingBytes) {
         std::vector<std::byte> pad(kRingBytes - offset, std::byte{0});

@@ -1,6 +1,6 @@
 // Copies between host memory and VRAM for links whose device-visible system memory is a few
 // fixed windows the host reaches by transfer (LinkCapabilities::dma_windows: the ASM2464 bridge's
-// SRAM). research/nv_qcom_usb.md C.7: the host streams chunks into two SRAM windows, each ending in
+// SRAM). tinygrad ops_amd.py AMDAllocator._copyin (USB path): the host streams chunks into two SRAM windows, each ending in
 // an in-band sentinel; SDMA0 polls for the sentinel (POLL_REGMEM), copies the window into VRAM and
 // writes the chunk's sequence number to a fence in the small window the host reads. Copy-out runs
 // the other way, the GPU waiting for the host's "consumed" count before it reuses a window. No

@@ -1,6 +1,6 @@
 // CPU access to VRAM: through BAR0 when it covers VRAM (large BAR), else through the
 // MM_INDEX / MM_DATA / MM_INDEX_HI window, the only fixed register addresses besides
-// RCC_CONFIG_MEMSIZE (research/am.md 1.3; amdgpu_device_mm_access in amdgpu_device.c).
+// RCC_CONFIG_MEMSIZE (tinygrad amdev.py AMDev._run_discovery; amdgpu_device_mm_access in amdgpu_device.c).
 #pragma once
 
 #include "drivers/am/registers.hpp"

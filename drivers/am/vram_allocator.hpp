@@ -1,6 +1,6 @@
 // Physical VRAM for HCQ buffers: the range above boot memory and the page-table pool, handed out
 // as few, large, aligned extents so the page table can map them with 2 MiB / 1 GiB leaves
-// (research/am.md 1.8: tinygrad's `PhysicalAllocator` prefers contiguous, huge-page-aligned
+// (tinygrad's `PhysicalAllocator` prefers contiguous, huge-page-aligned
 // chunks for the same reason). Addresses are FB-relative byte offsets. Not thread-safe: the
 // HCQ device calls it under its memory lock.
 #pragma once

@@ -1,4 +1,4 @@
-// drivers/am's HCQ backend on a simulated chip (Navi31 or Navi48, issue 7): faults the simulated chip raises
+// drivers/am's HCQ backend on a simulated chip (Navi31 or Navi48): faults the simulated chip raises
 // (an unmapped access from a kernel, a copy from unmapped memory, a dispatch that never ends)
 // put the device in its error state within the caller's timeout, naming the queue and the
 // address; Device::recover() brings the same device back and work runs again. Also: VRAM for

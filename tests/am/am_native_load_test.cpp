@@ -1,4 +1,4 @@
-// drivers/am's loader for the chip's own ISA (issue 7): a real gfx1100 code object from the
+// drivers/am's loader for the chip's own ISA: a real gfx1100 code object from the
 // compiler (linked by ld.lld) is accepted by AmHcqDevice::load_program on a device with
 // isa=native — the kernel's metadata becomes its KernelInfo and its descriptor the dispatch state
 // — and malformed or foreign objects are refused with an error naming the problem. The simulated
@@ -9,9 +9,14 @@
 #include "drivers/am/code_object.hpp"
 #include "drivers/am/hcq_device.hpp"
 #include "drivers/am/program.hpp"
+#include "drivers/pci/sim_bus.hpp"
+#include "drivers/sim/amdgpu/navi.hpp"
 #include "tests/hcq/support.hpp"
 
 #include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <unistd.h>
 
 using namespace baregpu;
 using namespace baregpu::compiler;
@@ -80,4 +85,67 @@ TEST_CASE("am native: malformed and foreign code objects are refused with what i
     auto host = test::open_device("sim-am:navi31");
     CHECK(host->arch() == "x86_64");
     CHECK_THROWS_AS(host->load_program(object, kernel.name()), Error);
+}
+
+TEST_CASE("am native: a kernel that enables the dispatch pointer gets an hsa_kernel_dispatch_packet_t") {
+    // tinygrad ops_amd.py AMDComputeQueue.exec builds one after the kernargs for such kernels; without
+    // it the SGPRs hold 0 and the kernel's first read of its launch is a fault at VA 0. The simulated
+    // chip runs no GPU ISA, so a dispatch hook catches the user SGPRs and the test reads the packet.
+    for (am::SkipStep skip : {am::SkipStep::none, am::SkipStep::dispatch_packet}) {
+        namespace fs = std::filesystem;
+        std::string tmpl = (fs::temp_directory_path() / "am-dispatch-ptr-XXXXXX").string();
+        REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
+        const fs::path root = tmpl;
+        fs::create_directories(root / "locks");
+        ::setenv("BAREGPU_LOCK_DIR", (root / "locks").c_str(), 1);
+        auto bus = std::make_shared<pci::sim::SimBus>();
+        sim::amdgpu::ModelOptions mo;
+        mo.state_dir = (root / "state").string();
+        const pci::PciAddress address = bus->attach(sim::amdgpu::make_model(mo));
+        auto& model = dynamic_cast<sim::amdgpu::NaviModel&>(bus->model(address));
+        am::AmOptions o;
+        o.lock_key = "sim-am-dispatch-ptr";
+        o.skip_step = skip;
+        am::AmHcqOptions ho;
+        ho.isa = am::KernelIsa::native;
+        ho.keepalive = bus;
+        {
+            auto dev = am::AmHcqDevice::create(am::AmDevice::open(bus->open(address), o), ho);
+            Kernel kernel = elementwise_kernel();
+            auto loaded = dev->load_program(emit_amdgpu_code_object(kernel, "gfx1100"), kernel.name());
+            const auto& p = dynamic_cast<const am::AmProgram&>(*loaded);
+            // The same kernel as if its descriptor enabled ENABLE_SGPR_DISPATCH_PTR: the pointer takes
+            // the two user SGPRs before the kernarg pointer (AMDGPUUsage's user SGPR order).
+            am::pm4::KernelDispatch launch = p.launch();
+            REQUIRE_FALSE(launch.user_sgpr_private_segment_buffer);
+            launch.user_sgpr_dispatch_ptr = true;
+            auto program = std::make_shared<am::AmProgram>(*dev, loaded->info(), p.code(), launch, p.kernarg_sgpr() + 2);
+            std::vector<sim::amdgpu::Dispatch> seen;
+            model.set_dispatch_hook([&](const sim::amdgpu::Dispatch& d) { seen.push_back(d); });
+            hcq::Buffer out = dev->allocate(4000), a = dev->allocate(4000), b = dev->allocate(4000), c = dev->allocate(4000);
+            hcq::Signal done = dev->new_signal(0, "done");
+            dev->compute_queue().exec(*program, hcq::KernelArgs(*program, {out, a, b, c}), {4, 2, 1}, {64, 2, 1}).signal(done, 1).submit();
+            done.wait(1, std::chrono::seconds(5));
+            REQUIRE(seen.size() == 1);
+            const uint64_t packet_va = seen[0].sgpr_pair(0), kernargs = seen[0].sgpr_pair(p.kernarg_sgpr() + 2);
+            CHECK(kernargs != 0);
+            if (skip == am::SkipStep::dispatch_packet) {
+                CHECK(packet_va == 0);  // what a kernel got before: a null dispatch pointer
+                continue;
+            }
+            REQUIRE(packet_va != 0);
+            std::array<uint32_t, 16> packet{};
+            REQUIRE(model.gpu_read(packet_va, std::as_writable_bytes(std::span(packet))));
+            CHECK((packet[0] >> 16 & 3) == 3);                // setup.dimensions
+            CHECK(packet[1] == (64u | 2u << 16));             // workgroup_size_x/y
+            CHECK((packet[2] & 0xffff) == 1);                 // workgroup_size_z
+            CHECK(packet[3] == 4 * 64);                       // grid_size_x, in work-items
+            CHECK(packet[4] == 2 * 2);
+            CHECK(packet[5] == 1);
+            CHECK(packet[7] == launch.lds_bytes);              // group_segment_size
+            CHECK((uint64_t{packet[11]} << 32 | packet[10]) == kernargs);  // kernarg_address
+        }
+        std::error_code ec;
+        fs::remove_all(root, ec);
+    }
 }

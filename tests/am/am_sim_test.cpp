@@ -1,6 +1,6 @@
 // drivers/am against the strict simulated Navi31/Navi48 (drivers/sim/amdgpu) with the real
 // firmware: cold and warm bring-up, the conditions that force a full boot, and the negative
-// cases of issue 5, each asserting the specific error and the simulator's violations.
+// cases of the bring-up, each asserting the specific error and the simulator's violations.
 #include "base/error.hpp"
 #include "drivers/am/am_device.hpp"
 #include "drivers/am/discovery.hpp"
@@ -99,7 +99,7 @@ TEST_CASE("cold bring-up of both ASICs with the real firmware and no violations,
             REQUIRE(d->discovery().harvested.empty());
             cold_ops = d->report().mmio_ops();
             REQUIRE(cold_ops > 0);
-            // research §1.11 set_clocks(-1): GFXCLK, UCLK, FCLK, SOCCLK pinned to their top DPM level;
+            // tinygrad ip.py AM_SMU.set_clocks(-1): GFXCLK, UCLK, FCLK, SOCCLK pinned to their top DPM level;
             // the SMU took both limits and reports the clock there.
             REQUIRE(d->report().pinned_clocks.size() == 4);
             for (const am::ClockLimit& c : d->report().pinned_clocks) {
@@ -116,7 +116,7 @@ TEST_CASE("cold bring-up of both ASICs with the real firmware and no violations,
             auto metrics = d->smu_metrics();
             REQUIRE(metrics);
             REQUIRE(metrics->current_mhz[am::kPpclkGfx] == d->dpm_levels(am::kPpclkGfx).back());
-            // §1.5: STRAP_NO_SOFT_RESET_DEV0_F2 cleared (the model powers on with it set), through RSMU.
+            // tinygrad ip.py AM_SOC.init_hw: STRAP_NO_SOFT_RESET_DEV0_F2 cleared (the model powers on with it set), through RSMU.
             const uint32_t strap_at = d->regs().address(d->regs().table().rcc_dev0_epf2_strap2);
             REQUIRE(strap_at >= 0x40000);  // past a 1 MiB BAR5
             uint32_t strap = rig.model->register_value(strap_at);
@@ -218,6 +218,7 @@ TEST_CASE("a PSP command before the ring exists is a violation and never complet
     Rig rig(dirs, sim::amdgpu::Asic::navi31);
     auto pci = rig.bus.open(rig.address);
     am::Mmio mmio(*pci, pci->bar(5));
+    am::wait_ifwi_init(mmio);  // a chip that just powered on (amdgpu_discovery.c)
     am::Vram vram(mmio, &pci->bar(0), am::read_vram_size(mmio));
     am::DiscoveryResult disc = am::run_discovery(mmio, vram);
     am::Registers regs(mmio, am::register_table(*disc.asic), disc.bases);
@@ -403,6 +404,7 @@ TEST_CASE("a stale PSP ring from a previous owner is destroyed before ours is cr
     Rig rig(dirs, sim::amdgpu::Asic::navi31);                      // the next "process"
     auto pci = rig.bus.open(rig.address);
     am::Mmio mmio(*pci, pci->bar(5));
+    am::wait_ifwi_init(mmio);  // a chip that just powered on (amdgpu_discovery.c)
     am::Vram vram(mmio, &pci->bar(0), am::read_vram_size(mmio));
     am::DiscoveryResult disc = am::run_discovery(mmio, vram);
     am::Registers regs(mmio, am::register_table(*disc.asic), disc.bases);

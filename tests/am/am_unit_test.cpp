@@ -68,7 +68,7 @@ TEST_CASE("asic table: every firmware file drivers/am loads is in firmware-loade
 }
 
 TEST_CASE("page table: GC11 2 MiB leaf encoding matches the amdgpu_vm.h example") {
-    // research/am.md 1.7: GC 11 VRAM 2 MiB leaf at PDB0 = 0x0040_0000_0020_0071 (frag 0).
+    // tinygrad amdev.py AMPageTableEntry: GC 11 VRAM 2 MiB leaf at PDB0 = 0x0040_0000_0020_0071 (frag 0).
     REQUIRE(encode_entry(11, 2, true, 0x200000, {}, 0) == 0x0040'0000'0020'0071ull);
     // GC12: the leaf marker is bit 63 instead of 54; PTB leaves get PTE_IS_PTE (bit 63) too.
     REQUIRE(encode_entry(12, 2, true, 0x200000, {}, 0) == 0x8000'0000'0020'0071ull);
@@ -214,7 +214,7 @@ TEST_CASE("registers: absolute address = discovery base[BASE_IDX] + offset") {
     IpBases short_gc;
     short_gc.set(HwIp::gc, {0x1260}, 1);
     REQUIRE_THROWS_WITH(short_gc.address(t.scratch_reg7, "dev"), Catch::Contains("base 1"));
-    // GC12 renames the fault status register (research/am.md §8.9).
+    // GC12 renames the fault status register (Linux gc_12_0_0_offset.h regGCVM_L2_PROTECTION_FAULT_STATUS_LO32).
     REQUIRE(register_table(*find_asic("navi48")).gc_hub.l2_protection_fault_status.name ==
             "GCVM_L2_PROTECTION_FAULT_STATUS_LO32");
 }

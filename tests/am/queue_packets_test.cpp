@@ -1,4 +1,4 @@
-// drivers/am PM4, SDMA and MQD encoders (issue 7). Every expected word is built here from the public
+// drivers/am PM4, SDMA and MQD encoders. Every expected word is built here from the public
 // headers' own definitions, re-stated below with their source, not from the encoders' constants:
 //   nvd.h                    Linux drivers/gpu/drm/amd/amdgpu/nvd.h
 //   soc15d.h                 Linux drivers/gpu/drm/amd/amdgpu/soc15d.h (ACQUIRE_MEM GCR_CNTL)
@@ -82,7 +82,7 @@ TEST_CASE("PM4 headers, NOP, SET_SH_REG and SET_UCONFIG_REG", "[pm4]") {
     CHECK(span_words(w.words()) == Words{PACKET3(PACKET3_NOP, 0x3FFF), PACKET3(PACKET3_NOP, 1), 0, 0,
                                          PACKET3(PACKET3_SET_SH_REG, 2), 0x20c, 0x1234, 0x5,
                                          PACKET3(PACKET3_SET_UCONFIG_REG, 1), 0x2200 + GC_BASE__INST0_SEG1 - SET_UCONFIG_REG_START, 7});
-    // research/am.md 3.1's example: COMPUTE_PGM_LO = 0x1bac + 0x1260 = 0x2e0c -> offset 0x20c.
+    // Linux nvd.h PACKET3_SET_SH_REG_START 0x2c00: COMPUTE_PGM_LO = 0x1bac + 0x1260 = 0x2e0c -> offset 0x20c.
     CHECK(sh(regCOMPUTE_PGM_LO) == 0x20c);
 }
 
@@ -155,7 +155,7 @@ TEST_CASE("PM4 RELEASE_MEM, WAIT_REG_MEM(64), ACQUIRE_MEM, INDIRECT_BUFFER, EVEN
     }
 }
 
-TEST_CASE("PM4 compute dispatch sequence (research/am.md 3.1 steps 1-10)", "[pm4]") {
+TEST_CASE("PM4 compute dispatch sequence (tinygrad AMDComputeQueue.exec)", "[pm4]") {
     pm4::KernelDispatch k;
     k.gen = pm4::GcGen::gc11;
     k.code_address = 0x2000'0010'0100;
@@ -372,7 +372,7 @@ TEST_CASE("SDMA ring: more work than the ring holds, a simulated consumer, no ov
     INFO("wraps " << wraps << " fills " << fills << " refusals " << refusals);
 }
 
-TEST_CASE("Compute MQD: v11/v12_compute_mqd offsets and the encodings of research/am.md 1.12", "[mqd]") {
+TEST_CASE("Compute MQD: v11/v12_compute_mqd offsets and the encodings of Linux gfx_v11_0_compute_mqd_init", "[mqd]") {
     // v11_structs.h / v12_structs.h comments.
     CHECK(mqd::dw::cp_mqd_base_addr_lo == 0x80);
     CHECK(mqd::dw::cp_hqd_pq_base_lo == 0x88);
@@ -405,7 +405,8 @@ TEST_CASE("Compute MQD: v11/v12_compute_mqd offsets and the encodings of researc
     CHECK(m[0x8D] == 0x38);
     CHECK(m[0x8E] == 0x2000);
     CHECK(m[0x8F] == ((3u * 2) << 2 | 1u << 30));  // MEC_RING0 = 3 (amdgpu_doorbell.h), dword offset 6, DOORBELL_EN
-    CHECK(m[0x91] == (21u | 5u << 8));             // QUEUE_SIZE, RPTR_BLOCK_SIZE
+    // QUEUE_SIZE, RPTR_BLOCK_SIZE, UNORD_DISPATCH 28, PRIV_STATE 30, KMD_QUEUE 31 (gfx_v11_0_compute_mqd_init).
+    CHECK(m[0x91] == (21u | 5u << 8 | 1u << 28 | 1u << 30 | 1u << 31));
     CHECK(m[0xA7] == 9u);                          // EOP_SIZE
     CHECK(m[0xA5] == 0x0080'0000 >> 8);
     CHECK(m[0x84] == (1u | 0x55u << 8));           // PRELOAD_REQ, PRELOAD_SIZE

@@ -2,7 +2,7 @@
 """`amctl` end to end on the simulated Navi31. Usage: amctl_test.py AMCTL FIRMWARE_DIR
 
 Two `amctl load` runs, each its own process, on one temporary sim state dir: the first is a cold
-start that prints every bring-up stage, the second a warm start with at most 1/10 of the cold
+start that prints every bring-up stage, the second a warm start with under 3 % of the cold
 register operations. Then `status` (up, no owner), `info --json` (IP versions, temperature),
 `reset` (the next load is cold again) and `--force-reset`. Skips (exit 77) without the firmware.
 """
@@ -53,8 +53,8 @@ with tempfile.TemporaryDirectory() as tmp:
     rc, out, err = run("load", "--device", "sim-am:navi31", "--json", "--force-reset")
     cold = json.loads(out)
     check(cold["start"] == "cold" and cold["mode1_reset"], "--force-reset boots fully with a mode1 reset")
-    check(warm["mmio_ops"] * 10 <= cold["mmio_ops"],
-          f"warm uses <= 1/10 of the cold register operations ({warm['mmio_ops']} vs {cold['mmio_ops']})")
+    check(warm["mmio_ops"] * 100 < cold["mmio_ops"] * 3,
+          f"warm uses < 3 % of the cold register operations ({warm['mmio_ops']} vs {cold['mmio_ops']})")
 
     rc, out, err = run("status", "--device", "sim-am:navi31", "--json")
     status = json.loads(out)

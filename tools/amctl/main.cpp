@@ -4,11 +4,14 @@
 //   amctl load   [--device URI] [--json] [--force-reset]   bring-up, a line per stage, a summary
 //   amctl status [--device URI] [--json]                   up or not, owner, pending faults
 // --link pcie|usb (load, sim-am:* only): the simulated link's cost model, for bring-up cost numbers.
+// --queues (load): also start the HCQ queues (compute queue 0 on MEC1, SDMA0 queue 0) and stop them,
+// so that a register trace (BAREGPU_SIM_TRACE=regs) covers queue setup too.
 // URI: am:<pci address> (real hardware), am:usb:<bus>-<port> (behind an ASM24xx USB bridge),
 // am:usb:sim (the simulated Navi31 behind the simulated bridge) or sim-am:navi31 / sim-am:navi48.
 // Without --device: the first supported AMD GPU, else sim-am:navi31 (amctl says which).
 #include "base/error.hpp"
 #include "drivers/am/am_device.hpp"
+#include "drivers/am/hcq_device.hpp"
 #include "drivers/registry_am.hpp"
 #include "firmware-loader/identify.hpp"
 #include "firmware-loader/manifest.hpp"
@@ -33,13 +36,15 @@ struct Args {
     bool json = false;
     bool force_reset = false;
     std::string link;  // sim-am:* only: pcie (default) or usb
+    bool queues = false;
 };
 
 int usage(std::FILE* to) {
     fmt::print(to,
-               "usage: amctl info|reset|load|status [--device URI] [--json] [--force-reset] [--link pcie|usb]\n"
+               "usage: amctl info|reset|load|status [--device URI] [--json] [--force-reset] [--link pcie|usb] [--queues]\n"
                "  URI: am:<pci address>, am:usb:<bus>-<port>, am:usb:sim, sim-am:navi31, sim-am:navi48 (default: the first AMD GPU, else sim-am:navi31)\n"
-               "  --link: the simulated bus's cost model for sim-am:* (usb: 100 us per register round trip)\n");
+               "  --link: the simulated bus's cost model for sim-am:* (usb: 100 us per register round trip)\n"
+               "  --queues (load): also start and stop the HCQ compute and copy queues\n");
     return to == stdout ? 0 : 2;
 }
 
@@ -123,20 +128,28 @@ int cmd_load(const Args& a) {
     }
     registry::AmTarget t = registry::open_am(a.device, o, a.link);
     if (!t.note.empty()) fmt::print(stderr, "amctl: {}: {}\n", a.device, t.note);
-    const am::BringUpReport& r = t.device->report();
+    const am::BringUpReport r = t.device->report();  // a copy: --queues hands the device on
     if (!r.warm) print_firmware_warnings(a, *t.device);
+    const std::string asic(t.device->asic().name);
+    if (a.queues) {
+        // The queues' setup (the HQD, the SDMA ring and engine), then their teardown with the device.
+        am::AmHcqOptions ho;
+        ho.name = a.device;
+        ho.keepalive = t.keepalive;
+        am::AmHcqDevice::create(std::move(t.device), std::move(ho));
+    }
     if (a.json) {
         tools::JsonWriter j;
         j.begin_object();
         j.key("device"); j.value(a.device);
-        j.key("asic"); j.value(std::string(t.device->asic().name));
+        j.key("asic"); j.value(asic);
         j.key("link"); j.value(a.link.empty() ? "pcie" : a.link);
         json_summary(j, r);
         json_stages(j, r);
         j.end_object();
         fmt::print("{}", j.text());
     } else {
-        fmt::print("{}: {}\n", t.device->asic().name, summary_line(r));
+        fmt::print("{}: {}{}\n", asic, summary_line(r), a.queues ? "; queues started and stopped" : "");
     }
     return 0;
 }
@@ -351,6 +364,8 @@ int main(int argc, char** argv) {
         } else if (s == "--link" && i + 1 < rest.size()) {
             a.link = rest[++i];
             if (a.link != "pcie" && a.link != "usb") return usage_error("--link is pcie or usb");
+        } else if (s == "--queues") {
+            a.queues = true;
         } else if (s == "-h" || s == "--help") {
             return usage(stdout);
         } else if (a.command.empty() && !s.starts_with("-")) {

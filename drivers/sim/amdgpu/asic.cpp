@@ -30,7 +30,7 @@ AsicInfo make_navi31() {
     AsicInfo a{};
     a.asic = Asic::navi31;
     a.name = "navi31";
-    a.device_id = 0x744c;  // RX 7900 XTX (am.md "Supported ASICs")
+    a.device_id = 0x744c;  // RX 7900 XTX (Linux amdgpu_drv.c pciidlist)
     a.revision = 0xc8;
     a.ips = {
         block(hwid::kGc, {11, 0, 0}, kGcBases, 4),

@@ -76,7 +76,7 @@ std::string_view to_string(Asic asic);
 // file and the tests small) and where the memory controller puts it (MC = fb_base + offset).
 inline constexpr uint64_t kVramBytes = uint64_t{1} << 30;
 inline constexpr uint64_t kFbBase = 0x0000008000000000ull;
-inline constexpr uint64_t kDiscoveryOffset = kVramBytes - (64u << 10);  // VRAM top - 64 KiB (am.md 1.3)
+inline constexpr uint64_t kDiscoveryOffset = kVramBytes - (64u << 10);  // VRAM top - 64 KiB (tinygrad amdev.py AMDev._run_discovery)
 inline constexpr uint64_t kDiscoveryBytes = 10u << 10;
 inline constexpr uint64_t kBar2Bytes = 2u << 20;  // doorbells
 inline constexpr uint64_t kBar5Bytes = 1u << 20;  // MMIO

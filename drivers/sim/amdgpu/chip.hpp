@@ -24,6 +24,9 @@ public:
     const RegisterMap reg;
     pci::sim::SimPort* port = nullptr;  // set when the model is attached to a bus
     std::function<void()> mode1_reset;  // what the SMU calls to reset the chip
+    // A chip that just powered on is still in its IFWI init until then (bus clock, ns): MP0_SMN_C2PMSG_33
+    // bit 31 is clear and RCC_CONFIG_MEMSIZE is not valid yet (register_file.cpp).
+    uint64_t ifwi_ready_ns = 0;
 
     ChipState& state() { return file_.chip(); }
     std::span<std::byte> vram() { return file_.vram(); }

@@ -65,9 +65,36 @@ bool Gmc::write(uint32_t address, uint32_t value) {
                 chip_.violation("MM hub TLB invalidation without holding VM_INVALIDATE_ENG17_SEM", reg_name(address),
                                 "Linux gmc_v11_0.c flush_gpu_tlb: acquire the semaphore on the MMHUB first");
             }
+            if (mm && g.mm_private_pending) {
+                chip_.violation("MM hub TLB invalidation while the previous one was not followed by the MMHUB private "
+                                "invalidation (MMVM_L2_BANK_SELECT_RESERVED_CID2.RESERVED_CACHE_PRIVATE_INVALIDATION, bit "
+                                "25, then a read back)",
+                                reg_name(chip_.reg.mm.bank_select_reserved_cid2),
+                                "Linux gmc_v11_0.c gmc_v11_0_flush_vm_hub (\"Issue additional private vm invalidation to "
+                                "MMHUB\"); tinygrad AM_GMC.flush_tlb");
+            }
             chip_.store(address, value);
             chip_.store(h->inv_eng17_ack, value & field::kPerVmidMask);  // done at once
+            // The engine invalidates VMID 0's translations inside its ADDR_RANGE only (LOGI_PAGE_ADDR_RANGE:
+            // HI32 bits 4:0 above LO32 bits 31:1, a page number). Linux programs every engine with
+            // 0xffffffff / 0x1f, the whole space (gfxhub_v3_0_program_invalidation, mmhub_v3_0, v12_0, v4_1);
+            // the reset value is 0 (gc_11_0_0_default.h). What hardware does with a range short of the
+            // context is not public: the model leaves the translations above it stale.
+            const uint64_t range = (uint64_t{chip_.load(h->inv_eng17_range_hi) & 0x1f} << 31) | (chip_.load(h->inv_eng17_range_lo) >> 1);
+            const uint64_t end_page = (uint64_t{chip_.load(h->pt_end_hi) & 0xf} << 32) | chip_.load(h->pt_end_lo);
+            if ((value & 1u) && range < end_page) {
+                chip_.violation(fmt::format("{} hub TLB invalidation of VMID 0 through VM_INVALIDATE_ENG17 covers pages up to {} "
+                                            "(ADDR_RANGE_LO32 {}, HI32 {}; their reset value is 0) but VMID 0's page table "
+                                            "reaches page {}: the translations above stay stale",
+                                            mm ? "MM" : "GC", hex(range), hex(chip_.load(h->inv_eng17_range_lo)),
+                                            hex(chip_.load(h->inv_eng17_range_hi)), hex(end_page)),
+                                reg_name(h->inv_eng17_range_lo),
+                                "Linux gfxhub_v3_0.c gfxhub_v3_0_program_invalidation / mmhub_v3_0.c "
+                                "mmhub_v3_0_program_invalidation (0xffffffff / 0x1f); gc_11_0_0_default.h");
+                return true;  // not counted: whatever cached the old translations still has them
+            }
             (mm ? g.mm_invalidations : g.gc_invalidations)++;
+            if (mm) g.mm_private_pending = 1;
             return true;
         }
         if (address == h->inv_eng17_ack || address == h->fault_status || address == h->fault_addr_lo ||
@@ -85,6 +112,11 @@ bool Gmc::write(uint32_t address, uint32_t value) {
             chip_.store(address, value & ~field::kFaultClearStatusAddr);
             return true;
         }
+    }
+    if (address == chip_.reg.mm.bank_select_reserved_cid2) {
+        if (value & field::kMmhubPrivateInvalidation) g.mm_private_pending = 0;
+        chip_.store(address, value);
+        return true;
     }
     if (address == chip_.reg.gpu_hdp_flush_req) {
         // nbio_v4_3.c hdp_flush without a ring: write the engine's bit to GPU_HDP_FLUSH_REQ, poll the
@@ -184,6 +216,36 @@ void Gmc::for_each_leaf(VmClient client,
 void Gmc::fault(uint64_t va, bool write, VmClient client) {
     const RegisterMap::Hub& h = hub(client);
     GmcState& g = chip_.state().gmc;
+    // Which protection fault it is (VM_CONTEXT0_CNTL names seven): outside START..END a RANGE fault;
+    // a write to a mapped read-only page a WRITE fault; otherwise no valid PTE, a VALID fault.
+    const uint64_t start = ((uint64_t{chip_.load(h.pt_start_hi) & 0xf} << 32) | chip_.load(h.pt_start_lo)) << 12;
+    const uint64_t end = ((uint64_t{chip_.load(h.pt_end_hi) & 0xf} << 32) | chip_.load(h.pt_end_lo)) << 12;
+    field::FaultKind kind = field::FaultKind::valid;
+    if (va < start || va > end + 0xfff) {
+        kind = field::FaultKind::range;
+    } else if (write) {
+        if (auto t = translate(va, client); t && !t->writeable) kind = field::FaultKind::write;
+    }
+    // VM_CONTEXT0_CNTL decoded with this generation's layout (registers.hpp).
+    const field::ContextCntlLayout layout = chip_.reg.gc12_context_layout ? field::kContextCntlGc12 : field::kContextCntlGc11;
+    const uint32_t cntl = chip_.load(h.context0_cntl);
+    const bool other = kind != field::FaultKind::valid && kind != field::FaultKind::read && kind != field::FaultKind::write &&
+                       kind != field::FaultKind::execute;
+    const unsigned retry_bit = other ? layout.retry_other : layout.retry_permission_or_invalid;
+    if (cntl & (1u << retry_bit)) {
+        // A retried fault is not reported: the client re-requests the translation until it succeeds.
+        static const char* const kinds[] = {"RANGE", "DUMMY_PAGE", "PDE0", "VALID", "READ", "WRITE", "EXECUTE"};
+        chip_.violation(fmt::format("a {} protection fault at VA {} (VMID 0) is retried forever instead of reported: {}VM_CONTEXT0_CNTL "
+                                    "{} has {} set (bit {} in {}'s field layout{})",
+                                    kinds[static_cast<unsigned>(kind)], hex(va), client == VmClient::gfx ? "GC" : "MM", hex(cntl),
+                                    other ? "RETRY_OTHER_FAULT" : "RETRY_PERMISSION_OR_INVALID_PAGE_FAULT", retry_bit,
+                                    chip_.reg.gc12_context_layout ? "GC 12 / MMHUB 4.1" : "GC 11 / MMHUB 3.0",
+                                    chip_.reg.gc12_context_layout && retry_bit == 9 ? "; in GC 11's, bit 9 is RANGE_PROTECTION_FAULT_ENABLE_INTERRUPT"
+                                                                                   : ""),
+                        reg_name(h.context0_cntl),
+                        "Linux gfxhub_v12_0.c / mmhub_v4_1_0.c (VM_CONTEXT0_CNTL read-modify-written by field); gc_12_0_0_sh_mask.h");
+        return;
+    }
     uint32_t& latched = client == VmClient::gfx ? g.gc_fault_latched : g.mm_fault_latched;
     if (latched) {
         chip_.store(h.fault_status, chip_.load(h.fault_status) | field::kFaultMoreFaults);
@@ -196,6 +258,8 @@ void Gmc::fault(uint64_t va, bool write, VmClient client) {
             chip_.store(h.fault_addr_hi, static_cast<uint32_t>(va >> 44) & 0xf);
         }
     }
+    // The fault interrupts only when its kind's ENABLE_INTERRUPT bit is set.
+    if (!(cntl & (1u << (layout.first_enable + 2 * static_cast<unsigned>(kind))))) return;
     // gmc_v11_0_process_interrupt: addr = src_data[0] << 12 | (src_data[1] & 0xf) << 44.
     IhEntry e;
     e.client_id = client == VmClient::gfx ? gmc::kIhClientGfx : gmc::kIhClientVmc;

@@ -215,9 +215,27 @@ HostExecutor::Outcome HostExecutor::run(const Dispatch& d, std::string& what) {
     alignas(64) std::array<std::byte, kMaxKernargBytes> args{};
     if (!gmc_.access(kernarg_va, std::span(args).first(k->kernarg_size), false, VmClient::gfx)) return Outcome::fault;
     if (!mirror_valid_ || key_ != mirror_key()) rebuild_mirror();
+    refused_source.clear();
+    // SH_MEM_CONFIG.ALIGNMENT_MODE (bits 3:2; soc21_enum.h SH_MEM_ALIGNMENT_MODE_DWORD 0, DWORD_STRICT 1,
+    // STRICT 2, UNALIGNED 3). LLVM's gfx11/gfx12 code assumes misaligned accesses are allowed, which
+    // "GFX9 and onwards allow ... only if SH_MEM_CONFIG.alignment_mode allows it" (LLVM D82788,
+    // UnalignedAccessMode). The reset value 0x0000c000 (gc_11_0_0_default.h) is DWORD mode. The model
+    // cannot see a kernel's accesses: it takes each buffer's elements to be at least 4 bytes, so a
+    // buffer address that is not 4-byte aligned is a misaligned access, a memory violation unless
+    // the mode is UNALIGNED.
+    const uint32_t alignment_mode = sh_mem_config ? (sh_mem_config() >> 2) & 3 : 3;
     for (uint32_t i = 0; i < k->num_buffers; ++i) {
         uint64_t va = 0;
         std::memcpy(&va, args.data() + i * 8, 8);
+        if (va % 4 != 0 && alignment_mode != 3) {
+            what = fmt::format("buffer {} of kernel '{}' at {} is not 4-byte aligned and VMID 0's SH_MEM_CONFIG is {} "
+                               "(ALIGNMENT_MODE {}, not UNALIGNED 3): the access is a memory violation; SH_MEM_CONFIG is "
+                               "not programmed (reset value 0x0000c000, DWORD mode)",
+                               i, k->name, hex(va), hex(sh_mem_config()), alignment_mode);
+            refused_source = "Linux gfx_v11_0.c gfx_v11_0_constants_init (DEFAULT_SH_MEM_CONFIG: ALIGNMENT_MODE_UNALIGNED); "
+                             "gc_11_0_0_default.h regSH_MEM_CONFIG_DEFAULT; LLVM D82788";
+            return Outcome::refused;
+        }
         auto t = gmc_.translate(va, VmClient::gfx);
         if (!t || (!t->system && t->address >= kVramBytes)) {
             gmc_.fault(va, false, VmClient::gfx);  // unmapped: a shader page fault

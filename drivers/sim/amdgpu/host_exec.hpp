@@ -55,6 +55,12 @@ public:
     // Runs `work` (the workgroups) with the model's lock released, so that register accesses do
     // not wait for a kernel; the model sets it. Unset: the lock stays held.
     std::function<void(const std::function<void()>& work)> unlocked;
+    // VMID 0's SH_MEM_CONFIG (GcRegs): its ALIGNMENT_MODE decides whether a misaligned buffer is a
+    // memory violation. Unset: unaligned mode.
+    std::function<uint32_t()> sh_mem_config;
+    // Why the last refused dispatch was refused, when a rule other than the host-program contract
+    // refused it (the Linux source the rule mirrors).
+    std::string refused_source;
     size_t cached_images() const { return images_.size(); }
 
 private:

@@ -21,6 +21,14 @@ uint32_t Ih::ring_bytes() {
 
 bool Ih::read(uint32_t, uint32_t&) { return false; }  // every IH register reads back its stored value
 
+// IH_RB_CNTL.MC_SPACE, bits 30:28 (osssys_6_0_0_sh_mask.h / osssys_7_0_0_sh_mask.h): which address space
+// IH_RB_BASE and the write-back address are in. Linux uses 2 (a bus address) or 4; what 0 does is not
+// public: the model writes nothing, so that a missing MC_SPACE shows.
+bool Ih::mc_space_ok(uint32_t cntl) {
+    const uint32_t space = (cntl >> 28) & 7;
+    return space == 2 || space == 4;
+}  // every IH register reads back its stored value
+
 bool Ih::write(uint32_t address, uint32_t value) {
     const RegisterMap& r = chip_.reg;
     if (address == r.ih_rb_cntl) {
@@ -29,6 +37,12 @@ bool Ih::write(uint32_t address, uint32_t value) {
             value &= ~field::kIhWptrOverflowClear;  // a strobe, reads 0
         }
         chip_.store(address, value);
+        if ((value & field::kIhRbEnable) && !mc_space_ok(value)) {
+            chip_.violation(fmt::format("IH ring 0 enabled with IH_RB_CNTL {}: MC_SPACE (bits 30:28) is {}, neither 4 (an MC "
+                                        "address) nor 2 (a bus address): the IH writes no entries to the ring",
+                                        hex(value), (value >> 28) & 7),
+                            reg_name(address), "Linux ih_v6_0.c ih_v6_0_irq_init (MC_SPACE = use_bus_addr ? 2 : 4, MC_SNOOP 1)");
+        }
         if (value & field::kIhRbEnable) {
             uint32_t bytes = ring_bytes();
             if (bytes == 0 || !chip_.vram_offset(ring_mc(), bytes)) {
@@ -65,7 +79,7 @@ bool Ih::push(const IhEntry& e) {
     const RegisterMap& r = chip_.reg;
     const uint32_t cntl = chip_.load(r.ih_rb_cntl);
     const uint32_t bytes = ring_bytes();
-    if (!(cntl & field::kIhRbEnable) || bytes == 0 || !chip_.vram_offset(ring_mc(), bytes)) return false;
+    if (!(cntl & field::kIhRbEnable) || !mc_space_ok(cntl) || bytes == 0 || !chip_.vram_offset(ring_mc(), bytes)) return false;
     uint32_t wptr_reg = chip_.load(r.ih_rb_wptr);
     uint32_t wptr = wptr_reg & field::kIhOffsetMask;
     uint32_t rptr = chip_.load(r.ih_rb_rptr) & field::kIhOffsetMask;

@@ -30,6 +30,7 @@ public:
     bool push(const IhEntry& entry);
 
 private:
+    static bool mc_space_ok(uint32_t cntl);
     uint64_t ring_mc();
     uint32_t ring_bytes();
 

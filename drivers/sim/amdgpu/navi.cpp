@@ -2,17 +2,22 @@
 
 #include "drivers/sim/amdgpu/chip.hpp"
 #include "drivers/sim/amdgpu/discovery_image.hpp"
+#include "drivers/sim/amdgpu/gc.hpp"
 #include "drivers/sim/amdgpu/host_exec.hpp"
 #include "drivers/sim/amdgpu/ih.hpp"
 #include "drivers/sim/amdgpu/pm4_engine.hpp"
 #include "drivers/sim/amdgpu/psp.hpp"
 #include "drivers/sim/amdgpu/reference_firmware.hpp"
+#include "drivers/sim/amdgpu/register_catalog.hpp"
 #include "drivers/sim/amdgpu/sdma_engine.hpp"
 #include "drivers/sim/amdgpu/register_file.hpp"
 #include "drivers/sim/amdgpu/smu.hpp"
 #include "drivers/sim/amdgpu/state_file.hpp"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <string_view>
 #include <cstring>
 #include <exception>
 #include <fmt/format.h>
@@ -20,22 +25,33 @@
 
 namespace baregpu::sim::amdgpu {
 
+namespace {
+// How long the IFWI init of a chip that just powered on takes (register_file.cpp).
+constexpr uint64_t kIfwiInitNs = 60'000'000;
+}  // namespace
+
 struct NaviModel::Impl {
     Impl(const ModelOptions& o)
         : asic(asic_info(o.asic)), file(o.asic, o.state_dir, o.ephemeral), firmware(asic, o.firmware_dir), chip(asic, file),
-          psp(chip, firmware), smu(chip, firmware), ih(chip), gmc(chip, ih), registers(chip, psp, smu, gmc, ih),
-          cp(chip, gmc, ih), sdma(chip, gmc), host(chip, gmc, file.fd(), StateFile::vram_file_offset()) {
+          catalog(asic), psp(chip, firmware), smu(chip, firmware), ih(chip), gmc(chip, ih), gc(chip, catalog, firmware),
+          registers(chip, psp, smu, gmc, ih, gc), cp(chip, gmc, ih), sdma(chip, gmc),
+          host(chip, gmc, file.fd(), StateFile::vram_file_offset()) {
         cp.executor = &host;
+        cp.gc_regs = &gc;
+        sdma.gc_regs = &gc;
+        host.sh_mem_config = [this] { return gc.sh_mem_config(0); };  // VMID 0 runs every kernel
     }
 
     const AsicInfo& asic;
     StateFile file;
     ReferenceFirmware firmware;
     Chip chip;
+    RegisterCatalog catalog;
     Psp psp;
     Smu smu;
     Ih ih;
     Gmc gmc;
+    GcRegs gc;
     RegisterFile registers;
     ComputeEngine cp;
     SdmaEngine sdma;
@@ -64,12 +80,44 @@ NaviModel::NaviModel(const ModelOptions& options) : options_(options), impl_(std
         }
         mutex_.lock();
     };
+    // BAREGPU_SIM_TRACE=regs (a comma-separated list may name more): every register write the driver
+    // makes, with its name, to stderr or to the file BAREGPU_SIM_TRACE_FILE names (appended).
+    if (const char* t = std::getenv("BAREGPU_SIM_TRACE"); t != nullptr && std::string_view(t).find("regs") != std::string_view::npos) {
+        trace_out_ = stderr;
+        if (const char* f = std::getenv("BAREGPU_SIM_TRACE_FILE"); f != nullptr && *f != '\0') {
+            trace_out_ = std::fopen(f, "a");
+            if (trace_out_ == nullptr) trace_out_ = stderr;
+        }
+        impl_->registers.trace = [this](uint32_t address, uint32_t value, const char* via) { trace_write(address, value, via); };
+    }
     powered_on_at_open_ = impl_->file.powered_on();
-    if (powered_on_at_open_) power_on(/*keep_vram=*/false);
+    if (powered_on_at_open_) {
+        power_on(/*keep_vram=*/false);
+        impl_->chip.ifwi_ready_ns = kIfwiInitNs;  // the bus's clock starts at 0 when it attaches the model
+    }
     engine_ = std::thread([this] { engine_loop(); });
 }
 
-NaviModel::~NaviModel() { stop_engines(); }
+NaviModel::~NaviModel() {
+    stop_engines();
+    if (trace_out_ != nullptr && trace_out_ != stderr) std::fclose(trace_out_);
+}
+
+void NaviModel::trace_write(uint32_t address, uint32_t value, const char* via) {
+    Impl& m = *impl_;
+    std::string name;
+    const char* block = "?";
+    if (const RegisterInfo* info = m.catalog.find(address)) {
+        name = info->name;
+        block = info->block;
+    } else if (address == m.chip.load(m.chip.reg.remap_hdp_mem_flush_cntl) / 4) {
+        name = "HDP_MEM_FLUSH_CNTL (remapped)";
+        block = "NBIO";
+    } else {
+        name = fmt::format("0x{:x} (no name in the catalog)", address);
+    }
+    std::fprintf(trace_out_, "sim-am %s W %-6s %-44s 0x%08x%s\n", std::string(m.asic.name).c_str(), block, name.c_str(), value, via);
+}
 
 void NaviModel::stop_engines() {
     {
@@ -107,8 +155,21 @@ void NaviModel::engine_loop() {
             std::lock_guard lock(mutex_);
             Impl& m = *impl_;
             try {
-                for (const Kick& k : batch)
-                    if (!m.cp.doorbell(k.offset, k.width, k.value)) m.sdma.doorbell(k.offset, k.width, k.value);
+                for (const Kick& k : batch) {
+                    // NBIO/NBIF's S2A table routes the doorbell; the MEC takes it only inside its range
+                    // (gc.hpp). A doorbell that reaches an engine but no queue is ignored.
+                    std::string why, source;
+                    switch (m.gc.route(k.offset, why, source)) {
+                        case GcRegs::Route::sdma: m.sdma.doorbell(k.offset, k.width, k.value); break;
+                        case GcRegs::Route::cp:
+                            if (m.gc.mec_accepts(k.offset, why, source))
+                                m.cp.doorbell(k.offset, k.width, k.value);
+                            else
+                                m.gc.drop(k.offset, why, source);
+                            break;
+                        case GcRegs::Route::dropped: m.gc.drop(k.offset, why, source); break;
+                    }
+                }
                 m.cp.poll();
                 m.sdma.poll();
             } catch (const std::exception& e) {
@@ -180,14 +241,13 @@ void NaviModel::connect(pci::sim::SimPort& port) {
 void NaviModel::power_on(bool keep_vram) {
     Impl& m = *impl_;
     m.file.power_on(keep_vram);
-    const RegisterMap& r = m.chip.reg;
-    // Power-on values: the GC is not booted (CP busy, RLC bootload not complete), the PSP's ring
-    // response register idle, the HDP flush remapped where Linux puts it.
-    m.chip.store(r.cp_stat, field::kCpStatCpBusy);
-    // The strap's reset value is not public: the model powers on with NO_SOFT_RESET_DEV0_F2 set so
-    // that the driver's clear (nbio_v4_3 / nbif_v6_3_1 init_registers) is observable.
-    m.chip.store(r.rcc_dev0_epf2_strap2, field::kStrapNoSoftResetDev0F2);
+    // Every register the model knows powers on with its reset value (register_catalog.cpp: from
+    // gc_11_0_0_default.h, or the model's choice where no default header is public — among them CP_STAT
+    // busy until the RLC autoload, the strap with NO_SOFT_RESET_DEV0_F2 set, the HDP flush remapped
+    // where Linux puts it, every S2A doorbell route disabled), then the banked GC registers.
+    for (const RegisterInfo& info : m.catalog.all()) m.chip.store(m.catalog.address(info), info.reset);
     m.gmc.power_on();
+    m.gc.power_on();
     m.cp.reset();
     m.sdma.reset();
     m.host.reset();
@@ -202,7 +262,7 @@ void NaviModel::mode1_reset() {
     Impl& m = *impl_;
     if (m.chip.port != nullptr && m.chip.port->bus_master_enabled()) {
         // DMA in flight across the reset would land anywhere: Linux amdgpu_device_mode1_reset
-        // clears bus mastering first (pci_clear_master), as does tinygrad (am.md 1.2).
+        // clears bus mastering first (pci_clear_master), as does tinygrad (amdev.py AMDev.__init__).
         m.chip.violation("mode1 reset requested with PCI bus mastering on", "PCI_COMMAND.BUS_MASTER",
                          "Linux amdgpu_device.c amdgpu_device_mode1_reset (pci_clear_master first)");
     }
@@ -301,6 +361,7 @@ void NaviModel::latch_vm_fault(uint64_t va) {
 void NaviModel::power_cycle() {
     std::lock_guard lock(mutex_);
     power_on(/*keep_vram=*/false);
+    impl_->chip.ifwi_ready_ns = impl_->chip.now() + kIfwiInitNs;
 }
 
 const std::filesystem::path& NaviModel::state_path() const { return impl_->file.path(); }
@@ -331,6 +392,16 @@ uint32_t NaviModel::tlb_invalidations(VmClient hub) const {
 uint32_t NaviModel::mode1_resets() const {
     std::lock_guard lock(mutex_);
     return impl_->chip.state().smu.mode1_resets;
+}
+
+uint32_t NaviModel::dropped_doorbells() const {
+    std::lock_guard lock(mutex_);
+    return impl_->gc.dropped_doorbells();
+}
+
+std::string NaviModel::register_name(uint32_t dword_address) const {
+    const RegisterInfo* info = impl_->catalog.find(dword_address);
+    return info != nullptr ? std::string(info->name) : reg_name(dword_address);
 }
 
 uint32_t NaviModel::ih_entries_written() const {

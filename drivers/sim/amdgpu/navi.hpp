@@ -1,6 +1,6 @@
 // A strict simulated AMD Navi31 (RX 7900 XTX) or Navi48 (RX 9070 XT) for the simulated PCI bus:
 // the registers, firmware handshakes and memory structures a kernel-bypass driver (drivers/am,
-// research/am.md) meets during bring-up, each checked the way the chip or its firmware checks it.
+// tinygrad's runtime/support/am) meets during bring-up, each checked the way the chip or its firmware checks it.
 //
 // BARs: BAR0 = VRAM (64-bit prefetchable, 1 GiB — real boards have 24 / 16 GiB; the model's
 // VRAM is its state file's), BAR2 = doorbells (2 MiB; 64-bit writes at an active compute
@@ -20,6 +20,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -106,6 +107,10 @@ public:
     uint32_t tlb_invalidations(VmClient hub) const;
     uint32_t mode1_resets() const;
     uint32_t ih_entries_written() const;
+    // Doorbells no engine took: no S2A route, outside CP_MEC_DOORBELL_RANGE, or a halted SDMA.
+    uint32_t dropped_doorbells() const;
+    // The catalog's name for a register (register_catalog.hpp), or "register 0x... (BAR5+0x...)".
+    std::string register_name(uint32_t dword_address) const;
 
 private:
     struct Impl;
@@ -114,6 +119,8 @@ private:
     void engine_loop();
     void stop_engines();  // joins the engine thread (idempotent): doorbells are then only recorded
     void request_pass();
+    void trace_write(uint32_t address, uint32_t value, const char* via);
+    std::FILE* trace_out_ = nullptr;  // BAREGPU_SIM_TRACE=regs
 
     ModelOptions options_;
     // The chip: registers, blocks, engines (not the doorbell kicks). The engine thread releases

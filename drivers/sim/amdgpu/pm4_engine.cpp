@@ -1,5 +1,6 @@
 #include "drivers/sim/amdgpu/pm4_engine.hpp"
 
+#include "drivers/sim/amdgpu/gc.hpp"
 #include "drivers/sim/amdgpu/host_exec.hpp"
 
 #include <cstring>
@@ -12,7 +13,10 @@ namespace {
 constexpr const char* kNvd = "Linux amdgpu/nvd.h (PACKET3 opcodes and sizes)";
 constexpr const char* kPm4Ai = "Linux amdkfd/kfd_pm4_headers_ai.h";
 constexpr const char* kHostProgram = "drivers/hostcode/host_program.h (the simulated GPU's host-program contract)";
-constexpr const char* kHqd = "Linux gfx_v11_0.c gfx_v11_0_compute_mqd_init, v11_structs.h; am.md 1.12";
+constexpr const char* kIcache =
+    "Linux gfx_v11_0.c gfx_v11_0_emit_mem_sync / gfx_v12_0.c gfx_v12_0_emit_mem_sync (ACQUIRE_MEM GCR_CNTL GLI_INV, "
+    "GL2_INV; soc15d.h)";
+constexpr const char* kHqd = "Linux gfx_v11_0.c gfx_v11_0_compute_mqd_init, v11_structs.h; tinygrad ip.py AM_GFX.setup_ring";
 
 // Fixed payload dword counts (the header's count field is payload - 1) on GC 10+ (nvd.h users in
 // gfx_v11_0.c, kfd_pm4_headers_ai.h structs): DISPATCH_DIRECT 3 dims + initiator, WAIT_REG_MEM 6,
@@ -31,7 +35,7 @@ uint32_t fixed_payload(uint32_t op) {
 }
 
 // COMPUTE_* registers (gc_11_0_0_offset.h, BASE_IDX 0) as SET_SH_REG offsets: static GC segment 0
-// base 0x1260 (sienna_cichlid_ip_offset.h) + offset - PACKET3_SET_SH_REG_START (am.md §3.1).
+// base 0x1260 (sienna_cichlid_ip_offset.h) + offset - PACKET3_SET_SH_REG_START (Linux nvd.h).
 constexpr uint32_t sh(uint32_t gc_offset) { return gc_offset + 0x1260 - pm4::kSetShRegStart; }
 constexpr uint32_t kShNumThreadX = sh(0x1ba7), kShPgmLo = sh(0x1bac), kShPgmHi = sh(0x1bad),
                    kShPgmRsrc1 = sh(0x1bb2), kShPgmRsrc2 = sh(0x1bb3), kShUserData0 = sh(0x1be0);
@@ -143,6 +147,7 @@ void ComputeEngine::remove(uint32_t key) {
 }
 
 void ComputeEngine::reset() {
+    icache_.clear();
     for (auto it = queues_.begin(); it != queues_.end();) {
         if (running_ == it->first) {
             it->second.remove_pending = true;
@@ -168,16 +173,43 @@ void ComputeEngine::finish_pending() {
 void ComputeEngine::activate() {
     const uint32_t sel = chip_.load(regs_.grbm_gfx_cntl);
     const uint32_t pipe = sel & 3, queue = (sel >> 8) & 7;
-    auto refuse = [&](const std::string& what) {
+    auto refuse = [&](const std::string& what, const std::string& source = kHqd) {
         chip_.violation(fmt::format("CP_HQD_ACTIVE=1 for MEC1 pipe {} queue {}: {}", pipe, queue, what),
-                        reg_name(regs_.hqd_active), kHqd);
+                        reg_name(regs_.hqd_active), source);
         chip_.store(regs_.hqd_active, 0);
     };
     // CP_MEC_RS64_CNTL: MEC_PIPE0_RESET bits 16-19, MEC_PIPE0_ACTIVE bits 26-29, MEC_HALT bit 30.
     const uint32_t mec = chip_.load(regs_.mec_rs64_cntl);
-    if (mec & (1u << 30)) return refuse("the MEC is halted (CP_MEC_RS64_CNTL.MEC_HALT)");
+    if (mec & (1u << 30))
+        return refuse(fmt::format("the MEC is halted (CP_MEC_RS64_CNTL {} has MEC_HALT set; the reset value 0x40000000 is "
+                                  "halted)",
+                                  hex(mec)),
+                      "Linux gfx_v11_0.c gfx_v11_0_cp_compute_enable; gc_11_0_0_default.h regCP_MEC_RS64_CNTL_DEFAULT");
     if (mec & (1u << (16 + pipe))) return refuse("the pipe is held in reset (CP_MEC_RS64_CNTL.MEC_PIPEn_RESET)");
     if (!(mec & (1u << (26 + pipe)))) return refuse("the pipe is not active (CP_MEC_RS64_CNTL.MEC_PIPEn_ACTIVE)");
+    if (gc_regs != nullptr) {
+        // The MEC runs the firmware the RLC autoload put in place (the PSP's AUTOLOAD_RLC, then
+        // RLC_RLCS_BOOTLOAD_STATUS.BOOTLOAD_COMPLETE: gfx_v11_0_wait_for_rlc_autoload_complete) ...
+        if (!chip_.state().psp.autoload_done || !(chip_.load(chip_.reg.rlc_bootload_status) & field::kRlcBootloadComplete))
+            return refuse("the MEC has no firmware: the PSP's RLC autoload (AUTOLOAD_RLC, RLC_RLCS_BOOTLOAD_STATUS."
+                          "BOOTLOAD_COMPLETE) has not completed",
+                          "Linux gfx_v11_0.c gfx_v11_0_wait_for_rlc_autoload_complete");
+        // ... from the program counter the image's header gives, which the pipe takes from
+        // CP_MEC_RS64_PRGRM_CNTR_START/_HI when it leaves reset (gc.hpp). Whether the autoload leaves
+        // the right PC behind is not public; Linux and tinygrad both program it, and the model does not.
+        const std::optional<uint64_t> want = gc_regs->firmware_mec_pc();
+        const uint64_t pc = gc_regs->mec_pc(pipe);
+        if (want && pc != *want)
+            return refuse(fmt::format("MEC1 pipe {} would run from PC {} (CP_MEC_RS64_PRGRM_CNTR_START {}, _HI {} as the pipe "
+                                      "took them when it last left reset; 0x800 / 0x0 are their reset values) but the MEC "
+                                      "firmware starts at PC {} (CP_MEC_RS64_PRGRM_CNTR_START {}, _HI {}: {} ucode_start_addr "
+                                      ">> 2): CP_MEC_RS64_PRGRM_CNTR_START/_HI were not programmed, or the pipe was not reset "
+                                      "afterwards",
+                                      pipe, hex(pc), hex(pc & 0xffffffffu), hex(pc >> 32), hex(*want), hex(*want & 0xffffffffu),
+                                      hex(*want >> 32), chip_.asic.cp.back()),
+                          "Linux gfx_v11_0.c gfx_v11_0_config_gfx_rs64 (gfx_v12_0.c the same); gc_11_0_0_default.h "
+                          "regCP_MEC_RS64_PRGRM_CNTR_START_DEFAULT");
+    }
     if (queues_.count(pipe * 8 + queue)) return refuse("the queue is already active (dequeue it first)");
     if (chip_.load(regs_.hqd_vmid) != 0) return refuse("CP_HQD_VMID is not 0 (only VMID 0 is modelled)");
     Queue q;
@@ -209,7 +241,7 @@ bool ComputeEngine::doorbell(uint64_t offset, unsigned width, uint64_t value) {
         if (uint64_t{q.doorbell_dword} * 4 != offset) continue;
         if (width != 8) {
             chip_.violation(fmt::format("{}-byte doorbell write for {}: compute doorbells are 64-bit", width, name(q)),
-                            fmt::format("BAR2+0x{:x}", offset), "am.md 1.14 (doorbell64)");
+                            fmt::format("BAR2+0x{:x}", offset), "tinygrad ops_amd.py AMDQueueDesc.signal_doorbell (doorbell64)");
             return true;
         }
         if (q.hung || q.remove_pending) return true;
@@ -222,7 +254,8 @@ bool ComputeEngine::doorbell(uint64_t offset, unsigned width, uint64_t value) {
                  fmt::format("doorbell value {} is ahead of the write pointer {} at WPTR_POLL_ADDR: the wptr must be "
                              "written before the doorbell rings",
                              value, wptr),
-                 fmt::format("BAR2+0x{:x}", offset), "am.md 3.1 (_submit: gart.wptr = put, then doorbell64 = put)");
+                 fmt::format("BAR2+0x{:x}", offset),
+                 "tinygrad ops_amd.py AMDComputeQueue._submit (gart.wptr = put, then doorbell64 = put)");
             return true;
         }
         run(q);
@@ -276,7 +309,7 @@ void ComputeEngine::run(Queue& q) {
     };
     if (wptr < q.rptr) {
         hang(q, fmt::format("write pointer {} went backwards (read pointer {})", wptr, q.rptr), "WPTR_POLL_ADDR",
-             "am.md 3.1 (put only grows)");
+             "tinygrad ops_amd.py AMDComputeQueue._submit (put only grows)");
         return;
     }
     if (wptr - q.rptr > q.ring_dwords) {
@@ -320,7 +353,7 @@ void ComputeEngine::run(Queue& q) {
         const uint32_t n = packet_dwords(header);
         if (q.rptr + n > wptr)
             return hang(q, fmt::format("packet of {} dwords crosses the write pointer {} (read pointer {})", n, wptr, q.rptr),
-                        where, "am.md 3.1 (a submission is whole packets)");
+                        where, "tinygrad ops_amd.py AMDComputeQueue._submit (a submission is whole packets)");
         std::vector<uint32_t> words(n);
         for (uint32_t i = 0; i < n; ++i)  // PM4 packets may wrap around the ring end
             if (!read32(q, q.ring_va + ((q.rptr + i) % q.ring_dwords) * 4, words[i])) return;
@@ -338,7 +371,7 @@ void ComputeEngine::run(Queue& q) {
 
 ComputeEngine::Step ComputeEngine::execute(Queue& q, const std::vector<uint32_t>& w, const std::string& where, bool in_ib) {
     const uint32_t header = w[0];
-    auto bad = [&](const std::string& what, const char* source = kNvd) {
+    auto bad = [&](const std::string& what, const std::string& source = kNvd) {
         hang(q, what, where, source);
         return Step::stop;
     };
@@ -393,6 +426,20 @@ ComputeEngine::Step ComputeEngine::execute(Queue& q, const std::vector<uint32_t>
                 return Step::next;
             }
             if (executor == nullptr) return bad("DISPATCH_DIRECT with no way to run kernels", kHostProgram);
+            if (d.program % 64 == 0 && gmc_.translate(d.program, VmClient::gfx)) {
+                // The instruction cache keeps what a dispatch fetched until GLI_INV | GL2_INV: new code
+                // the CPU wrote at an address it holds is not what would run. (An unmapped or misaligned
+                // program is the executor's to report.)
+                std::array<std::byte, 64> head{};
+                if (!read(q, d.program, head)) return Step::stop;
+                auto [cached, fresh] = icache_.try_emplace(d.program, head);
+                if (!fresh && cached->second != head)
+                    return bad(fmt::format("the code at {} changed since a dispatch fetched it into the instruction cache, and "
+                                           "no ACQUIRE_MEM with GCR_CNTL GLI_INV and GL2_INV ran in between: the dispatch "
+                                           "would run the stale code",
+                                           hex(d.program)),
+                               kIcache);
+            }
             std::string what;
             HostExecutor::Outcome outcome = HostExecutor::Outcome::refused;
             running_ = q.pipe * 8 + q.queue;
@@ -409,7 +456,8 @@ ComputeEngine::Step ComputeEngine::execute(Queue& q, const std::vector<uint32_t>
             switch (outcome) {
                 case HostExecutor::Outcome::done: ++q.dispatches; return Step::next;
                 case HostExecutor::Outcome::fault: q.hung = true; return Step::stop;  // latched and in the IH ring
-                case HostExecutor::Outcome::refused: return bad(what, kHostProgram);
+                case HostExecutor::Outcome::refused:
+                    return bad(what, executor->refused_source.empty() ? std::string(kHostProgram) : executor->refused_source);
             }
             return Step::stop;
         }
@@ -490,7 +538,11 @@ ComputeEngine::Step ComputeEngine::execute(Queue& q, const std::vector<uint32_t>
             if (!read(q, va, std::as_writable_bytes(std::span(&value, 1)))) return Step::stop;
             return compare(function, value & mask, ref) ? Step::next : Step::wait;
         }
-        case pm4::kAcquireMem: return Step::next;  // caches are not modelled: the coherence action is a no-op
+        case pm4::kAcquireMem:
+            // GC 10+ layout: dw7 GCR_CNTL, GLI_INV bits 1:0, GL2_INV bit 14 (soc15d.h
+            // PACKET3_ACQUIRE_MEM_GCR_CNTL_*). Only the instruction cache is modelled.
+            if ((w[7] & 3u) != 0 && (w[7] & (1u << 14)) != 0) icache_.clear();
+            return Step::next;
         case pm4::kEventWrite: {
             // dw1 EVENT_TYPE bits 0-5, EVENT_INDEX bits 8-11; index 0-4 events carry no address.
             if (payload != 1 && payload != 3)

@@ -1,7 +1,8 @@
 // The compute command processor (MEC, me 1) of a GC 11 or GC 12 chip: hardware queue descriptors (HQDs)
 // activated from registers the way Linux gfx_v11_0_kiq/compute queue init and tinygrad's AM
-// driver program them directly (research/am.md §1.12), doorbell kicks on BAR2 (§1.14), and a PM4
-// type-3 interpreter (§3.1) over the ring, every fetch and every write through the VMID 0 walker
+// driver program them directly (tinygrad ip.py AM_GFX.setup_ring), doorbell kicks on BAR2
+// (tinygrad ops_amd.py AMDQueueDesc.signal_doorbell), and a PM4 type-3 interpreter (Linux nvd.h
+// opcodes) over the ring, every fetch and every write through the VMID 0 walker
 // (gmc.hpp) — a page fault posts its IH entry and hangs the queue.
 //
 // Registers (gc_11_0_0_offset.h, BASE_IDX 0 unless said): CP_HQD_ACTIVE 0x1fab, CP_HQD_VMID 0x1fac,
@@ -10,9 +11,9 @@
 // 0x1fba, CP_HQD_DEQUEUE_REQUEST 0x1fc1, CP_HQD_EOP_BASE_ADDR/_HI 0x1fce/0x1fcf (>> 8),
 // CP_HQD_EOP_CONTROL 0x1fd0; GRBM_GFX_CNTL 0x0900 and CP_MEC_RS64_CNTL 0x2904, BASE_IDX 1.
 // (CP_HQD_*, GRBM_GFX_CNTL, COMPUTE_* read in torvalds/linux gc_11_0_0_offset.h at 0e8655b4;
-// CP_MEC_RS64_CNTL's offset and its PIPEn_ACTIVE bits 26-29 / MEC_HALT bit 30 as am.md §1.12 has
+// CP_MEC_RS64_CNTL's offset and its PIPEn_ACTIVE bits 26-29 / MEC_HALT bit 30 as gc_11_0_0_sh_mask.h has
 // them from the same header. gc_12_0_0_offset.h / gc_12_0_0_sh_mask.h (torvalds/linux,
-// read for issue 7) have each of these registers at the same BASE_IDX and offset and the same
+// read for the queues) have each of these registers at the same BASE_IDX and offset and the same
 // fields: GRBM_GFX_CNTL PIPEID/MEID/QUEUEID, CP_MEC_RS64_CNTL MEC_PIPE0_RESET 16 / _ACTIVE 26 /
 // MEC_HALT 30, CP_HQD_PQ_CONTROL.QUEUE_SIZE 5:0, CP_HQD_PQ_DOORBELL_CONTROL OFFSET 27:2 / EN 30.)
 // The HQD registers are plain storage that the activation snapshots for the queue GRBM_GFX_CNTL
@@ -70,6 +71,7 @@ inline constexpr uint8_t kSrcIdCpEop = 181;
 }  // namespace pm4
 
 class HostExecutor;
+class GcRegs;
 
 class ComputeEngine {
 public:
@@ -84,6 +86,8 @@ public:
     // DISPATCH_DIRECT: the hook when one is set (tests), else the host-code executor runs it.
     DispatchHook on_dispatch;
     HostExecutor* executor = nullptr;
+    // The banked GC registers (the MEC pipes' program counters); unset in unit use: not checked.
+    GcRegs* gc_regs = nullptr;
     // Fault injection: while set, a dispatch never completes (the queue stays on it, waiting).
     std::atomic<bool> hang_dispatches{false};
     // The engine thread's re-poll: runs every queue that waits (WAIT_REG_MEM, a held dispatch).
@@ -144,13 +148,18 @@ private:
     Ih& ih_;
     Regs regs_;
     std::map<uint32_t, Queue> queues_;  // key pipe * 8 + queue
+    // The SQ instruction cache: the first bytes of every program a dispatch fetched since the last
+    // ACQUIRE_MEM with GCR_CNTL GLI_INV and GL2_INV (soc15d.h), by program address. CPU writes
+    // through BAR0/HDP reach memory, not the caches (Linux gfx_v11_0_emit_mem_sync invalidates both
+    // at the start of every IB for that reason).
+    std::map<uint64_t, std::array<std::byte, 64>> icache_;
     // The queue whose kernel runs with the model's lock released; removals of it are deferred.
     std::optional<uint32_t> running_;
     void remove(uint32_t key);
     void finish_pending();  // the deferred removals, once no kernel runs
 };
 
-// The 100 MHz GPU clock counter RELEASE_MEM data_sel 3 and SDMA TIMESTAMP write (am.md §3.3:
+// The 100 MHz GPU clock counter RELEASE_MEM data_sel 3 and SDMA TIMESTAMP write (tinygrad ops_amd.py AMDSignal timestamps:
 // timestamp_divider 100 → 10 ns per tick), from modelled time.
 inline uint64_t gpu_clock(const Chip& chip) { return chip.now() / 10; }
 

@@ -24,9 +24,13 @@ struct Component {
     uint32_t command;
     fw::amd::PspFwType type;
     const char* name;
+    bool optional = false;  // a driver may leave it out even when the package carries it
 };
 // The bootloader's order (psp_v13_0.c/psp_v14_0.c via amdgpu_psp.c psp_hw_start: KDB, SPL, SYS_DRV,
-// SOC_DRV, INTF_DRV, DBG_DRV, RAS_DRV, then SOS), each only when the package carries it.
+// SOC_DRV, INTF_DRV, DBG_DRV, RAS_DRV, IPKEYMGR_DRV (psp_v14_0 bootloader_load_ipkeymgr_drv,
+// PSP_BL__LOAD_IPKEYMGRDRV 0xF0000), then SOS), each only when the package carries it. IPKEYMGR_DRV
+// is optional: tinygrad's AM leaves it out and brings up Navi48 (what the PSP does without it is
+// not public).
 constexpr Component kBootOrder[] = {
     {psp::kBlLoadKeyDatabase, fw::amd::PspFwType::kdb, "KDB"},
     {psp::kBlLoadTosSplTable, fw::amd::PspFwType::spl, "SPL"},
@@ -35,6 +39,7 @@ constexpr Component kBootOrder[] = {
     {psp::kBlLoadIntfDrv, fw::amd::PspFwType::intf_drv, "INTF_DRV"},
     {psp::kBlLoadDbgDrv, fw::amd::PspFwType::dbg_drv, "DBG_DRV"},
     {psp::kBlLoadRasDrv, fw::amd::PspFwType::ras_drv, "RAS_DRV"},
+    {psp::kBlLoadIpKeyMgrDrv, fw::amd::PspFwType::ipkeymgr_drv, "IPKEYMGR_DRV", /*optional=*/true},
     {psp::kBlLoadSosDrv, fw::amd::PspFwType::sos, "SOS"},
 };
 
@@ -51,6 +56,17 @@ bool Psp::loaded(uint32_t type) const {
 bool Psp::read(uint32_t address, uint32_t& value) {
     const RegisterMap& r = chip_.reg;
     PspState& s = chip_.state().psp;
+    if (address == r.rlc_bootload_status && s.autoload_done && !chip_.state().smu.features_enabled &&
+        !chip_.state().gc.autoload_stall_reported) {
+        // Someone waits for an autoload that waits for the SMU (complete_rlc_autoload).
+        chip_.state().gc.autoload_stall_reported = 1;
+        chip_.violation("RLC_RLCS_BOOTLOAD_STATUS polled while the RLC autoload waits for the SMU: EnableAllSmuFeatures has "
+                        "not been sent, so BOOTLOAD_COMPLETE stays 0 (the SMU starts before the GC waits for its autoload)",
+                        reg_name(address),
+                        "Linux amdgpu_discovery.c (SMU hw_init before GFX hw_init), gfx_v11_0_hw_init "
+                        "(gfx_v11_0_wait_for_rlc_autoload_complete); tinygrad AMDev.init_hw order");
+        return false;
+    }
     const bool resetting = chip_.now() < chip_.state().smu.reset_done_at_ns;
     if (address == r.psp_35) {
         // Bit 31: the bootloader is ready for a command. Clear while it works and during a reset.
@@ -125,11 +141,11 @@ void Psp::bootloader_command(uint32_t command) {
     const Component* expected = nullptr;
     uint32_t expected_index = 0;
     for (uint32_t i = s.next_component; i < std::size(kBootOrder); ++i) {
-        if (firmware_.sos_component(kBootOrder[i].type)) {
-            expected = &kBootOrder[i];
-            expected_index = i;
-            break;
-        }
+        if (!firmware_.sos_component(kBootOrder[i].type)) continue;
+        if (kBootOrder[i].optional && &kBootOrder[i] != component) continue;  // left out: fine
+        expected = &kBootOrder[i];
+        expected_index = i;
+        break;
     }
     if (expected != component) {
         chip_.violation(fmt::format("bootloader got {} but {} comes next", component->name,
@@ -373,11 +389,19 @@ uint32_t Psp::autoload_rlc() {
         return psp::kStatusBadState;
     }
     s.autoload_done = 1;
-    // The RLC boots the GC: Linux gfx_v11_0_wait_for_rlc_autoload_complete waits for CP_STAT == 0
-    // and RLC_RLCS_BOOTLOAD_STATUS.BOOTLOAD_COMPLETE == 1.
-    chip_.store(chip_.reg.rlc_bootload_status, chip_.load(chip_.reg.rlc_bootload_status) | field::kRlcBootloadComplete);
-    chip_.store(chip_.reg.cp_stat, 0);
+    complete_rlc_autoload(chip_);
     return psp::kStatusOk;
+}
+
+void complete_rlc_autoload(Chip& chip) {
+    // The RLC boots the GC: Linux gfx_v11_0_wait_for_rlc_autoload_complete waits for CP_STAT == 0 and
+    // RLC_RLCS_BOOTLOAD_STATUS.BOOTLOAD_COMPLETE == 1. Linux and tinygrad both start the SMU (its
+    // features enabled) before that wait (amdgpu_discovery.c: smu before gfx; tinygrad AMDev:
+    // init_hw(soc, gmc, ih, psp, smu) then gfx); whether the autoload needs it is not public. The
+    // model finishes the autoload only once the SMU runs its features, so that the order shows.
+    if (!chip.state().psp.autoload_done || !chip.state().smu.features_enabled) return;
+    chip.store(chip.reg.rlc_bootload_status, chip.load(chip.reg.rlc_bootload_status) | field::kRlcBootloadComplete);
+    chip.store(chip.reg.cp_stat, 0);
 }
 
 }  // namespace baregpu::sim::amdgpu

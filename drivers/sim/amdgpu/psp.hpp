@@ -22,7 +22,7 @@ namespace psp {
 // enum psp_bootloader_cmd (amdgpu_psp.h).
 inline constexpr uint32_t kBlLoadSysDrv = 0x10000, kBlLoadSosDrv = 0x20000, kBlLoadKeyDatabase = 0x80000,
                           kBlLoadSocDrv = 0xB0000, kBlLoadDbgDrv = 0xC0000, kBlLoadIntfDrv = 0xD0000,
-                          kBlLoadRasDrv = 0xE0000, kBlLoadTosSplTable = 0x10000000;
+                          kBlLoadRasDrv = 0xE0000, kBlLoadIpKeyMgrDrv = 0xF0000, kBlLoadTosSplTable = 0x10000000;
 // enum psp_gfx_crtl_cmd_id (psp_gfx_if.h) and enum psp_ring_type (amdgpu_psp.h).
 inline constexpr uint32_t kCtrlDestroyRings = 0x30000;
 inline constexpr uint32_t kRingTypeKm = 2;
@@ -77,5 +77,9 @@ private:
     Chip& chip_;
     ReferenceFirmware& firmware_;
 };
+
+// Sets RLC_RLCS_BOOTLOAD_STATUS.BOOTLOAD_COMPLETE and CP_STAT idle once AUTOLOAD_RLC has run and the
+// SMU's features are enabled (whichever comes last calls it; psp.cpp says why).
+void complete_rlc_autoload(Chip& chip);
 
 }  // namespace baregpu::sim::amdgpu

@@ -9,6 +9,7 @@
 #include "drivers/sim/firmware_path.hpp"
 #include "firmware-loader/search_path.hpp"
 
+#include <cstring>
 #include <deque>
 #include <filesystem>
 
@@ -21,6 +22,7 @@ struct ReferenceFirmware::Loaded {
     std::vector<uint32_t> rlc_types;                    // the RLC pieces the file carries
     uint32_t smu_version = 0;
     uint32_t sos_version = 0;
+    std::optional<uint64_t> mec_ucode_start;
 };
 
 ReferenceFirmware::ReferenceFirmware(const AsicInfo& asic, std::string dir) : asic_(asic), dir_(std::move(dir)) {}
@@ -69,6 +71,15 @@ bool ReferenceFirmware::available(std::string* why) {
                     code = fw_type::kRs64Mec, stack0 = fw_type::kRs64MecP0Stack, stack_last = fw_type::kRs64MecP3Stack;
                 }
                 put(code, gfx.instructions);
+                if (code == fw_type::kRs64Mec) {
+                    const fw::FirmwareFile& f = loaded->files.back();
+                    auto u32 = [&](size_t at) {
+                        uint32_t v = 0;
+                        if (at + 4 <= f.bytes.size()) std::memcpy(&v, f.bytes.data() + at, 4);
+                        return v;
+                    };
+                    loaded->mec_ucode_start = uint64_t{u32(56)} << 32 | u32(52);
+                }
                 // RS64 stacks: the same data region for each pipe (amdgpu_ucode.c, *_P{0..3}_STACK).
                 if (gfx.data)
                     for (uint32_t t = stack0; t <= stack_last; ++t) put(t, *gfx.data);
@@ -123,6 +134,7 @@ std::vector<uint32_t> ReferenceFirmware::rlc_fw_types() {
 }
 
 uint32_t ReferenceFirmware::smu_version() { return available() ? loaded_->smu_version : 0; }
+std::optional<uint64_t> ReferenceFirmware::mec_ucode_start() { return available() ? loaded_->mec_ucode_start : std::nullopt; }
 uint32_t ReferenceFirmware::sos_version() { return available() ? loaded_->sos_version : 0; }
 
 }  // namespace baregpu::sim::amdgpu

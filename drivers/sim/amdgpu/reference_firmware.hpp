@@ -46,6 +46,11 @@ public:
     // version): RLC_G plus the v2.1 lists, v2.2 IRAM/DRAM, v2.3 RLCP/RLCV. AUTOLOAD_RLC needs them all.
     std::vector<uint32_t> rlc_fw_types();
     uint32_t smu_version();  // smc header ucode_version (what GetSmuVersion answers)
+    // The MEC image's start address (bytes): gfx_firmware_header_v2_0 ucode_start_addr_hi:lo, read here
+    // at their offsets 56 and 52 (Linux amdgpu_ucode.h: the 32-byte common header, then
+    // ucode_feature_version, ucode_size_bytes, ucode_offset_bytes, data_size_bytes, data_offset_bytes,
+    // ucode_start_addr_lo, ucode_start_addr_hi), not through firmware-loader's parser the driver uses.
+    std::optional<uint64_t> mec_ucode_start();
     uint32_t sos_version();  // the SOS component's fw_version (what C2PMSG_81 shows)
 
 private:

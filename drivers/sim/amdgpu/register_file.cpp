@@ -37,27 +37,48 @@ uint32_t RegisterFile::read(uint32_t address) {
             std::memcpy(&v, chip_.vram().data() + off, 4);
             return v;
         }
-        case fixed::kRccConfigMemsize: return static_cast<uint32_t>(kVramBytes >> 20);
+        case fixed::kRccConfigMemsize:
+            if (chip_.now() < chip_.ifwi_ready_ns) {
+                chip_.violation("RCC_CONFIG_MEMSIZE read while the IFWI init is still running (MP0_SMN_C2PMSG_33 bit 31 "
+                                "clear): the VRAM size and the discovery table are not there yet",
+                                reg_name(address),
+                                "Linux amdgpu_discovery.c amdgpu_discovery_read_binary_from_mem (poll mmMP0_SMN_C2PMSG_33 "
+                                "bit 31 for up to 1 s first)");
+                return 0;
+            }
+            return static_cast<uint32_t>(kVramBytes >> 20);
         default: break;
     }
+    // MP0_SMN_C2PMSG_33 bit 31: the IFWI init is done. A chip that just powered on (a hot-plug, e.g.
+    // behind USB4) needs 60 ms of modelled time: "generally it should be in the 60-100ms range"
+    // (amdgpu_discovery.c); the model takes the low end.
+    if (address == chip_.reg.psp_33) return chip_.now() >= chip_.ifwi_ready_ns ? 0x80000000u : 0;
     if (address == chip_.reg.rsmu_data) {
         uint32_t target = chip_.load(chip_.reg.rsmu_index) / 4;
         return target == address ? 0 : read(target);
     }
     uint32_t v = 0;
-    if (psp_.read(address, v) || smu_.read(address, v) || gmc_.read(address, v) || ih_.read(address, v)) return v;
+    if (psp_.read(address, v) || smu_.read(address, v) || gmc_.read(address, v) || ih_.read(address, v) || gc_.read(address, v))
+        return v;
     return chip_.load(address);
 }
 
 void RegisterFile::write(uint32_t address, uint32_t value) {
     ChipState& s = chip_.state();
+    const bool indirect_pair = address == fixed::kMmIndex || address == fixed::kMmIndexHi || address == fixed::kMmData ||
+                               address == chip_.reg.rsmu_index || address == chip_.reg.rsmu_data;
+    if (trace && !indirect_pair) trace(address, value, via_);
     switch (address) {
         case fixed::kMmIndex: s.mm_index = value; return;
         case fixed::kMmIndexHi: s.mm_index_hi = value; return;
         case fixed::kMmData: {
             if (!(s.mm_index & kMmIndexVram)) {
                 uint32_t target = s.mm_index / 4;
-                if (target > fixed::kMmIndexHi) write(target, value);
+                if (target > fixed::kMmIndexHi) {
+                    via_ = " (MM_INDEX/MM_DATA)";
+                    write(target, value);
+                    via_ = "";
+                }
                 return;
             }
             uint64_t off = 0;
@@ -71,7 +92,11 @@ void RegisterFile::write(uint32_t address, uint32_t value) {
     }
     if (address == chip_.reg.rsmu_data) {
         uint32_t target = chip_.load(chip_.reg.rsmu_index) / 4;
-        if (target != address) write(target, value);
+        if (target != address) {
+            via_ = " (RSMU)";
+            write(target, value);
+            via_ = "";
+        }
         return;
     }
     if (address == chip_.reg.rcc_dev0_epf2_strap2 &&
@@ -85,9 +110,10 @@ void RegisterFile::write(uint32_t address, uint32_t value) {
     }
     if (address == chip_.reg.rsmu_index && value % 4 != 0) {
         chip_.violation(fmt::format("BIF_BX_PF0_RSMU_INDEX {} is not a register's byte address", hex(value)),
-                        reg_name(address), "am.md 1.3 (index = dword address * 4)");
+                        reg_name(address), "tinygrad amdev.py AMDev.indirect_wreg (index = dword address * 4)");
     }
-    if (psp_.write(address, value) || smu_.write(address, value) || gmc_.write(address, value) || ih_.write(address, value))
+    if (psp_.write(address, value) || smu_.write(address, value) || gmc_.write(address, value) || ih_.write(address, value) ||
+        gc_.write(address, value))
         return;
     chip_.store(address, value);
 }

@@ -9,6 +9,7 @@ RegisterMap RegisterMap::build(const AsicInfo& a) {
     const bool mp14 = a.version(hwid::kMp0).major >= 14;
 
     // MP0 (mp_13_0_0_offset.h regMP0_SMN_C2PMSG_*, mp_14_0_2_offset.h regMPASP_SMN_C2PMSG_*).
+    r.psp_33 = at(hwid::kMp0, 0, 0x61);  // Linux amdgpu_discovery.c's fixed mmMP0_SMN_C2PMSG_33 0x16061
     r.psp_35 = at(hwid::kMp0, 0, 0x63);
     r.psp_36 = at(hwid::kMp0, 0, 0x64);
     r.psp_64 = at(hwid::kMp0, 0, 0x80);
@@ -64,6 +65,8 @@ RegisterMap RegisterMap::build(const AsicInfo& a) {
         g.fault_status = at(hwid::kGc, 0, 0x15c8);  // regGCVM_L2_PROTECTION_FAULT_STATUS
         g.fault_addr_lo = at(hwid::kGc, 0, 0x15c9);
         g.fault_addr_hi = at(hwid::kGc, 0, 0x15ca);
+        g.inv_eng17_range_lo = at(hwid::kGc, 0, 0x16f1);
+        g.inv_eng17_range_hi = at(hwid::kGc, 0, 0x16f2);
     } else {
         g.fb_location_base = at(hwid::kGc, 0, 0x1614);
         g.fb_location_top = at(hwid::kGc, 0, 0x1615);
@@ -83,7 +86,10 @@ RegisterMap RegisterMap::build(const AsicInfo& a) {
         g.fault_status = at(hwid::kGc, 0, 0x15d0);  // regGCVM_L2_PROTECTION_FAULT_STATUS_LO32
         g.fault_addr_lo = at(hwid::kGc, 0, 0x15d2);
         g.fault_addr_hi = at(hwid::kGc, 0, 0x15d3);
+        g.inv_eng17_range_lo = at(hwid::kGc, 0, 0x168d);
+        g.inv_eng17_range_hi = at(hwid::kGc, 0, 0x168e);
     }
+    r.gc12_context_layout = gc12;
 
     // MM hub (mmhub_3_0_0_offset.h / mmhub_4_1_0_offset.h).
     auto& m = r.mm;
@@ -103,6 +109,9 @@ RegisterMap RegisterMap::build(const AsicInfo& a) {
         m.inv_eng17_req = at(hwid::kMmhub, 0, 0x774);
         m.inv_eng17_ack = at(hwid::kMmhub, 0, 0x786);
         m.fault_status = at(hwid::kMmhub, 0, 0x70c);
+        m.inv_eng17_range_lo = at(hwid::kMmhub, 0, 0x7a9);
+        m.inv_eng17_range_hi = at(hwid::kMmhub, 0, 0x7aa);
+        m.bank_select_reserved_cid2 = at(hwid::kMmhub, 0, 0x71b);
     } else {
         m.fb_location_base = at(hwid::kMmhub, 0, 0x554);
         m.fb_location_top = at(hwid::kMmhub, 0, 0x555);
@@ -119,6 +128,9 @@ RegisterMap RegisterMap::build(const AsicInfo& a) {
         m.inv_eng17_req = at(hwid::kMmhub, 0, 0x598);
         m.inv_eng17_ack = at(hwid::kMmhub, 0, 0x5aa);
         m.fault_status = at(hwid::kMmhub, 0, 0x4f0);  // regMMVM_L2_PROTECTION_FAULT_STATUS_LO32
+        m.inv_eng17_range_lo = at(hwid::kMmhub, 0, 0x5cd);
+        m.inv_eng17_range_hi = at(hwid::kMmhub, 0, 0x5ce);
+        m.bank_select_reserved_cid2 = at(hwid::kMmhub, 0, 0x500);
     }
 
     // OSSSYS (osssys_6_0_0_offset.h: CNTL 0x80 BASE 0x81 BASE_HI 0x82 RPTR 0x83 WPTR 0x84;

@@ -17,13 +17,13 @@ namespace fixed {
 inline constexpr uint32_t kMmIndex = 0x0;
 inline constexpr uint32_t kMmData = 0x1;
 inline constexpr uint32_t kMmIndexHi = 0x6;
-inline constexpr uint32_t kRccConfigMemsize = 0xde3;  // mmRCC_CONFIG_MEMSIZE, VRAM in MiB (am.md 1.3)
+inline constexpr uint32_t kRccConfigMemsize = 0xde3;  // mmRCC_CONFIG_MEMSIZE, VRAM in MiB (tinygrad amdev.py AMDev._run_discovery)
 }  // namespace fixed
 
 struct RegisterMap {
     // MP0 = PSP: mp_13_0_0_offset.h regMP0_SMN_C2PMSG_n / mp_14_0_2_offset.h regMPASP_SMN_C2PMSG_n,
     // both BASE_IDX 0, offset 0x40 + n.
-    uint32_t psp_35 = 0, psp_36 = 0, psp_64 = 0, psp_67 = 0, psp_69 = 0, psp_70 = 0, psp_71 = 0, psp_81 = 0;
+    uint32_t psp_33 = 0, psp_35 = 0, psp_36 = 0, psp_64 = 0, psp_67 = 0, psp_69 = 0, psp_70 = 0, psp_71 = 0, psp_81 = 0;
     // MP1 = SMU mailbox: mp_13_0_0_offset.h regMP1_SMN_C2PMSG_n BASE_IDX 0 at 0x240 + n;
     // mp_14_0_2_offset.h BASE_IDX 1 at 0x40 + n. 66 msg / 82 param / 90 resp (smu_cmn.c),
     // debug mailbox 75 msg / 53 param / 54 resp (smu_v13_0.c, smu_v14_0.c).
@@ -47,7 +47,10 @@ struct RegisterMap {
         uint32_t fault_status = 0;  // ..._L2_PROTECTION_FAULT_STATUS (GC12/MMHUB4: _LO32)
         uint32_t fault_cntl = 0;    // ..._L2_PROTECTION_FAULT_CNTL (0 where not modelled)
         uint32_t fault_addr_lo = 0, fault_addr_hi = 0;
+        uint32_t inv_eng17_range_lo = 0, inv_eng17_range_hi = 0;  // VM_INVALIDATE_ENG17_ADDR_RANGE_LO32/HI32
+        uint32_t bank_select_reserved_cid2 = 0;                    // MM hub only: the private invalidation
     } gc, mm;
+    bool gc12_context_layout = false;  // VM_CONTEXT*_CNTL fields as gc_12_0_0 / mmhub_4_1_0 place them
     // OSSSYS IH ring 0 (osssys_6_0_0_offset.h / osssys_7_0_0_offset.h, BASE_IDX 0; 7.0 reorders them).
     uint32_t ih_rb_cntl = 0, ih_rb_base = 0, ih_rb_base_hi = 0, ih_rb_rptr = 0, ih_rb_wptr = 0,
              ih_rb_wptr_addr_hi = 0, ih_rb_wptr_addr_lo = 0;
@@ -63,9 +66,22 @@ inline constexpr uint32_t kRlcBootloadComplete = 0x80000000u;  // RLC_RLCS_BOOTL
 inline constexpr uint32_t kCpStatCpBusy = 0x80000000u;         // CP_STAT.CP_BUSY
 // nbio_4_3_0_sh_mask.h / nbif_6_3_1_sh_mask.h RCC_DEV0_EPF2_STRAP2__STRAP_NO_SOFT_RESET_DEV0_F2_MASK
 inline constexpr uint32_t kStrapNoSoftResetDev0F2 = 0x80u;
-// VM_CONTEXT0_CNTL: ENABLE_CONTEXT bit 0, PAGE_TABLE_DEPTH bits 1-2 (gc_11_0_0_sh_mask.h, gc_12_0_0_sh_mask.h).
+// VM_CONTEXT0_CNTL: ENABLE_CONTEXT bit 0, PAGE_TABLE_DEPTH bits 1-2 on both generations. Then GC 11 /
+// MMHUB 3.0 (gc_11_0_0_sh_mask.h): PAGE_TABLE_BLOCK_SIZE 6:3, RETRY_PERMISSION_OR_INVALID_PAGE_FAULT 7,
+// RETRY_OTHER_FAULT 8, and from bit 9 an ENABLE_INTERRUPT / ENABLE_DEFAULT pair per fault kind (RANGE,
+// DUMMY_PAGE, PDE0, VALID, READ, WRITE, EXECUTE). GC 12 / MMHUB 4.1 (gc_12_0_0_sh_mask.h,
+// mmhub_4_1_0_sh_mask.h, as tinygrad's regs.py lists them): block size 7:4, the retries at 8 and 9, the
+// pairs from bit 10.
 inline constexpr uint32_t kContextEnable = 0x1;
 inline constexpr unsigned kPageTableDepthShift = 1;
+struct ContextCntlLayout {
+    unsigned retry_permission_or_invalid, retry_other, first_enable;
+};
+inline constexpr ContextCntlLayout kContextCntlGc11{7, 8, 9}, kContextCntlGc12{8, 9, 10};
+enum class FaultKind : unsigned { range = 0, dummy_page = 1, pde0 = 2, valid = 3, read = 4, write = 5, execute = 6 };
+// VM_INVALIDATE_ENGn_ADDR_RANGE_LO32: S_BIT 0, LOGI_PAGE_ADDR_RANGE_LO31 31:1; _HI32: LOGI_PAGE_ADDR_RANGE_HI5 4:0.
+// MMVM_L2_BANK_SELECT_RESERVED_CID2.RESERVED_CACHE_PRIVATE_INVALIDATION bit 25.
+inline constexpr uint32_t kMmhubPrivateInvalidation = 1u << 25;
 // VM_INVALIDATE_ENG17_REQ.PER_VMID_INVALIDATE_REQ bits 0-15; _ACK.PER_VMID_INVALIDATE_ACK bits 0-15.
 inline constexpr uint32_t kPerVmidMask = 0xffff;
 // VM_L2_PROTECTION_FAULT_STATUS: MORE_FAULTS 0, WALKER_ERROR 1-3, PERMISSION_FAULTS 4-7,

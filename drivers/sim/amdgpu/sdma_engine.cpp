@@ -1,5 +1,6 @@
 #include "drivers/sim/amdgpu/sdma_engine.hpp"
 
+#include "drivers/sim/amdgpu/gc.hpp"
 #include "drivers/sim/amdgpu/pm4_engine.hpp"
 
 #include <algorithm>
@@ -9,7 +10,7 @@ namespace baregpu::sim::amdgpu {
 
 namespace {
 constexpr const char* kPkt = "Linux amdgpu/sdma_v6_0_0_pkt_open.h";
-constexpr const char* kRing = "Linux sdma_v6_0.c sdma_v6_0_gfx_resume_instance; am.md 1.13";
+constexpr const char* kRing = "Linux sdma_v6_0.c sdma_v6_0_gfx_resume_instance; tinygrad ip.py AM_SDMA";
 constexpr uint64_t kCopyChunk = 1u << 20;
 }  // namespace
 
@@ -34,7 +35,12 @@ SdmaEngine::SdmaEngine(Chip& chip, Gmc& gmc) : chip_(chip), gmc_(gmc) {
     regs_.doorbell_offset = gc(sdma7 ? 0x91 : 0xab);
     regs_.wptr_poll_lo = gc(sdma7 ? 0x98 : 0xb3);
     regs_.wptr_poll_hi = gc(sdma7 ? 0x99 : 0xb2);
+    // gc_11_0_0_offset.h regSDMA0_F32_CNTL 0x589a / gc_12_0_0_offset.h regSDMA0_MCU_CNTL 0x588e, BASE_IDX 1.
+    regs_.engine_cntl = chip.asic.base(hwid::kGc, 1) + (sdma7 ? 0x588e : 0x589a);
+    sdma7_ = sdma7;
 }
+
+bool SdmaEngine::halted() const { return (chip_.load(regs_.engine_cntl) & 1u) != 0; }  // HALT, bit 0 of both
 
 void SdmaEngine::reset() {
     active_ = hung_ = waiting_ = in_ib_ = false;
@@ -54,9 +60,25 @@ void SdmaEngine::register_written(uint32_t address, uint32_t value) {
 void SdmaEngine::start() {
     auto refuse = [&](const std::string& what) {
         chip_.violation(fmt::format("SDMA0_QUEUE0_RB_CNTL.RB_ENABLE=1: {}", what), reg_name(regs_.rb_cntl), kRing);
+        chip_.store(regs_.rb_cntl, chip_.load(regs_.rb_cntl) & ~1u);  // the ring stays off
     };
     if (active_) return refuse("the ring is already enabled (disable it first)");
     const uint32_t cntl = chip_.load(regs_.rb_cntl);
+    // RB_PRIV (bit 23): Linux makes its SDMA rings privileged (sdma_v6_0_gfx_resume_instance /
+    // sdma_v7_0 RB_PRIV 1), tinygrad too (rb_priv=1). What an unprivileged VMID 0 ring may not do is
+    // not public: the model runs privileged kernel rings only, so that a whole-register RB_CNTL write
+    // that drops the bit is seen. RPTR_WRITEBACK_ENABLE (bit 12) decides whether the read pointer is
+    // written back to RB_RPTR_ADDR; F32_WPTR_POLL_ENABLE / MCU_WPTR_POLL_ENABLE (bit 11) are what
+    // Linux sets with it.
+    if (!(cntl & (1u << 23))) {
+        return refuse(fmt::format("RB_CNTL {} has RB_PRIV clear{}{} (the reset value 0x00040800 with RB_PRIV, "
+                                  "RPTR_WRITEBACK_ENABLE and {}_WPTR_POLL_ENABLE set as Linux sets them): the ring would run "
+                                  "unprivileged",
+                                  hex(cntl), cntl & (1u << 12) ? "" : ", RPTR_WRITEBACK_ENABLE clear",
+                                  cntl & (1u << 11) ? "" : (sdma7_ ? ", MCU_WPTR_POLL_ENABLE clear" : ", F32_WPTR_POLL_ENABLE clear"),
+                                  sdma7_ ? "MCU" : "F32"));
+    }
+    rptr_writeback_ = (cntl & (1u << 12)) != 0;
     const uint32_t size = (cntl >> 1) & 0x1f;
     ring_bytes_ = uint64_t{4} << size;
     ring_va_ = ((uint64_t{chip_.load(regs_.rb_base_hi)} << 32) | chip_.load(regs_.rb_base)) << 8;
@@ -80,10 +102,24 @@ bool SdmaEngine::doorbell(uint64_t offset, unsigned width, uint64_t value) {
     const std::string where = fmt::format("BAR2+0x{:x}", offset);
     if (width != 8) {
         chip_.violation(fmt::format("{}-byte doorbell write for SDMA0 queue 0: SDMA doorbells are 64-bit", width), where,
-                        "am.md 1.14 (doorbell64)");
+                        "tinygrad ops_amd.py AMDQueueDesc.signal_doorbell (doorbell64)");
         return true;
     }
     if (hung_) return true;
+    if (halted()) {
+        // A halted engine fetches nothing (sdma_v6_0_enable / sdma_v6_0_gfx_resume_instance un-halt it).
+        const std::string why = fmt::format("SDMA0 is halted ({} {} has HALT set{}): SDMA0 queue 0's doorbell is not "
+                                            "processed",
+                                            sdma7_ ? "SDMA0_MCU_CNTL" : "SDMA0_F32_CNTL", hex(chip_.load(regs_.engine_cntl)),
+                                            sdma7_ ? "; the model powers on halted" : ", the reset value 0x08084001");
+        const char* source = sdma7_ ? "Linux sdma_v7_0.c sdma_v7_0_gfx_resume_instance (unhalt engine)"
+                                    : "Linux sdma_v6_0.c sdma_v6_0_gfx_resume_instance (unhalt engine); gc_11_0_0_default.h";
+        if (gc_regs != nullptr)
+            gc_regs->drop(offset, why, source);
+        else
+            chip_.violation(why, where, source);
+        return true;
+    }
     uint64_t wptr = 0;
     if (!access(wptr_poll_, std::as_writable_bytes(std::span(&wptr, 1)), false)) return true;
     if (wptr < value) {  // a later submission may already have moved the polled wptr on
@@ -127,7 +163,9 @@ void SdmaEngine::run() {
     if (wptr < rptr_ || wptr - rptr_ > ring_bytes_)
         return hang(fmt::format("write pointer {} is behind, or more than a ring ahead of, the read pointer {}", wptr, rptr_),
                     "RB_WPTR_POLL_ADDR");
-    auto report = [&] { access(rptr_addr_, std::as_writable_bytes(std::span(&rptr_, 1)), true); };
+    auto report = [&] {
+        if (rptr_writeback_) access(rptr_addr_, std::as_writable_bytes(std::span(&rptr_, 1)), true);
+    };
     auto fetch = [&](uint64_t va, uint64_t max_dwords, const std::string& where, std::vector<uint32_t>& w) -> bool {
         uint32_t header = 0;
         if (!access(va, std::as_writable_bytes(std::span(&header, 1)), false)) return false;
@@ -174,7 +212,7 @@ void SdmaEngine::run() {
         if (rptr_ == wptr) break;
         const uint64_t offset = rptr_ % ring_bytes_;
         const std::string where = fmt::format("ring {} byte {}", hex(ring_va_), offset);
-        // Packets never straddle the ring end (am.md 3.2: the rest of the ring is NOP-filled).
+        // Packets never straddle the ring end (tinygrad ops_amd.py AMDCopyQueue._submit: the rest of the ring is NOP-filled).
         const uint64_t left = std::min(ring_bytes_ - offset, wptr - rptr_) / 4;
         if (!fetch(ring_va_ + offset, left, where, w)) return;
         uint32_t consumed = 0;

@@ -1,5 +1,5 @@
 // SDMA 6.0 / 7.0 engine 0, queue 0 (the one tinygrad's AM driver and Linux use for a kernel queue,
-// research/am.md §1.13), on a GC 11 / GC 12 chip whose SDMA registers live in GC segment 0
+// sdma_v6_0.c's gfx ring), on a GC 11 / GC 12 chip whose SDMA registers live in GC segment 0
 // (BASE_IDX 0). gc_11_0_0_offset.h (SDMA 6): SDMA0_QUEUE0_RB_CNTL 0x80, RB_BASE/_HI 0x81/0x82
 // (address >> 8), RB_RPTR/_HI 0x83/0x84, RB_WPTR/_HI 0x85/0x86, RB_RPTR_ADDR_HI/LO 0x88/0x89,
 // IB_CNTL 0x8a, DOORBELL 0x92, DOORBELL_OFFSET 0xab, RB_WPTR_POLL_ADDR_HI/LO 0xb2/0xb3,
@@ -7,9 +7,12 @@
 // adds reg_offset[GC_HWIP][0][0]): RB_CNTL 0x80 .. RB_WPTR_HI 0x86 as on GC 11, then
 // RB_RPTR_ADDR_LO/HI 0x87/0x88 (LO first), IB_CNTL 0x89, DOORBELL 0x8f, DOORBELL_OFFSET 0x91,
 // RB_WPTR_POLL_ADDR_LO/HI 0x98/0x99, MINOR_PTR_UPDATE 0x9b. The fields used are the same in both
-// sh_mask headers: RB_CNTL RB_ENABLE bit 0 / RB_SIZE 5:1, DOORBELL.ENABLE bit 28,
+// sh_mask headers: RB_CNTL RB_ENABLE bit 0 / RB_SIZE 5:1 / RPTR_WRITEBACK_ENABLE 12 / RB_PRIV 23,
+// DOORBELL.ENABLE bit 28,
 // DOORBELL_OFFSET.OFFSET 27:2. SDMA 7 uses SDMA 6's packets (sdma_v7_0.c includes
-// sdma_v6_0_0_pkt_open.h).
+// sdma_v6_0_0_pkt_open.h). The engine itself: SDMA0_F32_CNTL (SDMA 6, 0x589a BASE_IDX 1; HALT bit 0,
+// reset value 0x08084001 halted, gc_11_0_0_default.h) or SDMA0_MCU_CNTL (SDMA 7, 0x588e BASE_IDX 1;
+// HALT bit 0, no public reset value: the model powers on halted). A halted engine takes no doorbell.
 // Pointers are BYTE offsets; RB_CNTL.RB_SIZE = log2(ring dwords). Packets from
 // sdma_v6_0_0_pkt_open.h, every access through the VMID 0 walker (SDMA 6 uses the GC hub,
 // sdma_v6_0.c vm_hub = AMDGPU_GFXHUB(0)). Strict: a malformed packet is a violation and the
@@ -31,9 +34,12 @@ inline constexpr uint32_t kOpNop = 0, kOpCopy = 1, kOpWrite = 2, kOpIndirect = 4
 inline constexpr uint32_t kSubOpCopyLinear = 0, kSubOpWriteLinear = 0, kSubOpTimestampGetGlobal = 2;
 }  // namespace sdma
 
+class GcRegs;
+
 class SdmaEngine {
 public:
     SdmaEngine(Chip& chip, Gmc& gmc);
+    GcRegs* gc_regs = nullptr;  // counts the doorbells a halted engine drops
 
     bool enabled() const { return regs_.rb_cntl != 0; }
     void register_written(uint32_t address, uint32_t value);
@@ -56,7 +62,7 @@ private:
     struct Regs {
         uint32_t rb_cntl = 0, rb_base = 0, rb_base_hi = 0, rb_rptr = 0, rb_rptr_hi = 0, rb_wptr = 0, rb_wptr_hi = 0,
                  rptr_addr_hi = 0, rptr_addr_lo = 0, ib_cntl = 0, doorbell = 0, doorbell_offset = 0, wptr_poll_hi = 0,
-                 wptr_poll_lo = 0;
+                 wptr_poll_lo = 0, engine_cntl = 0;
     };
     void start();
     void run();
@@ -69,7 +75,9 @@ private:
     Chip& chip_;
     Gmc& gmc_;
     Regs regs_;
-    bool active_ = false, hung_ = false, waiting_ = false;
+    bool halted() const;
+    bool active_ = false, hung_ = false, waiting_ = false, rptr_writeback_ = true;
+    bool sdma7_ = false;
     uint64_t ring_va_ = 0, ring_bytes_ = 0, rptr_addr_ = 0, wptr_poll_ = 0, rptr_ = 0, copied_ = 0;
     uint32_t doorbell_dword_ = 0;
     // An INDIRECT being executed (resumable when a POLL_REGMEM inside it blocks).

@@ -1,5 +1,7 @@
 #include "drivers/sim/amdgpu/smu.hpp"
 
+#include "drivers/sim/amdgpu/psp.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cstring>
@@ -141,7 +143,10 @@ uint32_t Smu::handle(uint32_t msg, uint32_t param, uint32_t& out, bool& has_out)
         // SMU13_0_0_DRIVER_IF_VERSION 0x3D (smu13_driver_if_v13_0_0.h);
         // SMU14_DRIVER_IF_VERSION_SMU_V14_0_2 0x2E (smu_v14_0.h; later trees: smu_v14_0_2_ppt.c).
         case smu::kMsgGetDriverIfVersion: return answer(mp13 ? 0x3D : 0x2E);
-        case smu::kMsgEnableAllSmuFeatures: s.features_enabled = 1; return smu::kResultOk;
+        case smu::kMsgEnableAllSmuFeatures:
+            s.features_enabled = 1;
+            complete_rlc_autoload(chip_);
+            return smu::kResultOk;
         case smu::kMsgDisableAllSmuFeatures: s.features_enabled = 0; return smu::kResultOk;
         case smu::kMsgGetRunningSmuFeaturesLow: return answer(s.features_enabled ? 0xffffffff : 0);
         case smu::kMsgGetRunningSmuFeaturesHigh: return answer(s.features_enabled ? 0x0000ffff : 0);

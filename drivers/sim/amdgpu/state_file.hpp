@@ -67,6 +67,16 @@ struct GmcState {
     uint32_t gc_invalidations, mm_invalidations;
     uint32_t mm_sem_held;
     uint32_t hdp_flushes;
+    uint32_t mm_private_pending;  // an MM hub invalidation not yet followed by the private invalidation
+};
+
+// The GC registers the model banks (GRBM_GFX_CNTL selects the bank) or latches, and what it counts.
+struct GcState {
+    uint32_t mec_pc_start[4], mec_pc_start_hi[4];  // CP_MEC_RS64_PRGRM_CNTR_START/_HI per MEC pipe
+    uint32_t mec_pc_lo[4], mec_pc_hi[4];           // the start each pipe took when it last left reset
+    uint32_t sh_mem_config[16], sh_mem_bases[16];  // per VMID
+    uint32_t dropped_doorbells;                    // doorbells no engine took (routing, MEC range, halted)
+    uint32_t autoload_stall_reported;              // the RLC-autoload-waits-for-the-SMU violation, once
 };
 
 struct IndirectRegister {
@@ -77,7 +87,7 @@ inline constexpr unsigned kIndirectRegisters = 256;
 
 struct ChipState {
     static constexpr uint64_t kMagic = 0x4d414d4953474242ull;  // "BBGSIMAM"
-    static constexpr uint32_t kVersion = 1;
+    static constexpr uint32_t kVersion = 2;  // 2: GcState, GmcState.mm_private_pending
     uint64_t magic;
     uint32_t version;
     uint32_t asic;
@@ -88,6 +98,7 @@ struct ChipState {
     SmuState smu;
     IhState ih;
     GmcState gmc;
+    GcState gc;
     uint32_t indirect_count;
     IndirectRegister indirect[kIndirectRegisters];
 };

@@ -79,10 +79,11 @@ void SimKgsl::Context::fault(const std::string& why) {
         std::lock_guard lock(mutex);
         if (faulted.load(std::memory_order_relaxed)) return;
         log += fmt::format("kgsl-3d0: GPU fault on context {}: {}; context invalidated (KGSL_CONTEXT_NO_FAULT_TOLERANCE)", id, why);
+        // Counted before the context shows as faulted: a waiter that sees EDEADLK sees the fault too.
+        device.faults_.fetch_add(1, std::memory_order_acq_rel);
         faulted.store(true, std::memory_order_release);
         jobs_head = jobs_tail;
     }
-    device.faults_.fetch_add(1, std::memory_order_acq_rel);
     changed.notify_all();
 }
 

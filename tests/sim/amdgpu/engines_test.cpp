@@ -59,7 +59,11 @@ constexpr uint32_t sh(uint32_t gc_offset) { return gc_offset + 0x1260 - 0x2c00; 
 
 struct EngineRig {
     explicit EngineRig(const std::filesystem::path& dir, Asic asic = Asic::navi31)
-        : rig(asic, dir, /*with_firmware=*/false), gfx12(asic == Asic::navi48) {
+        : rig(asic, dir), gfx12(asic == Asic::navi48) {
+        REQUIRE_AMD_FIRMWARE();
+        // The MEC runs only the firmware the RLC autoload put in place, from the start address its
+        // header gives; doorbells reach engines only through the S2A routes and the MEC's range.
+        rig.boot_gc();
         const auto* gc = rig.disc.find(11);
         REQUIRE(gc != nullptr);
         gc0 = static_cast<uint32_t>(gc->base_addresses.at(0));
@@ -69,7 +73,8 @@ struct EngineRig {
         rig.wr(rig.r.ih_base_hi, static_cast<uint32_t>(rig.mc(kIhRing) >> 40));
         rig.wr(rig.r.ih_wptr_addr_lo, static_cast<uint32_t>(rig.mc(kIhWb)));
         rig.wr(rig.r.ih_wptr_addr_hi, static_cast<uint32_t>(rig.mc(kIhWb) >> 32));
-        rig.wr(rig.r.ih_cntl, (16u << 1) | (1u << 16) | 1u);
+        // RB_SIZE, WPTR_OVERFLOW_ENABLE, RB_ENABLE, MC_SPACE 4 (an MC address; ih_v6_0_irq_init).
+        rig.wr(rig.r.ih_cntl, (16u << 1) | (1u << 16) | 1u | (4u << 28));
         // VMID 0 page table (amdgpu_vm.h): root/PDB1/PDB0 at 48 MiB, a PTB at +12 KiB. PDB0[0] is a
         // 2 MiB leaf (AMDGPU_PDE_PTE bit 54 on GC 11, AMDGPU_PDE_PTE_GFX12 bit 63 on GC 12); PDB0[1]
         // points at the PTB with 32 pages mapped in reverse order, so that consecutive VAs are not
@@ -87,7 +92,9 @@ struct EngineRig {
         rig.wr(rig.r.gc_pt_end_hi, static_cast<uint32_t>(0x7fffffffffffull >> 44));
         rig.wr(rig.r.gc_pt_base_lo, static_cast<uint32_t>(root | 1));
         rig.wr(rig.r.gc_pt_base_hi, 0);
-        rig.wr(rig.r.gc_ctx0_cntl, 1 | (3u << 1));
+        // ENABLE_CONTEXT, PAGE_TABLE_DEPTH 3 and the seven faults' ENABLE_INTERRUPT/ENABLE_DEFAULT pairs,
+        // from bit 9 (gc_11_0_0_sh_mask.h) or bit 10 (gc_12_0_0_sh_mask.h).
+        rig.wr(rig.r.gc_ctx0_cntl, 1 | (3u << 1) | (0x3fffu << (gfx12 ? 10 : 9)));
         rig.dev->delay(5ms);  // the clock the timestamps count
     }
 
@@ -114,7 +121,7 @@ struct EngineRig {
     // GRBM_GFX_CNTL and CP_MEC_RS64_CNTL at the same offsets, and gc_12_0_0_sh_mask.h the same fields.
     uint32_t hqd(uint32_t off) const { return gc0 + off; }
     void enable_mec() { rig.wr(gc1 + 0x2904, 1u << 26); }  // CP_MEC_RS64_CNTL.MEC_PIPE0_ACTIVE, not halted
-    // Linux gfx_v11_0 / am.md 1.12 order: select me 1 pipe 0 queue q, the registers, ACTIVE.
+    // Linux gfx_v11_0 / tinygrad AM_GFX.setup_ring order: select me 1 pipe 0 queue q, the registers, ACTIVE.
     void activate(uint32_t queue = 0, uint64_t ring = kRing, uint64_t eop = kEop, uint32_t slot = 3) {
         rig.wr(gc1 + 0x0900, (1u << 2) | (queue << 8));  // GRBM_GFX_CNTL MEID 1, PIPEID 0, QUEUEID
         rig.wr(hqd(0x1fac), 0);                           // CP_HQD_VMID
@@ -424,7 +431,7 @@ struct SdmaQueueRegs {
 constexpr SdmaQueueRegs kSdma6{0x89, 0x88, 0x8a, 0x92, 0xab, 0xb3, 0xb2, 0xb5};
 constexpr SdmaQueueRegs kSdma7{0x87, 0x88, 0x89, 0x8f, 0x91, 0x98, 0x99, 0x9b};
 
-// SDMA0 queue 0 (sdma_v6_0.c / sdma_v7_0.c / am.md 1.13 order), doorbell slot 0x100. The fields are
+// SDMA0 queue 0 (sdma_v6_0.c / sdma_v7_0.c / tinygrad AM_SDMA order), doorbell slot 0x100. The fields are
 // the same in both sh_mask headers: RB_CNTL RB_ENABLE 0 / RB_SIZE 5:1 / RPTR_WRITEBACK_ENABLE 12,
 // DOORBELL.ENABLE 28, DOORBELL_OFFSET.OFFSET 27:2.
 struct SdmaRig : EngineRig {
@@ -442,7 +449,8 @@ struct SdmaRig : EngineRig {
         rig.wr(q(o.doorbell_offset), (0x100u * 2) << 2);  // DOORBELL_OFFSET.OFFSET (dwords)
         rig.wr(q(o.doorbell), 1u << 28);                  // DOORBELL.ENABLE
         rig.wr(q(o.minor_ptr_update), 0);
-        rig.wr(q(0x80), 1u | (10u << 1) | (1u << 12));  // RB_ENABLE, RB_SIZE log2(1024 dwords), RPTR_WRITEBACK_ENABLE
+        // RB_ENABLE, RB_SIZE log2(1024 dwords), F32/MCU_WPTR_POLL_ENABLE, RPTR_WRITEBACK_ENABLE, RB_PRIV.
+        rig.wr(q(0x80), 1u | (10u << 1) | (1u << 11) | (1u << 12) | (1u << 23));
         rig.wr(q(o.ib_cntl), 1);                         // IB_CNTL.IB_ENABLE
     }
     void sdma_submit(const std::vector<uint32_t>& words) {
@@ -551,13 +559,13 @@ TEST_CASE("sim-am engines: SDMA ring enable is refused without a doorbell or a w
     e.rig.wr(q + 0x89, static_cast<uint32_t>(kSdmaRptr));
     e.rig.wr(q + 0x88, static_cast<uint32_t>(kSdmaRptr >> 32));
     e.rig.wr(q + 0xab, (0x100u * 2) << 2);
-    e.rig.wr(q + 0x80, 1u | (10u << 1));  // DOORBELL.ENABLE still clear
+    e.rig.wr(q + 0x80, 1u | (10u << 1) | (1u << 23));  // DOORBELL.ENABLE still clear
     CHECK(e.rig.has_violation("SDMA0_QUEUE0_DOORBELL.ENABLE is clear"));
     CHECK_FALSE(e.rig.model->sdma_queue().active);
     e.rig.bus->clear_violations();
     e.rig.wr(q + 0x80, 0);
     e.rig.wr(q + 0x92, 1u << 28);
-    e.rig.wr(q + 0x80, 1u | (10u << 1));  // no RB_WPTR_POLL_ADDR
+    e.rig.wr(q + 0x80, 1u | (10u << 1) | (1u << 23));  // no RB_WPTR_POLL_ADDR
     CHECK(e.rig.has_violation("RB_WPTR_POLL_ADDR"));
     CHECK_FALSE(e.rig.model->sdma_queue().active);
     // A BAR2 write at the slot of no queue is accepted and ignored.
@@ -948,7 +956,7 @@ TEST_CASE("sim-am engines (navi48): SDMA 7 queue 0 copies and fences from its ow
         e.rig.wr(q + kSdma6.wptr_poll_hi, static_cast<uint32_t>(kSdmaWptr >> 32));
         e.rig.wr(q + kSdma6.doorbell_offset, (0x100u * 2) << 2);
         e.rig.wr(q + kSdma6.doorbell, 1u << 28);
-        e.rig.wr(q + 0x80, 1u | (10u << 1));
+        e.rig.wr(q + 0x80, 1u | (10u << 1) | (1u << 23));
         CHECK(e.rig.has_violation("SDMA0_QUEUE0_DOORBELL.ENABLE is clear"));
         CHECK_FALSE(e.rig.model->sdma_queue().active);
     }

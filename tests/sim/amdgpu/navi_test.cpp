@@ -136,10 +136,8 @@ TEST_CASE("sim-am: the Linux bring-up with the real firmware produces zero viola
         rig.bootloader_load_all();
         rig.ring_create();
         rig.load_all_ip_firmware();
-        // gfx_v11_0_wait_for_rlc_autoload_complete: CP_STAT == 0 and BOOTLOAD_COMPLETE.
-        CHECK(rig.rd(rig.r.cp_stat) == 0);
-        CHECK((rig.rd(rig.r.rlc_bootload_status) & 0x80000000u) != 0);
-        // SMU: version, driver table, features, metrics, DPM.
+        // SMU (before the GC waits for its autoload, as amdgpu_discovery.c orders the blocks):
+        // version, driver table, features, metrics, DPM.
         uint32_t out = 0;
         CHECK(rig.smu_send(0x2, 0, &out) == 1);
         CHECK(out != 0);
@@ -147,6 +145,9 @@ TEST_CASE("sim-am: the Linux bring-up with the real firmware produces zero viola
         CHECK(rig.smu_send(0xE, static_cast<uint32_t>(rig.mc(table) >> 32)) == 1);
         CHECK(rig.smu_send(0xF, static_cast<uint32_t>(rig.mc(table))) == 1);
         CHECK(rig.smu_send(0x6, 0) == 1);
+        // gfx_v11_0_wait_for_rlc_autoload_complete: CP_STAT == 0 and BOOTLOAD_COMPLETE.
+        CHECK(rig.rd(rig.r.cp_stat) == 0);
+        CHECK((rig.rd(rig.r.rlc_bootload_status) & 0x80000000u) != 0);
         CHECK(rig.smu_send(0x12, 5) == 1);  // TransferTableSmu2Dram(TABLE_SMU_METRICS)
         // AvgTemperature[TEMP_EDGE] (smu13_driver_if_v13_0_0.h +120, smu14_driver_if_v14_0.h +140).
         const uint32_t temp_at = asic == Asic::navi31 ? 120 : 140;
@@ -510,7 +511,7 @@ TEST_CASE("sim-am: VMID0 page walk, TLB invalidation and a page fault through th
         rig.wr(rig.r.ih_wptr, 0);
         rig.wr(rig.r.ih_rptr, 0);
         const uint32_t rb_size = 16;  // log2(256 KiB / 4)
-        rig.wr(rig.r.ih_cntl, (rb_size << 1) | (1u << 16) | (1u << 0));
+        rig.wr(rig.r.ih_cntl, (rb_size << 1) | (1u << 16) | (1u << 0) | (4u << 28));  // MC_SPACE 4 (ih_v6_0_irq_init)
         // Page table: root (PDB2) at 48 MiB, PDB1 at +4 KiB, one 2 MiB leaf at PDB0 (+8 KiB) mapping
         // VA 0x2000_0000_0000 -> VRAM 64 MiB. amdgpu_vm.h: VALID|READABLE|WRITEABLE, PDE_PTE bit 54
         // (GC 11) or 63 (GC 12).
@@ -530,7 +531,9 @@ TEST_CASE("sim-am: VMID0 page walk, TLB invalidation and a page fault through th
         rig.wr(rig.r.gc_pt_end_hi, static_cast<uint32_t>(0x7fffffffffffull >> 44));
         rig.wr(rig.r.gc_pt_base_lo, static_cast<uint32_t>(root | 1));
         rig.wr(rig.r.gc_pt_base_hi, 0);
-        rig.wr(rig.r.gc_ctx0_cntl, 1 | (3u << 1));  // enable, depth 3 (4 levels)
+        // enable, depth 3 (4 levels), the seven faults' interrupt/default enables (from bit 9 on GC 11,
+        // bit 10 on GC 12: gc_11_0_0_sh_mask.h, gc_12_0_0_sh_mask.h).
+        rig.wr(rig.r.gc_ctx0_cntl, 1 | (3u << 1) | (0x3fffu << (asic == Asic::navi48 ? 10 : 9)));
         // MM hub TLB flush with the semaphore (gmc_v11_0.c flush_gpu_tlb).
         CHECK(rig.rd(rig.r.mm_sem) == 1);
         rig.wr(rig.r.mm_req, 1u | (1u << 19) | (7u << 20) | (1u << 23));
@@ -587,10 +590,10 @@ TEST_CASE("sim-am: the IH ring overflows and says so", "[sim-am]") {
     const uint64_t ring = 40u << 20;
     rig.wr(rig.r.ih_base, static_cast<uint32_t>(rig.mc(ring) >> 8));
     rig.wr(rig.r.ih_base_hi, static_cast<uint32_t>(rig.mc(ring) >> 40));
-    rig.wr(rig.r.ih_cntl, (3u << 1) | (1u << 16) | 1u);  // 32-byte ring: 1 entry fits before full... 4 << 3 = 32 B
+    rig.wr(rig.r.ih_cntl, (3u << 1) | (1u << 16) | 1u | (4u << 28));  // 32-byte ring: 1 entry fits before full... 4 << 3 = 32 B
     for (int i = 0; i < 3; ++i) rig.model->latch_vm_fault(0x300000000000ull + i * 0x1000);
     CHECK((rig.rd(rig.r.ih_wptr) & 1) == 1);  // RB_OVERFLOW
-    rig.wr(rig.r.ih_cntl, (3u << 1) | (1u << 16) | 1u | (1u << 31));  // WPTR_OVERFLOW_CLEAR
+    rig.wr(rig.r.ih_cntl, (3u << 1) | (1u << 16) | 1u | (4u << 28) | (1u << 31));  // WPTR_OVERFLOW_CLEAR
     CHECK((rig.rd(rig.r.ih_wptr) & 1) == 0);
 }
 

@@ -143,7 +143,10 @@ bool Rig::wait(const std::function<bool()>& pred, int ms) {
 }
 
 fw::amd::Discovery Rig::discover() {
-    // am.md 1.3: VRAM size in MiB at the fixed RCC_CONFIG_MEMSIZE; the table at VRAM - 64 KiB.
+    // amdgpu_discovery.c amdgpu_discovery_read_binary_from_mem: wait for the IFWI init
+    // (mmMP0_SMN_C2PMSG_33, the fixed dword 0x16061, bit 31) for up to 1 s, then the VRAM size in MiB
+    // at the fixed RCC_CONFIG_MEMSIZE (0xde3); the table at VRAM - 64 KiB.
+    REQUIRE(wait([&] { return (dev->bar(5).read32(BarOffset(0x16061 * 4)) & 0x80000000u) != 0; }, 1000));
     uint64_t vram = uint64_t{dev->bar(5).read32(BarOffset(0xde3 * 4))} << 20;
     REQUIRE(vram == (uint64_t{1} << 30));
     discovery_bytes = vram_read(vram - (64u << 10), 10u << 10);
@@ -321,6 +324,53 @@ void Rig::load_ip_firmware_before_autoload(uint32_t skip) {
         if (region == nullptr || region->bytes.size() == 0 || p.type == skip) continue;
         REQUIRE(load_ip_fw(p.type, region->bytes.bytes) == 0);
     }
+}
+
+uint32_t Rig::gc_base(unsigned idx) { return base(disc, kGc, idx); }
+uint32_t Rig::nbio_base(unsigned idx) { return base(disc, kNbif, idx); }
+
+void Rig::boot_gc() {
+    const bool navi48 = asic == Asic::navi48;
+    bootloader_load_all();
+    ring_create();
+    load_all_ip_firmware();
+    REQUIRE(smu_send(0x6, 0) == 1);  // PPSMC_MSG_EnableAllSmuFeatures (smu_v13_0_0_ppsmc.h / smu_v14_0_2_ppsmc.h)
+    REQUIRE(wait([&] { return rd(r.cp_stat) == 0 && (rd(r.rlc_bootload_status) & 0x80000000u) != 0; }));
+    const uint32_t gc0 = gc_base(0), gc1 = gc_base(1);
+    // gfx_v11_0_config_gfx_rs64: the MEC image's gfx_firmware_header_v2_0 ucode_start_addr_lo/hi (bytes
+    // 52/56, amdgpu_ucode.h), per MEC pipe under GRBM_GFX_CNTL (gc1 0x900: PIPEID 1:0, MEID 3:2),
+    // CP_MEC_RS64_PRGRM_CNTR_START (gc1 0x2900) = lo >> 2 | hi << 30, _HI (gc1 0x2938) = hi >> 2, then
+    // every pipe through reset (CP_MEC_RS64_CNTL gc1 0x2904, MEC_PIPEn_RESET bits 19:16).
+    auto mec = firmware(navi48 ? "gc_12_0_1_mec.bin" : "gc_11_0_0_mec.bin");
+    uint32_t lo = 0, hi = 0;
+    std::memcpy(&lo, mec.data() + 52, 4);
+    std::memcpy(&hi, mec.data() + 56, 4);
+    for (uint32_t pipe = 0; pipe < 4; ++pipe) {
+        wr(gc1 + 0x900, (1u << 2) | pipe);
+        wr(gc1 + 0x2900, lo >> 2 | hi << 30);
+        wr(gc1 + 0x2938, hi >> 2);
+    }
+    wr(gc1 + 0x900, 0);
+    const uint32_t cntl = rd(gc1 + 0x2904);
+    wr(gc1 + 0x2904, cntl | (0xfu << 16));
+    wr(gc1 + 0x2904, cntl & ~(0xfu << 16));
+    // gfx_v11_0_constants_init: SH_MEM_CONFIG (gc1 0x9e4) = ALIGNMENT_MODE_UNALIGNED 3 << 2 |
+    // INITIAL_INST_PREFETCH 3 << 14 for VMID 0 (GRBM_GFX_CNTL.VMID 0).
+    wr(gc1 + 0x9e4, (3u << 2) | (3u << 14));
+    // gc_doorbell_init (nbio_v4_3.c / nbif_v6_3_1.c): S2A entries 0 and 3 = 0x30000007 / 0x3000000d;
+    // sdma_doorbell_range: entry 2 = ENABLE | AWID 0xe << 1 | offset 0x200 << 7 | size 40 << 17 | 3 << 28.
+    // nbio_4_3_0_offset.h S2A_DOORBELL_ENTRY_n_CTRL 0x4f7640 + n BASE_IDX 3; nbif_6_3_1_offset.h
+    // GDC_S2A0_S2A_DOORBELL_ENTRY_n_CTRL 0x1cb + n BASE_IDX 2.
+    const uint32_t s2a = navi48 ? nbio_base(2) + 0x1cb : nbio_base(3) + 0x4f7640;
+    wr(s2a + 0, 0x30000007);
+    wr(s2a + 3, 0x3000000d);
+    wr(s2a + 2, 1u | (0xeu << 1) | (0x200u << 7) | (40u << 17) | (3u << 28));
+    // gfx_v11_0_cp_set_doorbell_range: CP_MEC_DOORBELL_RANGE_LOWER/UPPER (gc0 0x1dfc/0x1dfd) = 0 / 0x8A * 8.
+    wr(gc0 + 0x1dfc, 0);
+    wr(gc0 + 0x1dfd, 0x8Au * 8);
+    // SDMA0_F32_CNTL (gc1 0x589a, SDMA 6) / SDMA0_MCU_CNTL (gc1 0x588e, SDMA 7): HALT (bit 0) cleared.
+    const uint32_t sdma_cntl = gc1 + (navi48 ? 0x588e : 0x589a);
+    wr(sdma_cntl, rd(sdma_cntl) & ~1u);
 }
 
 uint32_t Rig::smu_send(uint32_t msg, uint32_t param, uint32_t* out, int wait_ms) {

@@ -80,6 +80,14 @@ struct Rig {
     // Everything load_all_ip_firmware loads before AUTOLOAD_RLC, leaving out GFX_FW_TYPE `skip` (0: none).
     void load_ip_firmware_before_autoload(uint32_t skip = 0);
     uint32_t smu_send(uint32_t msg, uint32_t param, uint32_t* out = nullptr, int wait_ms = 100);
+    // The whole Linux bring-up up to compute queues, as raw register sequences: the PSP bootloader,
+    // ring and IP firmware with AUTOLOAD_RLC, the SMU's features, the RLC-autoload wait, then
+    // gfx_v11_0_hw_init's compute part (MEC start address per pipe and a pipe reset, SH_MEM_CONFIG of
+    // VMID 0, the S2A CP and SDMA doorbell routes, CP_MEC_DOORBELL_RANGE) and SDMA0 un-halted. The MEC
+    // stays halted: tests un-halt it themselves.
+    void boot_gc();
+    uint32_t gc_base(unsigned idx);   // discovery base of GC segment idx
+    uint32_t nbio_base(unsigned idx);
 
     size_t violations() const { return bus->violations().size(); }
     std::string violation_text() const;
