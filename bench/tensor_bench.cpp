@@ -4,14 +4,18 @@
 #include "tensor/tensor.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fmt/format.h>
 #include <functional>
 #include <random>
 #include <stdexcept>
+#include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
 
@@ -30,14 +34,46 @@ double median(std::vector<double> v) {
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+// $TMPDIR (else /tmp), said by name when it is not a directory.
+std::filesystem::path temp_directory() {
+    std::error_code ec;
+    std::filesystem::path dir = std::filesystem::temp_directory_path(ec);
+    if (ec) {
+        const char* env = std::getenv("TMPDIR");
+        throw std::runtime_error(fmt::format("TMPDIR={} is not a directory ({}); set it to one or unset it", env ? env : "",
+                                             ec.message()));
+    }
+    return dir;
+}
+
+// Cache directories of earlier runs that were killed before they could remove theirs
+// ("baregpu-bench-<pid>-XXXXXX" of this user whose process is gone).
+void remove_abandoned(const std::filesystem::path& tmp) {
+    std::error_code ec;
+    for (std::filesystem::directory_iterator it(tmp, ec), end; !ec && it != end; it.increment(ec)) {
+        const std::string name = it->path().filename().string();
+        if (!name.starts_with("baregpu-bench-")) continue;
+        long pid = std::strtol(name.c_str() + 14, nullptr, 10);
+        struct stat st {};
+        if (pid <= 0 || ::lstat(it->path().c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid()) continue;
+        if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;  // still running (or not ours to judge)
+        std::error_code rm;
+        std::filesystem::remove_all(it->path(), rm);
+    }
+}
+
 // A fresh, empty directory for the compiler's disk cache, removed with this object.
 struct TempCacheDir {
     std::filesystem::path path;
     std::string previous;
     bool had_previous = false;
     TempCacheDir() {
-        std::string tmpl = (std::filesystem::temp_directory_path() / "baregpu-bench-XXXXXX").string();
-        if (!mkdtemp(tmpl.data())) throw std::runtime_error("cannot create a temporary cache directory");
+        const std::filesystem::path tmp = temp_directory();
+        remove_abandoned(tmp);
+        std::string tmpl = (tmp / fmt::format("baregpu-bench-{}-XXXXXX", ::getpid())).string();
+        if (!mkdtemp(tmpl.data())) {
+            throw std::runtime_error(fmt::format("cannot create a temporary cache directory {}: {}", tmpl, std::strerror(errno)));
+        }
         path = tmpl;
         if (const char* p = std::getenv("BAREGPU_CACHE_DIR")) previous = p, had_previous = true;
         setenv("BAREGPU_CACHE_DIR", path.c_str(), 1);

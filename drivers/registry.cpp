@@ -38,9 +38,7 @@ UriOptions& UriOptions::bytes(const char* key, uint64_t& field, std::string_view
 
 UriOptions& UriOptions::count(const char* key, uint32_t& field, std::string_view help) {
     declare(key, help);
-    const uint64_t value = uri_.option_u64(key, field);
-    if (value > UINT32_MAX) throw Error(uri_.name(), fmt::format("option {}={} is larger than {}", key, value, UINT32_MAX));
-    field = static_cast<uint32_t>(value);
+    field = uri_.option_u32(key, field);
     return *this;
 }
 
@@ -220,6 +218,13 @@ std::optional<SimBusTraffic> sim_bus_traffic(hcq::Device& device) {
     const pci::sim::Counters c = f->first->counters(f->second);
     return SimBusTraffic{c.dma_bytes_read, c.dma_bytes_written, c.peer_bytes_read, c.peer_bytes_written, c.iommu_faults,
                          f->first->now_ns(), c.dma_ns};
+}
+
+bool inject_bus_removal(hcq::Device& device, bool gone) {
+    auto f = sim_function_of(device);
+    if (!f) return false;
+    f->first->inject(f->second, pci::sim::Fault{gone ? pci::sim::FaultKind::DeviceGone : pci::sim::FaultKind::SurpriseRemoval});
+    return true;
 }
 
 std::vector<std::string> sim_iommu_faults(hcq::Device& device) {

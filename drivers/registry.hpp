@@ -83,5 +83,9 @@ std::vector<std::string> sim_iommu_faults(hcq::Device& device);
 size_t drop_sim_peer_mappings(hcq::Device& device);
 bool inject_kgsl_wait_error(hcq::Device& device, int err);
 bool inject_kgsl_fault(hcq::Device& device, const std::string& why);
+// Removes the device from its simulated bus (sim-am, sim-nv): `gone` false is a surprise removal
+// (config and MMIO reads return all-ones), true a device its backend knows is gone (every
+// access throws DeviceLostError). False when `device` is not on a simulated bus.
+bool inject_bus_removal(hcq::Device& device, bool gone);
 
 }  // namespace baregpu::registry

@@ -37,10 +37,15 @@ std::string am_lock_key(std::string_view name) {
     // am:usb:sim is the sim-am:navi31 chip (same state file) behind a simulated bridge: one lock.
     if (name == "am:usb:sim") return am_lock_key("sim-am:navi31");
     if (name.starts_with("sim-am:")) {
-        // One simulated chip per state directory: two processes with different
-        // BAREGPU_SIM_STATE_DIRs (parallel tests) drive different chips.
-        const std::string dir = sim::amdgpu::StateFile::default_dir().string();
-        return fmt::format("sim-am-{}-{:016x}", name.substr(7), std::hash<std::string>{}(dir));
+        // The chip's lock lives next to its state file, in the user's own state directory: two
+        // processes with different BAREGPU_SIM_STATE_DIRs (parallel tests) drive different chips,
+        // and no other user can hold or plant it.
+        const std::filesystem::path dir = std::filesystem::absolute(sim::amdgpu::StateFile::default_dir());
+        return (dir / fmt::format("sim-am-{}.lock", name.substr(7))).string();
+    }
+    if (!name.starts_with("am:") || name.size() == 3) {
+        throw Error(std::string(name), "not an AM device name: am:<pci address> (am:0000:03:00.0), am:usb:<bus>-<port>, am:usb:sim, "
+                                       "sim-am:navi31 or sim-am:navi48");
     }
     return "am-" + std::string(name.substr(3));
 }
@@ -88,7 +93,23 @@ AmParts open_am_parts(std::string_view name, am::AmOptions options, std::string_
         out.sim.bus = bus;
         out.sim.address = address;
         out.target.keepalive = bus;
-        out.target.device = am::AmDevice::open(bus->open(address), std::move(options));
+        try {
+            out.target.device = am::AmDevice::open(bus->open(address), options);
+        } catch (const BusyError&) {
+            throw;
+        } catch (const Error&) {
+            if (!options.force_reset) throw;
+            // A chip whose saved state is damaged does not come back from a reset (discovery runs
+            // before it, and a mode1 reset needs a running SMU): what brings a card back then is
+            // a power cycle. The simulated chip's is its state file back to power-on, done while
+            // holding the chip's lock, so that no process driving it loses its chip.
+            {
+                pci::DeviceLock lock = pci::DeviceLock::acquire(options.lock_key);
+                out.sim.navi->power_cycle();
+            }
+            out.target.note = "the chip did not come up from its saved state with a reset: it was power-cycled (VRAM lost)";
+            out.target.device = am::AmDevice::open(bus->open(address), std::move(options));
+        }
         return out;
     }
     if (name.starts_with("am:usb:")) {
@@ -231,6 +252,15 @@ bool inject_dispatch_hang(hcq::Device& device, bool hang) {
     if (!ref || ref->parts.navi == nullptr) return false;
     ref->parts.navi->inject_dispatch_hang(hang);
     return true;
+}
+
+std::vector<std::string> am_firmware_dirs(std::string_view uri) {
+    const std::string_view name = uri.substr(0, uri.find('?'));
+    const bool simulated = name.starts_with("sim-am:") || name == "am:usb:sim";
+    const fw::FirmwareSearchPath path = simulated ? sim::firmware_search_path() : fw::FirmwareSearchPath::from_environment();
+    std::vector<std::string> out;
+    for (const std::filesystem::path& dir : path.directories()) out.push_back(dir.string());
+    return out;
 }
 
 bool is_am_uri(std::string_view uri) { return uri.starts_with("am:") || uri.starts_with("sim-am:"); }

@@ -42,6 +42,9 @@ std::string default_am_uri(std::string* note = nullptr);
 // sim_link picks the simulated bus's cost model for sim-am:* ("pcie", the default, or "usb": a
 // 100 µs round trip per register access, a USB bridge's latency); ignored for am:*.
 AmTarget open_am(std::string_view uri, am::AmOptions options = {}, std::string_view sim_link = {});
+// The directories `uri`'s firmware is searched in, in order (a simulated chip's: the firmware the
+// build carries first; a real GPU's: $BAREGPU_FIRMWARE_PATH and /lib/firmware).
+std::vector<std::string> am_firmware_dirs(std::string_view uri);
 // The owner of `uri`'s lock, if any (amctl status without taking the device).
 std::optional<pid_t> am_owner(std::string_view uri);
 

@@ -51,6 +51,14 @@ struct SimNv {
     std::shared_ptr<sim::nvgpu::RmModel> rm;
 };
 
+// The simulated AD102's VRAM: from 64 MiB (what RM keeps for itself leaves room for buffers) to
+// 64 GiB (more than any AD102 board has), in 2 MiB pages.
+void check_sim_vram(const hcq::DeviceUri& uri, uint64_t vram) {
+    if (vram < (64ull << 20) || vram > (64ull << 30) || vram % (2ull << 20) != 0) {
+        throw Error(uri.name(), fmt::format("option vram={}: the simulated AD102 has from 64M to 64G of VRAM, a multiple of 2M", vram));
+    }
+}
+
 std::shared_ptr<hcq::Device> open_sim_nv(const hcq::DeviceUri& uri) {
     if (uri.name() != "sim-nv:ad102") throw Error(uri.name(), "unknown simulated NVIDIA GPU: the model is sim-nv:ad102");
     nv::NvHcqOptions options;
@@ -58,6 +66,7 @@ std::shared_ptr<hcq::Device> open_sim_nv(const hcq::DeviceUri& uri) {
     std::optional<std::string> bus_name;
     UriOptions u(uri);
     nv_queue_options(u, options).bytes("vram", vram, "the model's VRAM bytes, default 1 GiB").text("bus", bus_name, kBusHelp).done();
+    check_sim_vram(uri, vram);
 
     // The real ad102 booter / bootloader from the firmware search path; the GSP-RM ELF is the
     // model's synthetic stand-in (drivers/sim/nvgpu/synthetic_gsp.hpp): gsp-570.144.bin is not available.
@@ -152,6 +161,7 @@ std::shared_ptr<hcq::Device> open_sim_nvrm(const hcq::DeviceUri& uri) {
         .bytes("vram", vram, "the model's VRAM bytes, default 1 GiB")
         .text("driver", driver, "the nvidia.ko version RM reports, default 570.144")
         .done();
+    check_sim_vram(uri, vram);
     options.name = uri.name();
 
     auto sim = std::make_shared<SimNvrm>();

@@ -1,11 +1,12 @@
 #include "firmware-loader/search_path.hpp"
 
 #include "base/error.hpp"
+#include "base/safe_files.hpp"
 #include "firmware-loader/byte_reader.hpp"
 
 #include <cerrno>
 #include <cstdlib>
-#include <fstream>
+#include <sys/stat.h>
 #include <memory>
 #include <lzma.h>
 #include <zstd.h>
@@ -100,17 +101,28 @@ std::vector<std::byte> decompress(std::vector<std::byte> bytes, const std::strin
 }
 
 FirmwareFile read_firmware_file(const std::filesystem::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw SystemError("", "open firmware file " + path.string(), errno);
-    in.seekg(0, std::ios::end);
-    auto size = static_cast<uint64_t>(in.tellg());
-    in.seekg(0);
-    if (size > kMaxFirmwareBytes)
+    // A regular file only (a FIFO would block the open and the read, /dev/zero never end), and
+    // no more than the largest firmware file.
+    struct stat st {};
+    UniqueFd fd;
+    try {
+        fd = files::open_regular_file(path.string(), st);
+    } catch (const SystemError&) {
+        throw;
+    } catch (const Error&) {
+        throw FirmwareError(path.string(), "file type", 0, "a regular file", files::kind_of(st.st_mode));
+    }
+    if (static_cast<uint64_t>(st.st_size) > kMaxFirmwareBytes)
         throw FirmwareError(path.string(), "file size", 0, "at most " + std::to_string(kMaxFirmwareBytes >> 20) + " MiB",
-                            std::to_string(size) + " bytes");
-    std::vector<std::byte> bytes(size);
-    if (!in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(size)))
-        throw SystemError("", "read firmware file " + path.string(), errno ? errno : EIO);
+                            std::to_string(st.st_size) + " bytes");
+    std::vector<std::byte> bytes;
+    try {
+        bytes = files::read_whole_file(fd.get(), path.string(), kMaxFirmwareBytes);
+    } catch (const SystemError&) {
+        throw;
+    } catch (const Error& e) {
+        throw FirmwareError(path.string(), "file size", 0, "at most " + std::to_string(kMaxFirmwareBytes >> 20) + " MiB", e.what());
+    }
     FirmwareFile f;
     f.path = path;
     f.name = path.filename().string();
@@ -153,11 +165,26 @@ FirmwareFile FirmwareSearchPath::load(std::string_view name) const {
     auto path = find(name);
     if (!path) {
         std::string looked;
-        for (const auto& dir : directories_) looked += (looked.empty() ? "" : ", ") + dir.string();
+        // Something by that name that is not a file (a directory, a FIFO, a dangling link): say so.
+        std::string found = "none";
+        for (const auto& dir : directories_) {
+            looked += (looked.empty() ? "" : ", ") + dir.string();
+            for (const char* suffix : {"", ".zst", ".xz"}) {
+                std::filesystem::path candidate = dir / (std::string(name) + suffix);
+                std::error_code ec;
+                std::filesystem::file_status st = std::filesystem::symlink_status(candidate, ec);
+                if (found != "none" || ec || !std::filesystem::exists(st)) continue;
+                found = candidate.string() + " is " +
+                        (std::filesystem::is_directory(st)   ? "a directory"
+                         : std::filesystem::is_symlink(st)   ? "a symbolic link to nothing that is a regular file"
+                         : std::filesystem::is_fifo(st)      ? "a FIFO"
+                                                             : "not a regular file");
+            }
+        }
         throw FirmwareError(std::string(name), "file", 0,
                             "the file (or NAME.zst / NAME.xz) in one of: " + looked +
                                 " (set BAREGPU_FIRMWARE_PATH to add a directory; the linux-firmware package provides them)",
-                            "none");
+                            found);
     }
     FirmwareFile f = read_firmware_file(*path);
     f.name = std::string(name);

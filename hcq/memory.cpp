@@ -74,6 +74,12 @@ Buffer MemoryManager::allocate(uint64_t size, const BufferOptions& options, std:
     std::byte* cpu = nullptr;
     try {
         cpu = backend_.map_memory(range->start, range->size, range->page_size, options);
+    } catch (const DeviceLostError& e) {
+        // The device went away while the backend mapped: it may have written part of the
+        // mapping (page-table entries, then a TLB flush that failed). The range is never handed
+        // out again, and the device is in its error state: every later call says it was lost.
+        device_.fail(e.what());
+        throw;
     } catch (...) {
         std::lock_guard lock(mutex_);
         va_.free(range->start, range->size);

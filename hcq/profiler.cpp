@@ -289,6 +289,19 @@ std::string Profiler::chrome_trace() {
     return out;
 }
 
+void Profiler::check_writable(const std::string& path, const std::string& what) {
+    FILE* f = std::fopen(path.c_str(), "a");
+    if (!f) {
+        throw Error("", fmt::format("{}{}{}: cannot write the profile there ({}); name a file in a directory you can write", what,
+                                    what.starts_with("--") ? " " : "=", path, SystemError::errno_text(errno)));
+    }
+    std::fclose(f);
+}
+
+void Profiler::check_environment() {
+    if (const char* path = std::getenv("BAREGPU_PROFILE"); path && *path) check_writable(path, "BAREGPU_PROFILE");
+}
+
 void Profiler::write_chrome_trace(const std::string& path) {
     std::string json = chrome_trace();
     FILE* f = std::fopen(path.c_str(), "w");

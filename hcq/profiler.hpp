@@ -40,6 +40,10 @@ public:
     static void write_chrome_trace(const std::string& path);
     // The same JSON as a string.
     static std::string chrome_trace();
+    // Throws baregpu::Error naming `what` ("--profile", "BAREGPU_PROFILE") when `path` cannot be
+    // opened for writing, so that a run does not end by losing its trace: called before the work.
+    // Leaves an existing file as it is (opened for appending); a missing one is created empty.
+    static void check_writable(const std::string& path, const std::string& what);
     // Drop everything recorded so far.
     static void clear();
 
@@ -48,6 +52,8 @@ public:
 
     // Reads BAREGPU_PROFILE once: when set, starts the profiler and writes the trace there at exit.
     static void init_from_environment();
+    // check_writable for BAREGPU_PROFILE when it is set (Registry::open calls it before opening).
+    static void check_environment();
 
     // Used by Device.
     static void device_opened(Device& device);

@@ -197,6 +197,9 @@ void Queue::submit() {
         // find. Whatever timeline value the caller reserved for this submission will never come.
         device_->fail(std::string("hang: ") + e.what());
         throw;
+    } catch (const DeviceLostError& e) {
+        device_->fail(e.what());  // gone (removed, link down): every later call says so
+        throw;
     }
 }
 

@@ -1,6 +1,7 @@
 #include "hcq/registry.hpp"
 
 #include "base/error.hpp"
+#include "hcq/profiler.hpp"
 
 #include <charconv>
 #include <cstdlib>
@@ -30,7 +31,11 @@ DeviceUri DeviceUri::parse(std::string_view text) {
         if (eq == std::string_view::npos || eq == 0) {
             throw std::invalid_argument(fmt::format("device name '{}': option '{}' is not key=value", text, item));
         }
-        uri.options_[std::string(item.substr(0, eq))] = std::string(item.substr(eq + 1));
+        std::string key(item.substr(0, eq));
+        if (uri.options_.count(key)) {
+            throw std::invalid_argument(fmt::format("device name '{}': option '{}' is given twice; give it once", text, key));
+        }
+        uri.options_[key] = std::string(item.substr(eq + 1));
     }
     return uri;
 }
@@ -61,6 +66,12 @@ uint64_t DeviceUri::option_u64(const std::string& key, uint64_t fallback) const 
         throw Error(name(), fmt::format("option {}={} is not a number", key, *v));
     }
     return out * scale;
+}
+
+uint32_t DeviceUri::option_u32(const std::string& key, uint32_t fallback, uint32_t max) const {
+    const uint64_t value = option_u64(key, fallback);
+    if (value > max) throw Error(name(), fmt::format("option {}={} is larger than {}", key, *option(key), max));
+    return static_cast<uint32_t>(value);
 }
 
 void DeviceUri::reject_unused(std::string_view known) const {
@@ -121,6 +132,10 @@ std::string without_name(std::string what, const std::string& name) {
 }  // namespace
 
 std::shared_ptr<Device> Registry::open_default(DefaultChoice* out) const {
+    // A bad BAREGPU_TIMEOUT_MS or an unwritable BAREGPU_PROFILE is refused now, naming it, not at
+    // the first wait or after the work.
+    default_timeout();
+    Profiler::check_environment();
     DefaultChoice choice;
     std::shared_ptr<Device> device;
     if (const char* env = std::getenv("BAREGPU_DEVICE"); env && *env) {
@@ -164,6 +179,8 @@ std::shared_ptr<Device> Registry::open_default(DefaultChoice* out) const {
 
 std::shared_ptr<Device> Registry::open(std::string_view name) const {
     if (name.empty()) return open_default();
+    default_timeout();
+    Profiler::check_environment();
     DeviceUri uri = DeviceUri::parse(name);
     std::function<std::shared_ptr<Device>(const DeviceUri&)> opener;
     std::string known;

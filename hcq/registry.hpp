@@ -8,6 +8,7 @@
 
 #include "hcq/device.hpp"
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -22,7 +23,8 @@ namespace baregpu::hcq {
 // A parsed device name.
 class DeviceUri {
 public:
-    // Throws std::invalid_argument on a malformed name (empty scheme, option without '=').
+    // Throws std::invalid_argument on a malformed name (empty scheme, option without '=', an
+    // option given twice).
     static DeviceUri parse(std::string_view text);
 
     const std::string& text() const { return text_; }      // as given
@@ -35,6 +37,8 @@ public:
     // value does not parse.
     std::optional<std::string> option(const std::string& key) const;
     uint64_t option_u64(const std::string& key, uint64_t fallback) const;
+    // option_u64, refused (naming the option) above `max` before it is narrowed.
+    uint32_t option_u32(const std::string& key, uint32_t fallback, uint32_t max = UINT32_MAX) const;
     // Throws baregpu::Error listing the unknown options and `known` when any option was not read.
     void reject_unused(std::string_view known) const;
 

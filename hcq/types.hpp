@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <string_view>
 #include <cstdint>
 
 namespace baregpu::hcq {
@@ -28,7 +29,13 @@ constexpr const char* to_string(QueueKind kind) { return kind == QueueKind::comp
 
 using Duration = std::chrono::nanoseconds;
 
-// How long a wait that was given no timeout waits: BAREGPU_TIMEOUT_MS, else 10 s. Read once.
+// How long a wait that was given no timeout waits: BAREGPU_TIMEOUT_MS, else 10 s. Read once;
+// throws baregpu::Error naming the variable when it is set to anything but a whole number of
+// milliseconds from 1 to kMaxTimeoutMs (Registry::open reads it first, so a bad value is
+// reported when a device is opened, not at its first wait).
 Duration default_timeout();
+inline constexpr uint64_t kMaxTimeoutMs = 86'400'000;  // a day
+// The value of BAREGPU_TIMEOUT_MS `text` stands for, with the checks above.
+Duration parse_timeout_ms(std::string_view text);
 
 }  // namespace baregpu::hcq

@@ -42,7 +42,11 @@ std::shared_ptr<Runtime> Runtime::default_runtime() {
 }
 
 Runtime::Runtime(std::shared_ptr<hcq::Device> device) : device_(std::move(device)) {
-    if (const char* search = std::getenv("BAREGPU_TILE_SEARCH"); search && std::string(search) == "1") tile_search_ = true;
+    if (const char* search = std::getenv("BAREGPU_TILE_SEARCH"); search && *search) {
+        const std::string v = search;
+        if (v != "0" && v != "1") throw Error("", fmt::format("BAREGPU_TILE_SEARCH={}: expected 1 (search tile shapes) or 0", v));
+        tile_search_ = v == "1";
+    }
     if (device_->arch() != "x86_64") {
         throw UnsupportedError(device_->name(), fmt::format("the compiler generates code for x86_64 devices only so far; this device "
                                                             "runs {}", device_->arch()));
@@ -65,9 +69,8 @@ std::optional<compiler::TileShape> Runtime::choose_tile(const compiler::Kernel& 
     std::optional<compiler::TileShape> best;
     double best_s = 0;
     for (const compiler::TileShape& tile : candidates) {
-        compiler::CompiledKernel compiled = compiler_.compile(kernel, false, tile);
+        auto [compiled, program] = compile_and_load(kernel, tile);
         compile_ms_ += compiled.compile_ms;
-        std::shared_ptr<hcq::Program> program = device_->load_program(compiled.object, compiled.name);
         time(*program);  // warm-up: caches, page faults of the stack
         double s = std::min(time(*program), time(*program));
         if (!best || s < best_s) {
@@ -80,21 +83,25 @@ std::optional<compiler::TileShape> Runtime::choose_tile(const compiler::Kernel& 
     return best;
 }
 
+std::pair<compiler::CompiledKernel, std::shared_ptr<hcq::Program>> Runtime::compile_and_load(const compiler::Kernel& kernel,
+                                                                                           const compiler::TileShape& tile) {
+    compiler::CompiledKernel compiled = compiler_.compile(kernel, false, tile);
+    try {
+        return {compiled, device_->load_program(compiled.object, compiled.name)};
+    } catch (const Error&) {
+        if (!compiled.from_cache) throw;
+        // An object the device refuses although its checksum matched (another version's): generate anew.
+        compiled = compiler_.compile(kernel, true, tile);
+        return {compiled, device_->load_program(compiled.object, compiled.name)};
+    }
+}
+
 std::shared_ptr<hcq::Program> Runtime::program_for(const compiler::Kernel& kernel, const std::function<double(hcq::Program&)>& time) {
     std::string key = compiler_.cache_key(kernel);
     if (auto it = programs_.find(key); it != programs_.end()) return it->second;
     compiler::TileShape tile;
     if (tile_search_.load()) tile = choose_tile(kernel, time).value_or(compiler::TileShape{});
-    compiler::CompiledKernel compiled = compiler_.compile(kernel, false, tile);
-    std::shared_ptr<hcq::Program> program;
-    try {
-        program = device_->load_program(compiled.object, compiled.name);
-    } catch (const Error&) {
-        if (!compiled.from_cache) throw;
-        // A damaged cache file (a disk that filled up, another version's object): generate anew.
-        compiled = compiler_.compile(kernel, true, tile);
-        program = device_->load_program(compiled.object, compiled.name);
-    }
+    auto [compiled, program] = compile_and_load(kernel, tile);
     compile_ms_ += compiled.compile_ms;
     programs_.emplace(std::move(key), program);
     loaded_.fetch_add(1);

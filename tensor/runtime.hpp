@@ -88,6 +88,10 @@ private:
     std::shared_ptr<hcq::Program> program_for(const compiler::Kernel& kernel, const std::function<double(hcq::Program&)>& time);
     // Run the `pending` transfers of the nodes `node` reads (Node::pending), outside mutex_.
     static void resolve_pending(const compiler::NodeRef& node);
+    // Compiles `kernel` with `tile` (or reads it from the disk cache) and loads it; an object
+    // from the cache the device refuses (another version's, a damaged file) is generated anew.
+    std::pair<compiler::CompiledKernel, std::shared_ptr<hcq::Program>> compile_and_load(const compiler::Kernel& kernel,
+                                                                                      const compiler::TileShape& tile);
     std::optional<compiler::TileShape> choose_tile(const compiler::Kernel& kernel, const std::function<double(hcq::Program&)>& time);
 
     std::shared_ptr<hcq::Device> device_;

@@ -95,6 +95,13 @@ void CommandProcessor::stop() noexcept {
     worker_.join();
 }
 
+void CommandProcessor::restart() {
+    stop();
+    stop_.store(false, std::memory_order_seq_cst);
+    publish_read(write_ptr_.load(std::memory_order_acquire), true);
+    worker_ = std::thread([this] { run(); });
+}
+
 // ---- encoding ----
 
 void CommandProcessor::encode_wait(hcq::CommandBuffer& out, GpuVirtualAddress signal, uint64_t value) {
@@ -311,7 +318,7 @@ void CommandProcessor::run() noexcept {
 }
 
 void CommandProcessor::consume() {
-    uint64_t rptr = 0;
+    uint64_t rptr = read_ptr_.load(std::memory_order_acquire);  // 0, or where restart() left it
     uint64_t packets = 0;
     for (;;) {
         uint64_t w = write_ptr_.load(std::memory_order_acquire);
@@ -574,6 +581,20 @@ CommandProcessor::Result CommandProcessor::execute_exec(const std::byte* packet,
                                         "per group, 2^40 groups)",
                                         p.grid[0], p.grid[1], p.grid[2], p.block[0], p.block[1], p.block[2], lim.max_grid.x,
                                         lim.max_grid.y, lim.max_grid.z, max_threads));
+    }
+    // The kernel's buffers (the leading u64s of its arguments) must be mapped, as a GPU's page
+    // tables require of every address a kernel uses; here the kernel would touch them as host
+    // pointers, and an unmapped one would be the process's SIGSEGV instead of this device's fault.
+    // Each buffer's first byte is checked: where a buffer ends is not in the arguments.
+    const uint32_t num_buffers = std::min(program->num_buffers.load(std::memory_order_relaxed), kernarg_size / 8);
+    const std::byte* args = packet + sizeof(ExecPacket);
+    for (uint32_t i = 0; i < num_buffers; ++i) {
+        uint64_t address = 0;
+        std::memcpy(&address, args + 8ull * i, 8);
+        if (!pages_.contains(address, 1, false)) {
+            return fault(where, fmt::format("page fault: exec: buffer argument {} is 0x{:x}, which is not mapped on any CPU device", i,
+                                            address));
+        }
     }
     ExecContext context{reinterpret_cast<baregpu_kernel_fn>(p.entry), packet + sizeof(ExecPacket), {p.grid[0], p.grid[1], p.grid[2]},
                         {p.block[0], p.block[1], p.block[2]}, &device_};

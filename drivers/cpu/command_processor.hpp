@@ -31,6 +31,9 @@ public:
     void start(std::span<std::byte> ring);
     // Stop the worker (abandoning what is queued) and join it.
     void stop() noexcept;
+    // Stops the worker and starts it again past everything submitted so far (recover()): a
+    // faulted queue takes work again; what it had not run yet counts as done and never runs.
+    void restart();
     // The write pointer of the last submission (for draining).
     uint64_t submitted() const noexcept { return write_ptr_.load(std::memory_order_acquire); }
 

@@ -8,6 +8,7 @@
 #include "hcq/profiler.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 #include <fmt/format.h>
 #include <sys/mman.h>
@@ -56,16 +57,16 @@ std::shared_ptr<CpuDevice> CpuDevice::open(const hcq::DeviceUri& uri) {
         throw Error(uri.name(), "a CPU device is named cpu or cpu:N (N a number for independent instances)");
     }
     Config c;
-    c.threads = unsigned(uri.option_u64("threads", 0));
+    c.threads = uri.option_u32("threads", 0);
     c.ring_bytes = uri.option_u64("ring", c.ring_bytes);
     c.va_bytes = uri.option_u64("va", c.va_bytes);
     c.memory_bytes = uri.option_u64("memory", 0);
     c.staging_bytes = uri.option_u64("staging", c.staging_bytes);
-    c.staging_slots = uint32_t(uri.option_u64("staging_slots", c.staging_slots));
+    c.staging_slots = uri.option_u32("staging_slots", c.staging_slots);
     if (auto skew = uri.option("clock_skew_ppm")) {
-        try {
-            c.clock_skew_ppm = std::stoll(*skew);
-        } catch (...) {
+        // The whole value, sign included ("5x" is not 5).
+        auto [end, ec] = std::from_chars(skew->data(), skew->data() + skew->size(), c.clock_skew_ppm);
+        if (skew->empty() || ec != std::errc() || end != skew->data() + skew->size()) {
             throw Error(uri.name(), fmt::format("option clock_skew_ppm={} is not a number", *skew));
         }
     }
@@ -154,6 +155,14 @@ CpuDevice::~CpuDevice() {
         retired_programs_.clear();
     }
     detach();
+}
+
+void CpuDevice::recover() {
+    std::lock_guard lock(submission_mutex());
+    // Work in flight is dropped: each processor restarts at the end of what was submitted.
+    compute_->restart();
+    copy_->restart();
+    clear_failure();
 }
 
 uint64_t CpuDevice::ticks() const noexcept {
@@ -273,6 +282,7 @@ std::shared_ptr<hcq::Program> CpuDevice::load_program_impl(std::span<const std::
     slot.kernarg_size.store(info.kernarg_size, std::memory_order_relaxed);
     slot.shared_bytes.store(info.static_shared_bytes, std::memory_order_relaxed);
     slot.max_threads.store(info.max_threads_per_group, std::memory_order_relaxed);
+    slot.num_buffers.store(info.num_buffers, std::memory_order_relaxed);
     slot.entry.store(entry, std::memory_order_release);
     return std::make_shared<CpuProgram>(*this, std::move(info), std::move(image), entry, handle);
 }

@@ -61,6 +61,7 @@ public:
         std::atomic<uint32_t> kernarg_size{0};
         std::atomic<uint32_t> shared_bytes{0};
         std::atomic<uint32_t> max_threads{0};
+        std::atomic<uint32_t> num_buffers{0};  // u64 buffer addresses leading the kernel arguments
     };
 
     // Throws baregpu::Error for a bad name or option.
@@ -76,6 +77,8 @@ public:
 
     void sleep_for_signal(const hcq::SignalSlot& slot, uint64_t target, uint64_t deadline_ns) override;
     void host_signal_written() noexcept override { signal_event().notify(); }
+    // Restarts both command processors past everything submitted (a fault stops a queue where it is).
+    void recover() override;
     void map_peer(const hcq::Buffer& buffer) override;
 
     // For the command processors: the program an exec names, or nullptr when none is loaded

@@ -87,6 +87,10 @@ std::array<BarInfo, kBarCount> size_bars(ConfigSpace& config) {
     std::array<BarInfo, kBarCount> bars;
     for (unsigned i = 0; i < kBarCount; ++i) bars[i].index = i;
 
+    // A function that is gone reads all-ones everywhere (its header type too): say that.
+    if (config.config_read16(cfg::kVendorId) == 0xffff) {
+        throw DeviceLostError(config.config_name(), "config space reads all-ones: the device was removed or its link is down");
+    }
     uint8_t header_type = config.config_read8(cfg::kHeaderType) & cfg::kHeaderTypeMask;
     if (header_type != cfg::kHeaderTypeNormal) {
         throw ProtocolError(config.config_name(),

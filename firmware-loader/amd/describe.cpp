@@ -51,6 +51,13 @@ Description describe_psp(const ByteReader& file, bool ta) {
     for (const PspBinary& b : fw.binaries) {
         Part& p = d.part(b.name, b.bytes.offset, b.bytes.size());
         p.num("fw_type", b.type);
+        // Linux skips such a component with "Unsupported PSP FW type" / "Unsupported TA type"
+        // (amdgpu_psp.c parse_sos_bin_descriptor, parse_ta_bin_descriptor): it is never loaded.
+        const uint32_t last = ta ? static_cast<uint32_t>(TaFwType::securedisplay) : static_cast<uint32_t>(PspFwType::spdm_drv);
+        if (b.type == 0 || b.type > last) {
+            d.warnings.push_back(b.name + ": fw_type " + std::to_string(b.type) + " is not a " + (ta ? "TA" : "PSP") +
+                                 " firmware type Linux knows; the component is not loaded");
+        }
         p.hex("fw_version", b.fw_version);
         if (!ta && b.type == static_cast<uint32_t>(PspFwType::toc)) {
             PspSignedBinary toc = parse_psp_signed_binary(file, b.bytes);

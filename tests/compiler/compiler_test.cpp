@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <fstream>
 #include <random>
+#include <sys/stat.h>
 #include <unistd.h>
 
 using namespace baregpu;
@@ -409,4 +410,159 @@ TEST_CASE("cache: least recently used files go beyond the size limit") {
     CHECK(KernelCache::default_max_bytes() == KernelCache::kDefaultMaxBytes);
     CHECK(KernelCache(dir).max_bytes() == 512ull << 20);
     std::filesystem::remove_all(dir);
+}
+
+namespace {
+
+std::vector<char> cache_test_bytes(const std::filesystem::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::vector<char>(std::istreambuf_iterator<char>(in), {});
+}
+
+void cache_test_write(const std::filesystem::path& path, const std::vector<char>& bytes) {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), std::streamsize(bytes.size()));
+}
+
+}  // namespace
+
+TEST_CASE("cache: an entry with one flipped bit misses and is generated anew") {
+    auto dir = fresh_directory("kernel-cache-bitflip");
+    Kernel k = scale_kernel(4096, 3.5);
+    std::vector<std::byte> genuine;
+    std::filesystem::path path;
+    {
+        Compiler c(Target::host(), KernelCache(dir));
+        genuine = c.compile(k).object;
+        path = c.cache().path_of(c.cache_key(k));
+    }
+    // Bit 3 of a byte in the middle of the object (its code: the object is little more than .text).
+    std::vector<char> bytes = cache_test_bytes(path);
+    REQUIRE(bytes.size() > genuine.size());
+    bytes[bytes.size() - genuine.size() / 2] ^= 0x08;
+    cache_test_write(path, bytes);
+    Compiler c(Target::host(), KernelCache(dir));
+    CompiledKernel again = c.compile(k);
+    CHECK_FALSE(again.from_cache);
+    CHECK(c.generated() == 1);
+    CHECK(again.object == genuine);
+    // The regenerated entry replaced the damaged one.
+    CompiledKernel third = Compiler(Target::host(), KernelCache(dir)).compile(k);
+    CHECK(third.from_cache);
+    CHECK(third.object == genuine);
+    // The same bytes under another key's name miss too (the checksum covers the key).
+    Kernel other = scale_kernel(4096, 4.5);
+    std::filesystem::copy_file(path, c.cache().path_of(c.cache_key(other)));
+    CHECK_FALSE(Compiler(Target::host(), KernelCache(dir)).compile(other).from_cache);
+    std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("cache: a directory other users can write, or another user's, is not used; nor is another user's entry") {
+    auto dir = fresh_directory("kernel-cache-shared");
+    std::filesystem::create_directories(dir);
+    const std::vector<std::byte> object(100, std::byte{7});
+    ::chmod(dir.c_str(), 01777);
+    const char* saved = std::getenv("BAREGPU_CACHE_DIR");
+    const std::string keep = saved ? saved : "";
+    {
+        // Named by the user: refused as it is (a default directory of the user's own would be made 0700).
+        setenv("BAREGPU_CACHE_DIR", dir.c_str(), 1);
+        KernelCache cache(KernelCache::default_directory());
+        CHECK_THAT(cache.refusal(), Catch::Contains("every user can write it") && Catch::Contains("BAREGPU_CACHE_DIR"));
+        cache.store("a", object);
+        CHECK_FALSE(cache.load("a"));
+        CHECK(std::filesystem::is_empty(dir));
+    }
+    if (saved) {
+        setenv("BAREGPU_CACHE_DIR", keep.c_str(), 1);
+    } else {
+        unsetenv("BAREGPU_CACHE_DIR");
+    }
+    ::chmod(dir.c_str(), 0700);
+    KernelCache cache(dir);
+    CHECK(cache.refusal().empty());
+    cache.store("a", object);
+    REQUIRE(cache.load("a") == object);
+    if (::geteuid() == 0) {
+        // An entry of another user's, even a well-formed one, is never read: its code would run here.
+        REQUIRE(::chown(cache.path_of("a").c_str(), 4242, 4242) == 0);
+        CHECK_FALSE(cache.load("a"));
+        REQUIRE(::chown(dir.c_str(), 4242, 4242) == 0);
+        CHECK_THAT(KernelCache(dir).refusal(), Catch::Contains("owned by uid 4242"));
+    }
+    std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("cache: a link planted at an entry's name, or at a temporary name, is replaced, not followed") {
+    auto dir = fresh_directory("kernel-cache-links");
+    std::filesystem::create_directories(dir);
+    const auto victim = fresh_directory("kernel-cache-victim");
+    std::ofstream(victim) << "not yours";
+    KernelCache cache(dir);
+    const std::filesystem::path entry = cache.path_of("k");
+    std::filesystem::create_symlink(victim, entry);
+    for (int i = 0; i < 4; ++i) {
+        std::filesystem::create_symlink(victim, entry.string() + ".tmp" + std::to_string(getpid()) + (i ? "-" + std::to_string(i - 1) : ""));
+    }
+    const std::vector<std::byte> object(64, std::byte{1});
+    CHECK_FALSE(cache.load("k"));
+    cache.store("k", object);
+    CHECK(cache.load("k") == object);
+    CHECK(std::filesystem::is_regular_file(std::filesystem::symlink_status(entry)));
+    std::ifstream in(victim);
+    CHECK(std::string(std::istreambuf_iterator<char>(in), {}) == "not yours");
+    std::filesystem::remove_all(dir);
+    std::filesystem::remove(victim);
+}
+
+TEST_CASE("cache: eviction removes only the cache's own entries") {
+    auto dir = fresh_directory("kernel-cache-foreign");
+    std::filesystem::create_directories(dir);
+    // What else may be in a directory BAREGPU_CACHE_DIR names by mistake.
+    // The last is named as an entry would be, but is not one: it must not count towards the limit either.
+    const std::vector<std::string> foreign = {"tile-map.png", "kernel-notes.txt", "kernel-config", "tile-0123456789abcdef0123456789abcdef.txt.bak",
+                                              "kernel-0123456789abcdef0123456789abcdef.o"};
+    for (const std::string& name : foreign) std::ofstream(dir / name) << std::string(5000, 'x');
+    KernelCache cache(dir, 2500);
+    const std::vector<std::byte> object(1000, std::byte{7});
+    cache.store("a", object);
+    usleep(20000);
+    cache.store("b", object);
+    usleep(20000);
+    cache.store("c", object);  // over the limit: a goes
+    CHECK_FALSE(cache.load("a"));
+    CHECK(cache.load("b"));
+    CHECK(cache.load("c"));
+    for (const std::string& name : foreign) {
+        INFO(name);
+        CHECK(std::filesystem::file_size(dir / name) == 5000);
+    }
+    std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("cache: a FIFO, a directory or a link to a device as an entry misses at once") {
+    auto dir = fresh_directory("kernel-cache-special");
+    std::filesystem::create_directories(dir);
+    KernelCache cache(dir);
+    REQUIRE(::mkfifo(cache.path_of("fifo").c_str(), 0600) == 0);
+    CHECK_FALSE(cache.load("fifo"));  // no writer: reading it would block forever
+    std::filesystem::create_directory(cache.path_of("directory"));
+    CHECK_FALSE(cache.load("directory"));
+    std::filesystem::create_symlink("/dev/zero", cache.path_of("zero"));
+    CHECK_FALSE(cache.load("zero"));  // endless: read whole it would exhaust memory
+    // A store over the directory fails quietly: the compile goes on without the cache.
+    cache.store("directory", std::vector<std::byte>(16, std::byte{1}));
+    CHECK(std::filesystem::is_directory(cache.path_of("directory")));
+    std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("cache: BAREGPU_KERNEL_CACHE_MAX_MB is a number of MiB, or refused naming it") {
+    for (const char* bad : {"abc", "0", "-5", "12x", "99999999999999999999"}) {
+        INFO(bad);
+        setenv("BAREGPU_KERNEL_CACHE_MAX_MB", bad, 1);
+        CHECK_THROWS_WITH(KernelCache::default_max_bytes(), Catch::Contains(std::string("BAREGPU_KERNEL_CACHE_MAX_MB=") + bad));
+    }
+    setenv("BAREGPU_KERNEL_CACHE_MAX_MB", "3", 1);
+    CHECK(KernelCache::default_max_bytes() == 3ull << 20);
+    unsetenv("BAREGPU_KERNEL_CACHE_MAX_MB");
 }

@@ -17,6 +17,8 @@
 #include "tests/firmware/firmware_files.hpp"
 
 #include <catch2/catch.hpp>
+#include <algorithm>
+#include <cstring>
 
 using namespace baregpu;
 using namespace baregpu::fw;
@@ -404,4 +406,21 @@ TEST_CASE("the kind of each amdgpu file is known from its name", "[amd][files]")
     CHECK(kind_of(empty, "raven_ip_discovery.bin") == FileKind::discovery);
     CHECK_FALSE(kind_of(empty, "bootloader-570.144.bin").has_value());
     CHECK_FALSE(kind_of(empty, "dcn_3_2_0_dmcub.bin").has_value());
+}
+
+TEST_CASE("a PSP component of a type Linux does not know is described with a warning: it would not be loaded") {
+    auto bytes = test::firmware_bytes("amdgpu/psp_13_0_0_sos.bin");
+    // The SPL descriptor (fw_type 5, version 0x10031c0, offset 264976, 672 bytes) gets fw_type 0x40000005.
+    const uint32_t spl[4] = {5, 0x10031c0, 264976, 672};
+    auto at = std::search(bytes.begin(), bytes.end(), reinterpret_cast<const std::byte*>(spl),
+                          reinterpret_cast<const std::byte*>(spl) + sizeof spl);
+    REQUIRE(at != bytes.end());
+    CHECK(describe(test::reader(bytes, "psp_13_0_0_sos.bin"), FileKind::psp_sos).warnings.empty());
+    const uint32_t unknown = 0x40000005;
+    std::memcpy(&*at, &unknown, 4);
+    Description d = describe(test::reader(bytes, "psp_13_0_0_sos.bin"), FileKind::psp_sos);
+    // (The header's CRC no longer matches either: a warning of its own.)
+    CHECK(std::count_if(d.warnings.begin(), d.warnings.end(), [](const std::string& w) {
+              return w.find("fw_type 1073741829") != std::string::npos && w.find("not loaded") != std::string::npos;
+          }) == 1);
 }

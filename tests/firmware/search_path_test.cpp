@@ -10,6 +10,7 @@
 #include <lzma.h>
 #include <memory>
 #include <random>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zstd.h>
 
@@ -141,4 +142,18 @@ TEST_CASE("truncated and corrupt compressed streams are FirmwareErrors, at every
         bad[bad.size() / 2] ^= std::byte{0x55};
         CHECK_THROWS_AS(decompress(bad, "bad.bin"), FirmwareError);
     }
+}
+
+TEST_CASE("only a regular file is read: a FIFO or a directory is refused at once, saying what it is", "[search]") {
+    TempDir dir;
+    const fs::path fifo = dir.path / "fifo.bin";
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    // No writer: an open that waited for one, or a read, would never return.
+    CHECK_THROWS_WITH(read_firmware_file(fifo), Catch::Contains(fifo.string()) && Catch::Contains("a FIFO"));
+    CHECK_THROWS_WITH(read_firmware_file(dir.path), Catch::Contains("a directory"));
+    CHECK_THROWS_WITH(read_firmware_file("/dev/zero"), Catch::Contains("a character device"));
+    // Named like a firmware file in the search path, but not a file: the error says what is there.
+    fs::create_directories(dir.path / "amdgpu" / "gc_11_0_0_mec.bin");
+    FirmwareSearchPath search({dir.path});
+    CHECK_THROWS_WITH(search.load("amdgpu/gc_11_0_0_mec.bin"), Catch::Contains("gc_11_0_0_mec.bin is a directory"));
 }

@@ -58,6 +58,39 @@ TEST_CASE("cpu: packets may read program code, and a packet that writes it fault
     CHECK(b.as<uint32_t>()[15] == 3);
 }
 
+TEST_CASE("cpu: a kernel's buffer argument that is not mapped faults the device, naming it; recover() brings it back") {
+    auto dev = test::open_device("cpu");
+    auto fill = test::load_kernel(*dev, "fill", "fill");
+    Signal done = dev->new_signal(0, "done");
+    KernelArgs args(*fill);
+    args.address(0, GpuVirtualAddress(0x30000beef000)).value(0, 64).value(1, 1);
+    dev->compute_queue().exec(*fill, args, {1}, {64}).signal(done, 1).submit();
+    CHECK_THROWS_AS(done.wait(1, 5s), DeviceLostError);
+    CHECK_THAT(dev->failure(), Catch::Contains("buffer argument 0") && Catch::Contains("0x30000beef000") &&
+                                   Catch::Contains("not mapped"));
+    CHECK_THROWS_AS(dev->allocate(64), DeviceLostError);
+    // Freed memory is unmapped memory too.
+    dev->recover();
+    CHECK_FALSE(dev->failed());
+    GpuVirtualAddress freed;
+    {
+        Buffer gone = dev->allocate(4096, {.host = true});
+        freed = gone.address();
+    }
+    dev->synchronize();
+    args.address(0, freed);
+    Signal again = dev->new_signal(0, "again");
+    dev->compute_queue().exec(*fill, args, {1}, {64}).signal(again, 1).submit();
+    CHECK_THROWS_AS(again.wait(1, 5s), DeviceLostError);
+    dev->recover();
+    // The recovered device runs work again.
+    Buffer b = dev->allocate(64 * 4, {.host = true});
+    Signal ok = dev->new_signal(0, "ok");
+    dev->compute_queue().exec(*fill, KernelArgs(*fill, {b}, {64, 7}), {1}, {64}).signal(ok, 1).submit();
+    ok.wait(1, 5s);
+    CHECK(b.as<uint32_t>()[63] == 7);
+}
+
 TEST_CASE("cpu: an exec packet that disagrees with its program, or whose dimensions wrap, faults") {
     SECTION("kernel arguments of another size than the program was loaded with") {
         auto dev = test::open_device("cpu");

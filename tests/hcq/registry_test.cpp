@@ -3,6 +3,7 @@
 #include "hcq/registry.hpp"
 #include "tests/hcq/support.hpp"
 
+#include <chrono>
 #include <cstdlib>
 #include <set>
 #include <string>
@@ -148,4 +149,25 @@ TEST_CASE("default device: $BAREGPU_DEVICE wins; real backends are not even aske
     setenv("BAREGPU_DEVICE", "nosuch:0", 1);
     CHECK_THROWS_WITH(m.registry.open_default(), Catch::Contains("no backend for 'nosuch'"));
     unsetenv("BAREGPU_DEVICE");
+}
+
+TEST_CASE("registry: an option given twice is refused, and counts are range-checked before they are narrowed") {
+    CHECK_THROWS_WITH(DeviceUri::parse("cpu?threads=100000&threads=2"), Catch::Contains("'threads' is given twice"));
+    auto u = DeviceUri::parse("cpu?threads=4294967297&slots=4294967295&k=3");
+    CHECK_THROWS_WITH(u.option_u32("threads", 0), Catch::Contains("threads=4294967297") && Catch::Contains("larger than 4294967295"));
+    CHECK(u.option_u32("slots", 0) == 4294967295u);
+    CHECK_THROWS_WITH(u.option_u32("k", 0, 2), Catch::Contains("k=3 is larger than 2"));
+    for (const char* name : {"cpu?threads=4294967297", "cpu?staging_slots=4294967296", "cpu?clock_skew_ppm=5x"}) {
+        INFO(name);
+        CHECK_THROWS_AS(test::open_device(name), Error);
+    }
+}
+
+TEST_CASE("registry: BAREGPU_TIMEOUT_MS is a whole number of milliseconds in range, or refused naming it") {
+    CHECK(parse_timeout_ms("300") == std::chrono::milliseconds(300));
+    CHECK(parse_timeout_ms("86400000") == std::chrono::hours(24));
+    for (const char* bad : {"-5", "0", "abc", "5ms", "", "86400001", "9223372036855", "18446744073709551616"}) {
+        INFO(bad);
+        CHECK_THROWS_WITH(parse_timeout_ms(bad), Catch::Contains(std::string("BAREGPU_TIMEOUT_MS=") + bad));
+    }
 }

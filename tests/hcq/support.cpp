@@ -41,8 +41,7 @@ namespace {
 
 // BAREGPU_TEST_RECOVER_FIRST=1: every device a test opens has just been through a page fault
 // (a kernel writing to freed, unmapped memory) and Device::recover(), so that the whole suite
-// shows the recovered device works as a fresh one does. Devices that cannot recover
-// (the cpu backend) are handed over as they are.
+// shows the recovered device works as a fresh one does.
 void fault_and_recover(hcq::Device& dev) {
     std::shared_ptr<hcq::Program> fill;
     try {

@@ -7,6 +7,8 @@
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -87,4 +89,110 @@ TEST_CASE("locks are per device") {
     DeviceLock b = DeviceLock::acquire("0000:04:00.0");
     CHECK(a.path() != b.path());
     CHECK_FALSE(DeviceLock::owner_of("0000:05:00.0").has_value());
+}
+
+namespace {
+
+bool lock_test_as_root() { return ::geteuid() == 0; }
+
+std::string lock_test_read(const std::string& path) {
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// A file of someone else's the lock must never touch: mode 0600, known contents.
+struct Victim {
+    std::string path;
+    explicit Victim(const std::string& dir) : path(dir + "/victim") {
+        std::ofstream(path) << "TOP SECRET\n";
+        ::chmod(path.c_str(), 0600);
+    }
+    bool untouched() const {
+        struct stat st {};
+        return ::stat(path.c_str(), &st) == 0 && (st.st_mode & 07777) == 0600 && lock_test_read(path) == "TOP SECRET\n";
+    }
+};
+
+}  // namespace
+
+TEST_CASE("a symbolic link planted at a lock's path is refused; the file it names is not changed") {
+    TempLockDir dir;
+    char elsewhere_tmpl[] = "/tmp/baregpu-lock-victim-XXXXXX";
+    const std::string elsewhere = ::mkdtemp(elsewhere_tmpl);
+    Victim victim(elsewhere);
+    const std::string key = "0000:00:00.0";
+    REQUIRE(::symlink(victim.path.c_str(), (dir.path + "/" + key + ".lock").c_str()) == 0);
+    CHECK_THROWS_WITH(DeviceLock::acquire(key), Catch::Contains("symbolic link") && Catch::Contains(key + ".lock"));
+    CHECK_FALSE(DeviceLock::owner_of(key).has_value());
+    CHECK(victim.untouched());
+    // A hard link to it (where fs.protected_hardlinks allows one) is refused too.
+    if (::link(victim.path.c_str(), (dir.path + "/0000:00:01.0.lock").c_str()) == 0) {
+        CHECK_THROWS_WITH(DeviceLock::acquire("0000:00:01.0"), Catch::Contains("2 hard links"));
+        CHECK(victim.untouched());
+    }
+    std::filesystem::remove_all(elsewhere);
+}
+
+TEST_CASE("releasing a lock changes only the file it took, whatever was put at its path since") {
+    TempLockDir dir;
+    char elsewhere_tmpl[] = "/tmp/baregpu-lock-victim-XXXXXX";
+    const std::string elsewhere = ::mkdtemp(elsewhere_tmpl);
+    Victim victim(elsewhere);
+    {
+        DeviceLock lock = DeviceLock::acquire("0000:00:02.0");
+        REQUIRE(::rename(lock.path().c_str(), (dir.path + "/moved").c_str()) == 0);
+        REQUIRE(::symlink(victim.path.c_str(), lock.path().c_str()) == 0);
+    }
+    CHECK(victim.untouched());
+    std::filesystem::remove_all(elsewhere);
+}
+
+TEST_CASE("lock files and the lock directory are writable by nobody but their owner (and the baregpu group)") {
+    TempLockDir dir;
+    ::chmod(dir.path.c_str(), 0700);
+    DeviceLock lock = DeviceLock::acquire("0000:00:03.0");
+    struct stat st {};
+    REQUIRE(::stat(lock.path().c_str(), &st) == 0);
+    CHECK((st.st_mode & S_IWOTH) == 0);
+    CHECK(st.st_uid == ::geteuid());
+    // A world-writable lock directory is refused: anyone could hold, plant or rewrite locks in it.
+    ::chmod(dir.path.c_str(), 01777);
+    CHECK_THROWS_WITH(DeviceLock::acquire("0000:00:04.0"), Catch::Contains("every user can write it") &&
+                                                               Catch::Contains("BAREGPU_LOCK_DIR"));
+    ::chmod(dir.path.c_str(), 0700);
+}
+
+TEST_CASE("a lock directory or lock file another user owns is refused, naming the owner") {
+    if (!lock_test_as_root()) {
+        WARN("skipped: making a directory of another user's needs root");
+        return;
+    }
+    TempLockDir dir;
+    REQUIRE(::chown(dir.path.c_str(), 4242, 4242) == 0);
+    CHECK_THROWS_WITH(DeviceLock::acquire("0000:00:05.0"), Catch::Contains("owned by uid 4242") && Catch::Contains(dir.path));
+    REQUIRE(::chown(dir.path.c_str(), 0, 0) == 0);
+    // Another user's file in our directory: its pid could be anything; refused, not rewritten.
+    const std::string planted = dir.path + "/0000:00:06.0.lock";
+    std::ofstream(planted) << "1\n";
+    REQUIRE(::chown(planted.c_str(), 4242, 4242) == 0);
+    CHECK_THROWS_WITH(DeviceLock::acquire("0000:00:06.0"), Catch::Contains("owned by uid 4242"));
+    CHECK(lock_test_read(planted) == "1\n");
+}
+
+TEST_CASE("a key that is a path locks that file, in a directory of the caller's own") {
+    TempLockDir dir;
+    const std::string own = dir.path + "/state";
+    const std::string key = own + "/sim-am-navi31.lock";
+    {
+        DeviceLock lock = DeviceLock::acquire(key);
+        CHECK(lock.path() == key);
+        CHECK(DeviceLock::owner_of(key) == ::getpid());
+        struct stat st {};
+        REQUIRE(::stat(own.c_str(), &st) == 0);
+        CHECK((st.st_mode & 0077) == 0);  // made 0700
+    }
+    if (lock_test_as_root()) {
+        REQUIRE(::chown(own.c_str(), 4242, 4242) == 0);
+        CHECK_THROWS_WITH(DeviceLock::acquire(key), Catch::Contains("owned by uid 4242"));
+    }
 }

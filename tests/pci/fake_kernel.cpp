@@ -26,8 +26,7 @@ FakeKernel::FakeKernel() {
     fs::create_directories(sysfs() + "/kernel/iommu_groups");
     fs::create_directories(dev() + "/vfio");
     write_file(sysfs() + "/bus/pci/drivers_probe", "");
-    fs::create_directories(root_ + "/locks");
-    ::chmod((root_ + "/locks").c_str(), 01777);
+    fs::create_directories(root_ + "/locks");  // ours alone: a child that drops root locks in its own (run_as_nobody)
     ::setenv("BAREGPU_LOCK_DIR", (root_ + "/locks").c_str(), 1);
 }
 
@@ -225,11 +224,16 @@ std::string run_as_nobody(const std::function<std::string()>& body) {
         } else {
             // Changing credentials made us non-dumpable, which hides /proc/self from ourselves.
             ::prctl(PR_SET_DUMPABLE, 1);
+            // Device locks are refused in a directory another user owns: nobody gets one of its own.
+            char locks[] = "/tmp/baregpu-nobody-locks-XXXXXX";
+            if (::mkdtemp(locks) != nullptr) ::setenv("BAREGPU_LOCK_DIR", locks, 1);
             try {
                 out = body();
             } catch (const std::exception& e) {
                 out = std::string("exception: ") + e.what();
             }
+            std::error_code ec;
+            fs::remove_all(locks, ec);
         }
         (void)!::write(fds[1], out.data(), out.size());
         ::_exit(0);

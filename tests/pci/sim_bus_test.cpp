@@ -334,6 +334,14 @@ TEST_CASE("sim: surprise removal reads all-ones, drops writes, stops DMA and int
     CHECK(rig.regs().read32(BarOffset(edu::kRegId)) == edu::kIdValue);
 }
 
+TEST_CASE("sim: a device removed before it is opened is reported as removed, not as a bridge") {
+    Rig rig;
+    rig.dev.reset();
+    rig.bus.inject(rig.address, {.kind = FaultKind::SurpriseRemoval});
+    CHECK_THROWS_AS(rig.bus.open(rig.address), DeviceLostError);
+    CHECK_THROWS_WITH(rig.bus.open(rig.address), Catch::Contains("config space reads all-ones") && !Catch::Contains("header type"));
+}
+
 TEST_CASE("sim: a completion timeout costs the timeout and reads all-ones, once") {
     Rig rig;
     rig.bus.reset_counters(rig.address);

@@ -7,7 +7,11 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
+#include <random>
+#include <string>
 #include <unistd.h>
+#include <vector>
 
 using namespace baregpu;
 using namespace baregpu::test;
@@ -126,6 +130,44 @@ TEST_CASE("tile search: off by default; on, it times the candidates, caches the 
         CHECK(rt->tile_choices_reused() == 0);
     }
     (void)chosen;
+    if (saved) {
+        setenv("BAREGPU_CACHE_DIR", keep.c_str(), 1);
+    } else {
+        unsetenv("BAREGPU_CACHE_DIR");
+    }
+    std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("tile search: candidates whose cached objects the device refuses are generated anew") {
+    auto dir = std::filesystem::temp_directory_path() / ("baregpu-tile-search-damaged-" + std::to_string(getpid()));
+    std::filesystem::remove_all(dir);
+    const char* saved = std::getenv("BAREGPU_CACHE_DIR");
+    std::string keep = saved ? saved : "";
+    setenv("BAREGPU_CACHE_DIR", dir.c_str(), 1);
+
+    std::mt19937 gen(11);
+    Ref ra = Ref::random({40, 260}, gen, -1, 1), rb = Ref::random({260, 30}, gen, -1, 1);
+    auto rt = std::make_shared<Runtime>(open_device("cpu"));
+    rt->set_tile_search(true);
+    Tensor a = Tensor::from_vector(ra.floats(), ra.shape, rt), b = Tensor::from_vector(rb.floats(), rb.shape, rt);
+    std::optional<compiler::Kernel> kernel;
+    for (const auto& item : compiler::schedule(a.matmul(b).node())) {
+        if (item.kernel) kernel = *item.kernel;
+    }
+    REQUIRE(kernel);
+    // Every candidate's entry holds something no device loads, stored as the cache stores (its
+    // checksum matches): an object another version of the compiler wrote, say.
+    const compiler::Compiler& c = rt->compiler();
+    auto candidates = c.tile_candidates(*kernel);
+    REQUIRE(candidates.size() > 1);
+    const std::string junk = "not a code object";
+    for (const compiler::TileShape& tile : candidates) {
+        c.cache().store(c.cache_key(*kernel, tile), std::vector<std::byte>(reinterpret_cast<const std::byte*>(junk.data()),
+                                                                           reinterpret_cast<const std::byte*>(junk.data()) + junk.size()));
+    }
+    check_close(a.matmul(b), Ref::matmul(ra, rb), 1e-4, 1e-4);
+    CHECK(rt->tile_searches() == 1);
+
     if (saved) {
         setenv("BAREGPU_CACHE_DIR", keep.c_str(), 1);
     } else {

@@ -13,11 +13,16 @@
 #include "drivers/am/am_device.hpp"
 #include "drivers/am/hcq_device.hpp"
 #include "drivers/registry_am.hpp"
+#include "firmware-loader/identify.hpp"
+#include "firmware-loader/manifest.hpp"
+#include "firmware-loader/search_path.hpp"
 #include "tools/baregpu/json_writer.hpp"
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fmt/format.h>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +46,11 @@ int usage(std::FILE* to) {
                "  --link: the simulated bus's cost model for sim-am:* (usb: 100 us per register round trip)\n"
                "  --queues (load): also start and stop the HCQ compute and copy queues\n");
     return to == stdout ? 0 : 2;
+}
+
+int usage_error(const char* problem) {
+    fmt::print(stderr, "amctl: {}\n", problem);
+    return usage(stderr);
 }
 
 double ms(std::chrono::nanoseconds t) { return static_cast<double>(t.count()) / 1e6; }
@@ -87,6 +97,28 @@ std::string summary_line(const am::BringUpReport& r) {
                        r.warm ? "" : fmt::format(" ({})", r.why_cold));
 }
 
+// What the firmware parsers noticed about the files a cold boot loaded (a CRC that matches no
+// range, a PSP component of a type Linux does not load): the bring-up takes such files, as Linux
+// does, and says so here.
+void print_firmware_warnings(const Args& a, const am::AmDevice& device) {
+    const fw::AsicManifest* manifest = fw::find_asic(device.asic().name);
+    if (manifest == nullptr) return;
+    std::vector<std::filesystem::path> dirs;
+    for (const std::string& d : registry::am_firmware_dirs(a.device)) dirs.emplace_back(d);
+    const fw::FirmwareSearchPath path(dirs);
+    for (const fw::FirmwareNeed& need : manifest->files) {
+        std::optional<std::filesystem::path> file = path.find(need.name);
+        if (!file) continue;
+        try {
+            fw::FirmwareFile f = fw::read_firmware_file(*file);
+            fw::Description d = fw::describe_firmware(fw::ByteReader(f.bytes, file->string()), file->filename().string());
+            for (const std::string& w : d.warnings) fmt::print(stderr, "amctl: warning: {}: {}\n", file->string(), w);
+        } catch (const Error& e) {
+            fmt::print(stderr, "amctl: warning: {}\n", e.what());
+        }
+    }
+}
+
 int cmd_load(const Args& a) {
     am::AmOptions o;
     o.force_reset = a.force_reset;
@@ -95,7 +127,9 @@ int cmd_load(const Args& a) {
         o.progress = stage_line;
     }
     registry::AmTarget t = registry::open_am(a.device, o, a.link);
-    const am::BringUpReport r = t.device->report();
+    if (!t.note.empty()) fmt::print(stderr, "amctl: {}: {}\n", a.device, t.note);
+    const am::BringUpReport r = t.device->report();  // a copy: --queues hands the device on
+    if (!r.warm) print_firmware_warnings(a, *t.device);
     const std::string asic(t.device->asic().name);
     if (a.queues) {
         // The queues' setup (the HQD, the SDMA ring and engine), then their teardown with the device.
@@ -241,7 +275,10 @@ int cmd_info(const Args& a) {
 }
 
 int cmd_reset(const Args& a) {
-    registry::AmTarget t = registry::open_am(a.device, {});
+    am::AmOptions o;
+    o.force_reset = a.force_reset;
+    registry::AmTarget t = registry::open_am(a.device, o);
+    if (!t.note.empty()) fmt::print(stderr, "amctl: {}: {}\n", a.device, t.note);
     std::chrono::nanoseconds took = t.device->mode1_reset();
     if (a.json) {
         tools::JsonWriter j;
@@ -320,10 +357,13 @@ int main(int argc, char** argv) {
             a.force_reset = true;
         } else if (s == "--device" && i + 1 < rest.size()) {
             a.device = rest[++i];
+            if (a.device.empty()) return usage_error("--device needs a device name");
         } else if (s.starts_with("--device=")) {
             a.device = s.substr(9);
+            if (a.device.empty()) return usage_error("--device needs a device name");
         } else if (s == "--link" && i + 1 < rest.size()) {
             a.link = rest[++i];
+            if (a.link != "pcie" && a.link != "usb") return usage_error("--link is pcie or usb");
         } else if (s == "--queues") {
             a.queues = true;
         } else if (s == "-h" || s == "--help") {
@@ -345,6 +385,10 @@ int main(int argc, char** argv) {
             fmt::print(stderr, "amctl: '{}' is not an AM device (am:<pci address>, am:usb:<bus>-<port>, am:usb:sim, sim-am:navi31, sim-am:navi48)\n", a.device);
             return 2;
         }
+        if (!a.link.empty() && (a.command != "load" || !a.device.starts_with("sim-am:"))) {
+            fmt::print(stderr, "amctl: --link sets the simulated link of `amctl load --device sim-am:...` only\n");
+            return 2;
+        }
         if (a.command == "load") return cmd_load(a);
         if (a.command == "info") return cmd_info(a);
         if (a.command == "reset") return cmd_reset(a);
@@ -356,6 +400,14 @@ int main(int argc, char** argv) {
         return 1;
     } catch (const Error& e) {
         fmt::print(stderr, "amctl: {}\n", e.what());
+        // A chip that answers wrongly or not at all (not a refused file or option).
+        const bool chip_failed = dynamic_cast<const TimeoutError*>(&e) != nullptr || dynamic_cast<const ProtocolError*>(&e) != nullptr;
+        if (chip_failed && !a.force_reset && (a.device.starts_with("sim-am:") || a.device == "am:usb:sim") && a.command != "status") {
+            // The state file may be what is wrong: say how to get the chip back without deleting it.
+            fmt::print(stderr, "amctl: a simulated chip whose saved state is damaged comes back with `amctl load --force-reset "
+                               "--device {}` (a reset, else a power cycle)\n",
+                       a.device == "am:usb:sim" ? "sim-am:navi31" : a.device);
+        }
         return 1;
     }
 }

@@ -6,6 +6,7 @@
 #include "hcq/registry.hpp"
 #include "tools/baregpu/json_writer.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <exception>
@@ -105,6 +106,8 @@ int bench_command(std::span<const std::string_view> args) {
             for (;;) {
                 size_t comma = list.find(',', start);
                 options.only.push_back(list.substr(start, comma - start));
+                // An empty name would match every result.
+                if (options.only.back().empty()) return usage("--only '" + list + "' has an empty name");
                 if (comma == std::string::npos) break;
                 start = comma + 1;
             }
@@ -127,7 +130,10 @@ int bench_command(std::span<const std::string_view> args) {
     try {
         // Started before the device opens, so its clock is synchronised from the first command.
         // The figures then include the profiler's cost (BENCHMARKS.md: hcq_submit_profiled).
-        if (!profile.empty()) hcq::Profiler::start();
+        if (!profile.empty()) {
+            hcq::Profiler::check_writable(profile, "--profile");  // before the run, not after it
+            hcq::Profiler::start();
+        }
         std::shared_ptr<hcq::Device> dev;
         if (device.empty()) {
             // The default device: $BAREGPU_DEVICE, else the first real GPU that opens, else cpu. Say
@@ -151,13 +157,23 @@ int bench_command(std::span<const std::string_view> args) {
             }
             results.insert(results.end(), tensor_results.begin(), tensor_results.end());
         }
+        for (const std::string& name : options.only) {
+            bool matched = std::any_of(results.begin(), results.end(), [&](const bench::Result& r) { return r.name.rfind(name, 0) == 0; });
+            if (!matched) {
+                std::fprintf(stderr, "baregpu bench: --only %s matched no result of the %s suite%s (run without --only for the names)\n",
+                             name.c_str(), suite.c_str(), suite == "all" ? "s" : "");
+                return 2;
+            }
+        }
+        // The results first: a trace that cannot be written (a full disk) does not lose them.
+        std::string text = json ? to_json(dev->name(), results) : to_text(dev->name(), results);
+        std::fputs(text.c_str(), stdout);
+        std::fflush(stdout);
         if (!profile.empty()) {
             hcq::Profiler::stop();
             hcq::Profiler::write_chrome_trace(profile);
             std::fprintf(stderr, "baregpu bench: profiler trace written to %s\n", profile.c_str());
         }
-        std::string text = json ? to_json(dev->name(), results) : to_text(dev->name(), results);
-        std::fputs(text.c_str(), stdout);
         return 0;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "baregpu bench: %s\n", e.what());

@@ -148,12 +148,15 @@ int p2p_command(std::span<const std::string_view> args) {
             for (size_t start = 0;;) {
                 size_t comma = list.find(',', start);
                 uris.push_back(list.substr(start, comma - start));
+                // An empty item would open the default device under an empty label.
+                if (uris.back().empty()) return p2p_usage("--devices '" + list + "' has an empty device name");
                 if (comma == std::string::npos) break;
                 start = comma + 1;
             }
             if (uris.size() < 2) return p2p_usage("--devices needs at least two devices");
         } else if (a == "--bytes") {
-            if (!number(bytes) || bytes % 8 != 0) return p2p_usage("--bytes needs a positive multiple of 8");
+            // Transfers move whole pages (a peer mapping is page-granular).
+            if (!number(bytes) || bytes % 4096 != 0) return p2p_usage("--bytes needs a positive multiple of 4096");
         } else if (a == "--window") {
             if (!number(window) || window % 4096 != 0) return p2p_usage("--window needs a positive multiple of 4096");
         } else if (a == "--json") {

@@ -3,7 +3,11 @@
 // PSP/SMU/IH/GMC internals and VRAM live there and nowhere else, so a process that crashes or
 // exits leaves the "hardware" exactly as it was, and the next model instance (a new SimBus, a new
 // process) finds it warm. A missing file, or one with another magic, version, ASIC or size, is a
-// chip that was just powered on. The file is sparse: VRAM nobody touched costs nothing.
+// chip that was just powered on. The file's blocks are reserved while it is open (a store into a
+// hole of a full file system would be SIGBUS): opening fails instead, naming the directory and
+// the space needed; its last user gives back at close what nobody wrote. The default directory is the user's own (created 0700, refused when it is
+// another user's or others can write it), and the file is opened without following links
+// (base/safe_files.hpp).
 #pragma once
 
 #include "drivers/sim/amdgpu/asic.hpp"
@@ -127,6 +131,12 @@ public:
     static std::filesystem::path default_dir();
 
 private:
+    // Allocates the file's blocks for [offset, offset + bytes); throws SystemError naming the
+    // file, the directory, the space needed and what is free.
+    void reserve(uint64_t offset, uint64_t bytes);
+    // At close, by the file's last user: gives back the reserved blocks nobody wrote.
+    void release_unused_blocks() noexcept;
+
     static constexpr uint64_t kRegistersOffset = 64u << 10;
     static constexpr uint64_t kVramOffset = 2u << 20;
     static constexpr uint64_t kFileBytes = kVramOffset + kVramBytes;
