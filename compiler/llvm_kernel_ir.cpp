@@ -49,7 +49,11 @@ public:
         llvm::Value* groups = b_.CreateZExt(b_.CreateLoad(i32_, b_.CreateConstGEP1_64(i8_, dispatch, cpu_abi::kDispatchGridOffset)), i64_);
 
         Shape full = k_.full_shape;
-        auto [outer, inner] = output_axes();
+        // Named, not bound: the loop lambdas below capture them (clang 14, which builds the
+        // sanitizer tests, cannot capture a structured binding).
+        const auto axes = output_axes();
+        const auto& outer = axes.first;
+        const auto& inner = axes.second;
         if (std::optional<MatmulPlan> plan = match_matmul(outer, inner, target)) {
             emit_matmul(*plan, target, group, groups);
             b_.CreateRetVoid();

@@ -171,8 +171,9 @@ void Runtime::realize(const NodeRef& node) {
         }
         const compiler::Kernel& k = *item.kernel;
         uint64_t bytes = std::max<uint64_t>(uint64_t(k.output_elements()) * compiler::dtype_bytes(k.output_dtype), 4);
-        auto [out, release] = output_buffer(bytes);
-        item.output->release = std::move(release);
+        auto made = output_buffer(bytes);  // not a structured binding: `submit` captures `out` (clang 14)
+        hcq::Buffer& out = made.first;
+        item.output->release = std::move(made.second);
         if (k.output_elements() == 0) {  // nothing to compute
             item.output->realized = std::move(out);
             continue;

@@ -36,8 +36,9 @@ std::string vformat_c(const char* format, va_list args) {
 
 // libpci's error hook must not return. It throws instead of libpci's default exit(): Debian
 // builds libpci with unwind tables (the x86-64 and arm64 ABIs require them), so the exception
-// crosses libpci's frames; the pci_access is released by its owner's destructor.
-[[noreturn]] void libpci_error(char* format, ...) {
+// crosses libpci's frames; the pci_access is released by its owner's destructor. The GNU
+// spelling: the hook's pointer type carries noreturn, which clang checks on assignment.
+[[gnu::noreturn]] void libpci_error(char* format, ...) {
     va_list args;
     va_start(args, format);
     std::string message = vformat_c(format, args);

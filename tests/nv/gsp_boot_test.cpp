@@ -290,7 +290,9 @@ TEST_CASE("FWSEC started without the FRTS command patched is a model violation a
 TEST_CASE("Hopper and Blackwell reach their BootFlow seam and say what is missing", "[nv][gsp-boot][negative]") {
     const nv::GspFirmware fw = firmware();
     const std::pair<uint32_t, std::string> chips[] = {{0x1b200000, "FSP chain-of-trust"}, {0x18000000, "Hopper (GH100)"}};
-    for (const auto& [boot42, words_expected] : chips) {
+    for (const auto& chip : chips) {
+        const uint32_t boot42 = chip.first;
+        const std::string& words_expected = chip.second;  // named, not bound: the predicate captures it
         nvsim::Ad102Options o;
         o.pmc_boot42 = boot42;
         Rig rig(o);

@@ -11,6 +11,7 @@
 #include "drivers/sim/amdgpu/navi.hpp"
 #include "drivers/sim/asm24/sim_asm24.hpp"
 #include "hcq/signal.hpp"
+#include "tests/sanitizers.hpp"
 
 #include <algorithm>
 #include <catch2/catch.hpp>
@@ -279,10 +280,6 @@ TEST_CASE("am:usb:sim: unplug in the middle of a pipelined SRAM copy-in is Devic
     // DeviceLostError, not TimeoutError, shows no wait ran out its 10 s drain timeout; this bound
     // catches a wait with none (or a teardown that waits one out). Sanitizer builds run this 8-9x
     // slower (8 s measured on 2 cores under ASan+UBSan, 0.9 s without), so their bound is wider.
-#if defined(__SANITIZE_ADDRESS__)
-    constexpr auto kBound = std::chrono::seconds(40);
-#else
-    constexpr auto kBound = std::chrono::seconds(10);
-#endif
+    constexpr auto kBound = std::chrono::seconds(test::kAddressSanitizer ? 40 : 10);
     CHECK(std::chrono::steady_clock::now() - wall < kBound);
 }
