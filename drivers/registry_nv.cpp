@@ -94,7 +94,7 @@ std::shared_ptr<hcq::Device> open_sim_nv(const hcq::DeviceUri& uri) {
     sim::nvgpu::GpuEngines& engines = sim->model->engines();
     sim::nvgpu::RmEngineHooks hooks;
     hooks.channel_allocated = [&engines](const sim::nvgpu::RmChannelInfo& c) {
-        engines.register_channel(c.token, {c.gpfifo_va, c.gpfifo_entries, c.userd_va, c.page_directory_base, sim::nvgpu::MmuFormat::v2,
+        engines.register_channel(c.token, {c.gpfifo_va, c.gpfifo_entries, c.userd_va, c.userd_vram, c.page_directory_base, sim::nvgpu::MmuFormat::v2,
                                            c.name});
     };
     hooks.channel_freed = [&engines](uint32_t token) { engines.unregister_channel(token); };
@@ -157,6 +157,7 @@ std::shared_ptr<hcq::Device> open_sim_nvrm(const hcq::DeviceUri& uri) {
     auto sim = std::make_shared<SimNvrm>();
     sim::nvgpu::RmModelOptions rm;
     rm.driver_version = driver.value_or("570.144");
+    rm.runlist_id = 1;  // tokens are not channel ids (nvidia.ko's Xid lines print the channel id)
     sim->rm = std::make_shared<sim::nvgpu::RmModel>(rm);
     sim->gpu = std::make_shared<sim::nvgpu::NvrmGpu>(sim->rm, sim::nvgpu::NvrmGpuOptions{uri.name(), vram});
     sim->nvidia = std::make_unique<sim::nvgpu::FakeNvidia>(sim->rm, sim::nvgpu::kAd102DeviceId, sim->gpu);

@@ -124,10 +124,15 @@ void ChannelQueue::open_channel_locked() {
     RmDevice& rm = device_.rm();
     {
         std::lock_guard lock(device_.rm_mutex());
-        rm_memory_ = rm.alloc_vram(userd_offset_ + 4096, 4096);
+        // USERD is read by the GPU from the physical pages of hUserdMemory at userdOffset (kernel_channel_gv100.c
+        // kchannelGetUserdInfo): the memory object that holds the ring and the USERD we write GPPut into. Where the
+        // platform's memory is not RM's (nvpci), RM gets an object of its own (README: the physical userdMem is
+        // not passed yet).
+        NvHandle userd = device_.platform().memory_object(channel_mem_.address());
+        if (userd == 0) userd = rm_memory_ = rm.alloc_vram(userd_offset_ + 4096, 4096);
         RmChannelSpec spec;
         spec.engine_class = compute() ? rm.classes().compute : rm.classes().copy;
-        spec.memory = rm_memory_;
+        spec.memory = userd;
         spec.gpfifo_va = channel_mem_.address().value();
         spec.entries = config_.gpfifo_entries;
         spec.userd_offset = userd_offset_;
@@ -166,7 +171,8 @@ void ChannelQueue::stop() noexcept {
         std::lock_guard lock(device_.rm_mutex());
         device_.platform().channel_closed(token_);
         device_.rm().free_object(device_.rm().channel_group(), rm_channel_);
-        device_.rm().free_object(device_.rm().device(), rm_memory_);
+        if (rm_memory_ != 0) device_.rm().free_object(device_.rm().device(), rm_memory_);
+        rm_memory_ = 0;
     } catch (...) {
         // GSP gone or hung: nothing more to take down.
     }

@@ -56,7 +56,8 @@ NvHcqDevice::NvHcqDevice(Token, std::unique_ptr<NvPlatform> platform, NvHcqOptio
       options_(std::move(options)), platform_(std::move(platform)) {
     // RM: the device objects on the platform's client, then whatever the platform does before channels
     // (nvpci: our page directory to GSP-RM, NV90F1_CTRL_CMD_VASPACE_COPY_SERVER_RESERVED_PDES; nvrm: the doorbell page).
-    rm_ = RmDevice::open(platform_->transport(), platform_->client(), platform_->branch(), 0, platform_->vaspace_owner());
+    rm_ = RmDevice::open(platform_->transport(), platform_->client(), platform_->branch(), platform_->device_instance(),
+                         platform_->vaspace_owner());
     platform_->attach(*rm_);
 
     compute_ = std::make_unique<ChannelQueue>(*this, ChannelQueue::Config{hcq::QueueKind::compute, "compute", options_.gpfifo_entries,

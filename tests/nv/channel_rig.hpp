@@ -44,7 +44,7 @@ struct Rig {
              [](uint32_t, uint32_t) {}),
           gpfifo_va(map(entries * 8, true)), userd_va(map(512, true)), pb_va(map(256 * 1024, true)),
           gpfifo(reinterpret_cast<uint64_t*>(host(gpfifo_va)), entries), ring(gpfifo) {
-        engines.register_channel(kToken, {gpfifo_va, entries, userd_va, pt.root(),
+        engines.register_channel(kToken, {gpfifo_va, entries, userd_va, std::nullopt, pt.root(),
                                           version == MmuVersion::v2 ? nvsim::MmuFormat::v2 : nvsim::MmuFormat::v3,
                                           "channel 7"});
     }

@@ -153,7 +153,7 @@ TEST_CASE("nvrm GPU: RM does not map into a VA space someone else owns (IS_EXTER
     Machine m(RmVaspaceOwner::driver);  // nvpci's flags: the driver writes the tables
     NvHandle memory = m.dev->alloc_vram(0x1000, 0x1000);
     NvMemoryVirtualAllocationParams bound{};
-    bound.limit = 0x1ffffffffffffull;
+    bound.limit = 0;  // up to the VA space's own limit
     bound.hVASpace = m.dev->vaspace();
     NvHandle dma = m.dev->rm().alloc(m.nvrm->client(), m.dev->device(), NV01_MEMORY_VIRTUAL, bound);
     RmError owned = rm_error([&] { m.nvrm->map_memory_dma(m.dev->device(), dma, memory, 0, 0x1000, 0x3000000000, false); });
@@ -241,4 +241,52 @@ TEST_CASE("nvrm HCQ: both driver branches' layouts (570: 48-byte VA space, 56-by
         CHECK(std::memcmp(dst.cpu(), src.cpu(), 0x3000) == 0);
         CHECK_FALSE(dev->failed());
     }
+}
+
+TEST_CASE("nvrm GPU: the PBDMA reads GPPut from hUserdMemory's pages, not from whatever the client mapped at the ring") {
+    // kernel_channel_gv100.c kchannelGetUserdInfo: USERD = physical address of hUserdMemory[0] + userdOffset[0].
+    Machine m;
+    constexpr uint64_t kRingVa = 0x2000000000, kOtherVa = 0x2000200000, kUserd = 0x1000;
+    NvHandle ring = m.dev->alloc_vram(0x2000, 0x1000), other = m.dev->alloc_vram(0x2000, 0x1000);
+    m.nvrm->map_memory_dma(m.dev->device(), m.dev->virtual_memory(), ring, 0, 0x2000, kRingVa, false);
+    m.nvrm->map_memory_dma(m.dev->device(), m.dev->virtual_memory(), other, 0, 0x2000, kOtherVa, false);
+    auto* ring_cpu = static_cast<std::byte*>(m.nvrm->map_memory(m.dev->device(), ring, 0, 0x2000, nullptr, 1));
+    auto* other_cpu = static_cast<std::byte*>(m.nvrm->map_memory(m.dev->device(), other, 0, 0x2000, nullptr, 1));
+    std::memset(ring_cpu, 0, 0x2000);
+    std::memset(other_cpu, 0, 0x2000);
+    // USERD named in `other`, while the ring (and the USERD the client writes) is in `ring`.
+    RmChannel ch = m.dev->create_channel({m.dev->classes().copy, other, kRingVa, 64, kUserd});
+    // One control NOP GP entry (length 0, opcode NOP): GPGet moves past it once the PBDMA sees GPPut 1.
+    const uint32_t put = 1;
+    std::memcpy(ring_cpu + kUserd + 0x8c, &put, 4);
+    m.gpu->engines().doorbell(ch.work_submit_token);
+    m.gpu->engines().wait_idle(ch.work_submit_token, std::chrono::milliseconds(50));
+    CHECK(m.gpu->engines().gp_get(ch.work_submit_token) == 0);
+    // GPPut in hUserdMemory's USERD: the entry runs, and GPGet comes back there.
+    std::memcpy(other_cpu + kUserd + 0x8c, &put, 4);
+    m.gpu->engines().doorbell(ch.work_submit_token);
+    REQUIRE(m.gpu->engines().wait_idle(ch.work_submit_token, std::chrono::seconds(5)));
+    CHECK(m.gpu->engines().gp_get(ch.work_submit_token) == 1);
+    uint32_t get = 0;
+    std::memcpy(&get, other_cpu + kUserd + 0x88, 4);
+    CHECK(get == 1);
+    m.nvrm->unmap_memory(ring_cpu, 0x2000);
+    m.nvrm->unmap_memory(other_cpu, 0x2000);
+}
+
+TEST_CASE("nvrm GPU: unmapping a buffer drops the CPU mapping before RM frees the object") {
+    Machine m;
+    auto platform = NvrmPlatform::open(m.files, 0, 16ull << 20);
+    auto rm = RmDevice::open(platform->transport(), platform->client(), platform->branch(), platform->device_instance(),
+                             platform->vaspace_owner());
+    platform->attach(*rm);
+    const GpuVirtualAddress va(0x1000000000);
+    std::byte* cpu = platform->map(va, 0x2000, {.cpu_access = true});
+    REQUIRE(cpu != nullptr);
+    const NvHandle memory = platform->memory_object(va);
+    CHECK(memory != 0);
+    platform->unmap(va, 0x2000);
+    CHECK(m.rm->class_of(platform->client(), memory) == 0);
+    CHECK(m.files.unmaps_after_free() == 0);
+    platform->detach();
 }

@@ -138,7 +138,7 @@ TEST_CASE("nvrm: RM's error statuses name the class or control, the object and t
     SECTION("bad parameters: a control with the wrong parameter size") {
         uint32_t too_small = 0;
         RmError e = rm_error([&] { rm.control(client, gpu->device(), NV0080_CTRL_CMD_GPU_GET_CLASSLIST_V2, too_small); });
-        CHECK(e.status() == NV_ERR_INVALID_ARGUMENT);
+        CHECK(e.status() == NV_ERR_INVALID_PARAM_STRUCT);  // resserv rs_resource.c resControlLookup
         CHECK_THAT(e.what(), Contains("NV0080_CTRL_CMD_GPU_GET_CLASSLIST_V2 (0x800292)") &&
                                  Contains("4 bytes"));
     }
@@ -315,4 +315,89 @@ TEST_CASE("nvrm memory: host pages as an OS descriptor, and CPU maps RM refuses"
     CHECK(not_memory.status() == NV_ERR_INVALID_OBJECT_HANDLE);
     // No fd was leaked by the failed maps (each map opens its own /dev/nvidia0).
     CHECK(driver.files->open_files() == 2);  // /dev/nvidiactl and the attached /dev/nvidia0
+}
+
+TEST_CASE("nvrm: NV01_MEMORY_VIRTUAL bound to a VA space must end inside it (NV_ERR_INVALID_LIMIT otherwise)") {
+    // mem_mgr/virt_mem_range.c vmrangeConstruct: limit < vasLimit + 1 when hVASpace names a VA space.
+    Driver driver;
+    auto nvrm = NvrmTransport::open(*driver.files);
+    nvrm->attach_gpu(0);
+    auto gpu = RmDevice::open(*nvrm, nvrm->client(), nvrm->branch(), 0, RmVaspaceOwner::rm);
+    CHECK(gpu->virtual_memory() != 0);
+    NvMemoryVirtualAllocationParams past{};
+    past.limit = 0x1ffffffffffffull;  // the 49-bit GMMU limit, past the VA space's 0x1fffffb000fff
+    past.hVASpace = gpu->vaspace();
+    RmError e = rm_error([&] { gpu->rm().alloc(nvrm->client(), gpu->device(), NV01_MEMORY_VIRTUAL, past); });
+    CHECK(e.status() == NV_ERR_INVALID_LIMIT);
+    // The same limit without a VA space is checked against the GMMU's range: legal (tinygrad's hDma).
+    NvMemoryVirtualAllocationParams unbound{};
+    unbound.limit = 0x1ffffffffffffull;
+    CHECK(gpu->rm().alloc(nvrm->client(), gpu->device(), NV01_MEMORY_VIRTUAL, unbound) != 0);
+    // RM returns the limit it settled on.
+    NvMemoryVirtualAllocationParams whole{};
+    whole.hVASpace = gpu->vaspace();
+    gpu->rm().alloc(nvrm->client(), gpu->device(), NV01_MEMORY_VIRTUAL, whole);
+    CHECK(whole.limit == 0x1fffffb000fffull);
+}
+
+TEST_CASE("nvrm: GET_CLASSLIST_V2 and GPFIFO_SCHEDULE take their branch's size; any other is NV_ERR_INVALID_PARAM_STRUCT") {
+    // ctrl0080gpu.h NV0080_CTRL_GPU_CLASSLIST_MAX_SIZE 100 (570, 575) / 200 (580); ctrla06fgpfifo.h bSkipEnable from
+    // 575; resserv rs_resource.c resControlLookup refuses a size other than the exported one.
+    CHECK(NvrmTransport::branch_of("570.144") == RmBranch::r570);
+    CHECK(NvrmTransport::branch_of("575.57.08") == RmBranch::r575);
+    CHECK(NvrmTransport::branch_of("580.142") == RmBranch::r580);
+    struct Case {
+        const char* version;
+        uint32_t classlist, schedule;
+    };
+    for (Case c : {Case{"570.144", 404, 2}, Case{"575.57.08", 404, 3}, Case{"580.142", 804, 3}}) {
+        INFO(c.version);
+        Driver driver(c.version);
+        auto nvrm = NvrmTransport::open(*driver.files);
+        auto gpu = RmDevice::open(*nvrm, nvrm->client(), nvrm->branch());
+        CHECK(gpu->classes().compute == ADA_COMPUTE_A);
+        Nv0080CtrlGpuGetClasslistV2Params list{};
+        for (uint32_t size : {404u, 804u}) {
+            if (size == c.classlist) {
+                gpu->rm().control(nvrm->client(), gpu->device(), NV0080_CTRL_CMD_GPU_GET_CLASSLIST_V2, list, size);
+            } else {
+                RmError e = rm_error([&] {
+                    gpu->rm().control(nvrm->client(), gpu->device(), NV0080_CTRL_CMD_GPU_GET_CLASSLIST_V2, list, size);
+                });
+                CHECK(e.status() == NV_ERR_INVALID_PARAM_STRUCT);
+            }
+        }
+        NvHandle area = gpu->alloc_vram(0x200000, 0x200000);
+        gpu->create_channel({gpu->classes().copy, area, 0x1000000000, 1024, 0x100000});
+        gpu->schedule();  // the branch's size
+        NvA06cCtrlGpfifoScheduleParams schedule{1, 0, 0};
+        RmError e = rm_error([&] {
+            gpu->rm().control(nvrm->client(), gpu->channel_group(), NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, schedule, 5 - c.schedule);
+        });
+        CHECK(e.status() == NV_ERR_INVALID_PARAM_STRUCT);
+    }
+}
+
+TEST_CASE("nvrm: the device object names RM's device instance of the GPU (GET_ID_INFO_V2), not 0") {
+    // rmapi/alloc_free.c: NV01_DEVICE_0 of a device instance with no GPU is NV_ERR_INVALID_STATE.
+    sim::nvgpu::RmModelOptions options;
+    options.device_instance = 1;  // a host whose first GPU is another
+    auto rm = std::make_shared<sim::nvgpu::RmModel>(options);
+    sim::nvgpu::FakeNvidia files(rm);
+    auto nvrm = NvrmTransport::open(files);
+    nvrm->attach_gpu(0);
+    CHECK(nvrm->device_instance() == 1);
+    RmError e = rm_error([&] { RmDevice::open(*nvrm, nvrm->client(), nvrm->branch(), 0); });
+    CHECK(e.status() == NV_ERR_INVALID_STATE);
+    CHECK_THAT(e.what(), Contains("NV01_DEVICE_0"));
+    auto gpu = RmDevice::open(*nvrm, nvrm->client(), nvrm->branch(), nvrm->device_instance());
+    CHECK(gpu->device() != 0);
+}
+
+TEST_CASE("nvrm: the context share asks RM for an async subcontext (NV_CTXSHARE_ALLOCATION_FLAGS_SUBCONTEXT_ASYNC = 1)") {
+    // nvos.h: SYNC 0, ASYNC 1, SPECIFIED 2 (kernel_channel_group.c asserts ASYNC == 1).
+    Driver driver;
+    auto nvrm = NvrmTransport::open(*driver.files);
+    auto gpu = RmDevice::open(*nvrm, nvrm->client(), nvrm->branch());
+    CHECK(driver.rm->subcontext_mode(nvrm->client(), gpu->context_share()) == 1u);
 }

@@ -20,7 +20,10 @@ inline constexpr uint64_t kUserdGpPut = 0x8c;
 struct ChannelState {
     uint64_t gpfifo_va = 0;     // GPU VA of the GP entry ring (8 bytes an entry)
     uint32_t gpfifo_entries = 0;
-    uint64_t userd_va = 0;      // GPU VA of the channel's USERD (512 bytes)
+    uint64_t userd_va = 0;      // GPU VA of the channel's USERD (512 bytes), when userd_vram is not set
+    // Where RM placed USERD physically: the VRAM offset of hUserdMemory[0] + userdOffset[0] (kernel_channel_gv100.c
+    // kchannelGetUserdInfo: memdescGetPhysAddr of that memory). The PBDMA reads GPPut there, not through the MMU.
+    std::optional<uint64_t> userd_vram;
     uint64_t page_directory_base = 0;  // VRAM offset of the root page directory
     MmuFormat mmu_format{};
     std::string name;           // for messages, e.g. "channel 3 (runlist 0)"

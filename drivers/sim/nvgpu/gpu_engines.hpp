@@ -118,6 +118,8 @@ private:
     Step mmu_fault(Channel& c, const MmuFault& f, const char* during);
     bool read64(Channel& c, uint64_t va, uint64_t& out, const char* during);
     bool write_bytes(Channel& c, uint64_t va, std::span<const std::byte> data, const char* during);
+    bool read_userd(Channel& c, uint64_t offset, uint32_t& out, const char* during);
+    bool write_userd(Channel& c, uint64_t offset, uint32_t value, const char* during);
 
     // copy_engine.cpp
     Step copy_method(Channel& c, unsigned subchannel, uint32_t method, uint32_t data);

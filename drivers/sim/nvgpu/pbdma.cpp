@@ -67,6 +67,31 @@ bool GpuEngines::write_bytes(Channel& c, uint64_t va, std::span<const std::byte>
     return true;
 }
 
+bool GpuEngines::read_userd(Channel& c, uint64_t offset, uint32_t& out, const char* during) {
+    if (c.state.userd_vram) {
+        const uint64_t at = *c.state.userd_vram + offset;
+        if (at + 4 > vram_.size()) return false;
+        std::memcpy(&out, vram_.data() + at, 4);
+        return true;
+    }
+    if (auto f = mmu_.read(c.state.page_directory_base, c.state.mmu_format, c.state.userd_va + offset,
+                           std::as_writable_bytes(std::span(&out, 1)))) {
+        mmu_fault(c, *f, during);
+        return false;
+    }
+    return true;
+}
+
+bool GpuEngines::write_userd(Channel& c, uint64_t offset, uint32_t value, const char* during) {
+    if (c.state.userd_vram) {
+        const uint64_t at = *c.state.userd_vram + offset;
+        if (at + 4 > vram_.size()) return false;
+        std::memcpy(vram_.data() + at, &value, 4);
+        return true;
+    }
+    return write_bytes(c, c.state.userd_va + offset, std::as_bytes(std::span(&value, 1)), during);
+}
+
 void GpuEngines::run_channel(Channel& c) {
     const uint64_t pdb = c.state.page_directory_base;
     const MmuFormat fmt_ = c.state.mmu_format;
@@ -74,10 +99,7 @@ void GpuEngines::run_channel(Channel& c) {
         if (c.fault) return;
         if (!c.in_segment) {
             uint32_t put = 0;
-            if (auto f = mmu_.read(pdb, fmt_, c.state.userd_va + kUserdGpPut, std::as_writable_bytes(std::span(&put, 1)))) {
-                mmu_fault(c, *f, "the USERD GPPut read");
-                return;
-            }
+            if (!read_userd(c, kUserdGpPut, put, "the USERD GPPut read")) return;
             if (put == c.gp_get) {
                 c.status = ChannelStatus::idle;
                 return;
@@ -85,7 +107,7 @@ void GpuEngines::run_channel(Channel& c) {
             if (put >= c.state.gpfifo_entries) {
                 EngineFault e;
                 e.kind = EngineFault::Kind::bad_gp_entry;
-                e.address = c.state.userd_va + kUserdGpPut;
+                e.address = c.state.userd_vram ? *c.state.userd_vram + kUserdGpPut : c.state.userd_va + kUserdGpPut;
                 e.what = fmt::format("USERD GPPut {} is outside the {}-entry GPFIFO (clc56f.h AmpereAControlGPFifo)",
                                      put, c.state.gpfifo_entries);
                 stop(c, e);
@@ -126,8 +148,7 @@ void GpuEngines::run_channel(Channel& c) {
             }
             if (!c.in_segment) {  // NOP entry done
                 c.gp_get = (c.gp_get + 1) % c.state.gpfifo_entries;
-                if (!write_bytes(c, c.state.userd_va + kUserdGpGet, std::as_bytes(std::span(&c.gp_get, 1)), "the USERD GPGet write"))
-                    return;
+                if (!write_userd(c, kUserdGpGet, c.gp_get, "the USERD GPGet write")) return;
                 continue;
             }
         }
@@ -179,8 +200,7 @@ void GpuEngines::run_channel(Channel& c) {
         // The whole segment ran: only now does GPGet move past its entry.
         c.in_segment = false;
         c.gp_get = (c.gp_get + 1) % c.state.gpfifo_entries;
-        if (!write_bytes(c, c.state.userd_va + kUserdGpGet, std::as_bytes(std::span(&c.gp_get, 1)), "the USERD GPGet write"))
-            return;
+        if (!write_userd(c, kUserdGpGet, c.gp_get, "the USERD GPGet write")) return;
     }
 }
 
