@@ -104,7 +104,8 @@ TEST_CASE("sim-nv:ad102 boots GSP-RM through the driver with the real booter and
     CHECK(rig.model->registry_keys() == std::vector<std::string>{"RMForcePcieConfigSave", "RMSecBusResetEnable"});
     CHECK(rig.model->wpr2_up());
 
-    // After boot the RPC seam answers: reply matched by function and sequence, payload from the server.
+    // After boot the RPC seam answers: the reply matched by function (the model's replies carry their own sequence
+    // numbers, not the request's), payload from the server.
     const nv::RpcReply a = gpu->rpc().call(nv::gsp::kFnGspRmControl, words({41, 7}));
     CHECK(a.function == nv::gsp::kFnGspRmControl);
     CHECK(a.rpc_result == 0);
