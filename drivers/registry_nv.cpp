@@ -15,6 +15,7 @@
 #include "drivers/sim/nvgpu/fake_nvidia.hpp"
 #include "drivers/sim/nvgpu/nvrm_gpu.hpp"
 #include "drivers/sim/nvgpu/rm_gsp_server.hpp"
+#include "drivers/sim/nvgpu/rm_layouts.hpp"
 #include "drivers/sim/nvgpu/rm_model.hpp"
 #include "drivers/sim/nvgpu/synthetic_gsp.hpp"
 #include "firmware-loader/search_path.hpp"
@@ -143,24 +144,35 @@ struct SimNvrm {
 };
 
 std::shared_ptr<hcq::Device> open_sim_nvrm(const hcq::DeviceUri& uri) {
-    if (uri.name() != "sim-nvrm:ad102") throw Error(uri.name(), "unknown simulated NVIDIA GPU behind nvidia.ko: the model is sim-nvrm:ad102");
+    const bool h100 = uri.name() == "sim-nvrm:h100";
+    if (uri.name() != "sim-nvrm:ad102" && !h100)
+        throw Error(uri.name(), "unknown simulated NVIDIA GPU behind nvidia.ko: the models are sim-nvrm:ad102 and sim-nvrm:h100");
     nv::NvHcqOptions options;
     uint64_t vram = 1ull << 30;
     std::optional<std::string> driver;
     UriOptions u(uri);
     nv_queue_options(u, options)
         .bytes("vram", vram, "the model's VRAM bytes, default 1 GiB")
-        .text("driver", driver, "the nvidia.ko version RM reports, default 570.144")
+        .text("driver", driver, "the nvidia.ko version RM reports, default 570.144 (ad102) / 580.142 (h100)")
         .done();
     options.name = uri.name();
 
     auto sim = std::make_shared<SimNvrm>();
     sim::nvgpu::RmModelOptions rm;
-    rm.driver_version = driver.value_or("570.144");
+    rm.driver_version = driver.value_or(h100 ? "580.142" : "570.144");
     rm.runlist_id = 1;  // tokens are not channel ids (nvidia.ko's Xid lines print the channel id)
+    if (h100) {
+        // GH100's usermode, channel, copy and compute classes (RM's g_gpu_class_list.c lists no Ampere/Ada ones for it);
+        // GMMU v3's 57-bit VA range (kern_gmmu.c maxVASize). The engines behind it are the AD102's, held to Hopper's
+        // host-class and QMD V04 rules per channel class.
+        rm.classes = {sim::nvgpu::rm::kHopperUsermode, sim::nvgpu::rm::kHopperGpfifo, sim::nvgpu::rm::kHopperDmaCopyA,
+                      sim::nvgpu::rm::kHopperComputeA};
+        rm.max_va_size = uint64_t{1} << 57;
+    }
     sim->rm = std::make_shared<sim::nvgpu::RmModel>(rm);
     sim->gpu = std::make_shared<sim::nvgpu::NvrmGpu>(sim->rm, sim::nvgpu::NvrmGpuOptions{uri.name(), vram});
-    sim->nvidia = std::make_unique<sim::nvgpu::FakeNvidia>(sim->rm, sim::nvgpu::kAd102DeviceId, sim->gpu);
+    // 10de:2330: H100 SXM5 80GB (pci.ids).
+    sim->nvidia = std::make_unique<sim::nvgpu::FakeNvidia>(sim->rm, h100 ? uint16_t{0x2330} : sim::nvgpu::kAd102DeviceId, sim->gpu);
     // Buffers may take VRAM less what RM keeps for page tables and channel memory (1/16, at least 16 MiB).
     const uint64_t memory = vram - std::max<uint64_t>(vram / 16, 16ull << 20);
     options.keepalive = sim;
@@ -266,7 +278,7 @@ void register_nv_backends(hcq::Registry& registry) {
     sim_nvrm.scheme = "sim-nvrm";
     sim_nvrm.description = "the simulated AD102 behind a simulated nvidia.ko (drivers/sim/nvgpu/fake_nvidia) driven by drivers/nv "
                            "over its ioctls (nvrm); kernels run as host code";
-    sim_nvrm.enumerate = [] { return std::vector<std::string>{"sim-nvrm:ad102"}; };
+    sim_nvrm.enumerate = [] { return std::vector<std::string>{"sim-nvrm:ad102", "sim-nvrm:h100"}; };
     sim_nvrm.open = open_sim_nvrm;
     registry.add(std::move(sim_nvrm));
     hcq::Backend nv;
@@ -297,6 +309,9 @@ std::vector<BuiltinDevice> nv_builtin_devices() {
         {"sim-nvrm:ad102", "simulated", true,
          "model of NVIDIA AD102 / RTX 4090 (Ada) behind a simulated nvidia.ko (/dev/nvidiactl, /dev/nvidia0; RM owns VRAM and the "
          "page tables), driven by drivers/nv over its ioctls (nvrm): a simulated GPU (HCQ device)"},
+        {"sim-nvrm:h100", "simulated", true,
+         "model of NVIDIA GH100 / H100 (Hopper: HOPPER_CHANNEL_GPFIFO_A, HOPPER_COMPUTE_A with QMD V04, HOPPER_DMA_COPY_A) behind "
+         "a simulated nvidia.ko 580, driven by drivers/nv over its ioctls (nvrm): a simulated GPU (HCQ device)"},
     };
 }
 

@@ -24,16 +24,29 @@ namespace {
 constexpr uint32_t kNoOperation = 0x0100;
 // The exec command's first NO_OPERATION data word: "BGKA" little-endian. Ours; the class ignores it.
 constexpr uint32_t kExecMagic = 0x414b4742;
-// An exec command: [0] NO_OPERATION header, [1] magic, [2] argument bytes, [3] where the QMD is (dwords from
-// the command's start; 0 = not placed yet: kQmdAt), then 64 dwords of slack, the QMD (64 dwords) and the
-// arguments, then SEND_PCAS_A / SEND_SIGNALING_PCAS2_B. Where the command lands, the QMD and the arguments
-// move down into the slack to the first 256-byte aligned address (SEND_PCAS_A is QMD >> 8; the arguments,
-// constant buffer 0, follow at +256).
-constexpr size_t kExecHeader = 4, kQmdDwords = 64, kQmdAt = kExecHeader + 64;
+// An exec command: [0] NO_OPERATION header, [1] magic, [2] argument bytes | QMD version << 24, [3] where the QMD
+// is (dwords from the command's start; 0 = not placed yet: kQmdAt), then 64 dwords of slack, the QMD (V03: 256
+// bytes; V04/V05: 384, clcbc0qmd.h / clcec0qmd.h) and the arguments, then SEND_PCAS_A / SEND_SIGNALING_PCAS2_B.
+// Where the command lands, the QMD and the arguments move down into the slack to the first 256-byte aligned
+// address (SEND_PCAS_A is QMD >> 8; the arguments, constant buffer 0, follow the QMD: 64-byte aligned, what
+// V04's CONSTANT_BUFFER_ADDR_SHIFTED6 can name).
+constexpr size_t kExecHeader = 4, kQmdAt = kExecHeader + 64;
 constexpr uint64_t kAlign = 8;  // where submissions are placed in the ring
 constexpr size_t kFenceDwords = 6;            // SEM_ADDR_LO..SEM_EXECUTE
 constexpr uint64_t kUserdGpGet = 0x88, kUserdGpPut = 0x8c;  // clc56f.h AmpereAControlGPFifo
 constexpr uint64_t kCopyChunk = 1ull << 31;
+
+size_t qmd_dwords(QmdVersion v) { return v == QmdVersion::v03_00 ? 64 : 96; }
+uint32_t exec_args_bytes(std::span<const uint32_t> command) { return command[2] & 0xffffff; }
+QmdVersion exec_qmd_version(std::span<const uint32_t> command) { return static_cast<QmdVersion>(command[2] >> 24); }
+
+// The QMD a compute class reads: V04 from HOPPER_COMPUTE_A, V05 from Blackwell (Mesa NVK nak qmd.rs picks by class;
+// clcbc0qmd.h, clcec0qmd.h), else V03 (clc6c0qmd.h).
+QmdVersion qmd_version_for(uint32_t compute_class) {
+    if (compute_class == BLACKWELL_COMPUTE_B) return QmdVersion::v05_00;
+    if (compute_class == HOPPER_COMPUTE_A) return QmdVersion::v04_00;
+    return QmdVersion::v03_00;
+}
 
 uint32_t lo(uint64_t v) { return static_cast<uint32_t>(v); }
 uint32_t hi(uint64_t v) { return static_cast<uint32_t>(v >> 32); }
@@ -61,8 +74,8 @@ void fill(uint32_t* w, size_t n, unsigned subchannel) {
 
 bool is_exec(std::span<const uint32_t> w, size_t i) {
     const Header h = decode(w[i]);
-    return h.sec_op == 3 && h.subchannel == kComputeSubchannel && h.method == kNoOperation && h.count > kQmdAt + kQmdDwords &&
-           i + 1 < w.size() && w[i + 1] == kExecMagic;
+    return h.sec_op == 3 && h.subchannel == kComputeSubchannel && h.method == kNoOperation && i + 2 < w.size() &&
+           w[i + 1] == kExecMagic && h.count > kQmdAt + qmd_dwords(exec_qmd_version(w.subspan(i)));
 }
 size_t qmd_at(std::span<const uint32_t> command) { return command[3] != 0 ? command[3] : kQmdAt; }
 
@@ -72,15 +85,17 @@ void fixup(std::span<uint32_t> w, uint64_t va) {
     for (size_t i = 0; i < w.size();) {
         const Header h = decode(w[i]);
         if (is_exec(w, i)) {
-            const uint32_t args_bytes = w[i + 2];
-            const size_t from = i + qmd_at(w.subspan(i)), block = kQmdDwords + args_bytes / 4;
+            const uint32_t args_bytes = exec_args_bytes(w.subspan(i));
+            const QmdVersion version = exec_qmd_version(w.subspan(i));
+            const size_t dwords = qmd_dwords(version);
+            const size_t from = i + qmd_at(w.subspan(i)), block = dwords + args_bytes / 4;
             size_t to = i + kExecHeader;
             while ((va + to * 4) % 256 != 0) ++to;
             std::memmove(&w[to], &w[from], block * 4);
             w[i + 3] = static_cast<uint32_t>(to - i);
             const uint64_t qmd_va = va + to * 4;
-            Qmd q(QmdVersion::v03_00, w.subspan(to, kQmdDwords));
-            q.set_constant_buffer(0, qmd_va + kQmdDwords * 4, args_bytes);
+            Qmd q(version, w.subspan(to, dwords));
+            q.set_constant_buffer(0, qmd_va + dwords * 4, args_bytes);
             std::copy(q.words().begin(), q.words().end(), w.begin() + static_cast<ptrdiff_t>(to));
             const size_t next = i + h.dwords();  // SEND_PCAS_A
             w[next + 1] = static_cast<uint32_t>(qmd_va >> 8);
@@ -122,6 +137,8 @@ void ChannelQueue::open_channel() {
 void ChannelQueue::open_channel_locked() {
     gpfifo_.emplace(std::span(reinterpret_cast<uint64_t*>(channel_mem_.cpu()), config_.gpfifo_entries));
     RmDevice& rm = device_.rm();
+    qmd_version_ = qmd_version_for(rm.classes().compute);
+    host_ = rm.classes().gpfifo == AMPERE_CHANNEL_GPFIFO_A ? HostClass::ampere_c56f : HostClass::hopper_c86f;
     {
         std::lock_guard lock(device_.rm_mutex());
         // USERD is read by the GPU from the physical pages of hUserdMemory at userdOffset (kernel_channel_gv100.c
@@ -215,10 +232,13 @@ void ChannelQueue::emit(hcq::CommandBuffer& out, const PushBuffer& pb) {
 
 void ChannelQueue::encode_wait(hcq::CommandBuffer& out, GpuVirtualAddress signal, uint64_t value) {
     uint32_t w[16];
-    PushBuffer pb(w);
-    // ACQ_STRICT_GEQ: HCQ signals are plain 64-bit counters (ACQ_CIRC_GEQ's wrap-aware compare would
-    // take ~0 as "before" 2^32 + 1).
-    emit(out, pb.semaphore(signal.value(), value, SemExecute{.operation = SemOperation::acq_strict_geq, .payload_64bit = true}));
+    PushBuffer pb(w, host_);
+    // Ampere/Ada: ACQ_STRICT_GEQ, a plain 64-bit compare (HCQ signals are counters). Hopper on: the host class lists
+    // ACQUIRE, RELEASE and ACQ_CIRC_GEQ only (clc86f.h SEM_EXECUTE_OPERATION; UVM's Hopper HAL waits with
+    // ACQ_CIRC_GEQ, uvm_hopper_host.c), wrap-aware over the 64-bit payload: right while a signal is less than 2^63
+    // ahead of the value awaited.
+    const SemOperation op = host_ == HostClass::ampere_c56f ? SemOperation::acq_strict_geq : SemOperation::acq_circ_geq;
+    emit(out, pb.semaphore(signal.value(), value, SemExecute{.operation = op, .payload_64bit = true}));
 }
 
 void ChannelQueue::encode_signal(hcq::CommandBuffer& out, GpuVirtualAddress signal, uint64_t value) {
@@ -248,14 +268,14 @@ void ChannelQueue::encode_exec(hcq::CommandBuffer& out, const hcq::Program& prog
     const auto& p = static_cast<const NvProgram&>(program);
     const uint32_t args_bytes = static_cast<uint32_t>(std::max<size_t>(16, (kernargs.size() + 15) & ~size_t{15}));
     const size_t args_dwords = args_bytes / 4;
-    const size_t args_at = kQmdAt + kQmdDwords, launch_at = args_at + args_dwords;
+    const size_t args_at = kQmdAt + qmd_dwords(qmd_version_), launch_at = args_at + args_dwords;
     uint32_t* w = append(out, launch_at + 4);
     w[0] = method_nonincr(kComputeSubchannel, kNoOperation, static_cast<uint32_t>(launch_at - 1));
     std::fill(w + 1, w + launch_at, 0u);
     w[1] = kExecMagic;
-    w[2] = args_bytes;
+    w[2] = args_bytes | static_cast<uint32_t>(qmd_version_) << 24;
     w[3] = 0;  // not placed
-    Qmd q(QmdVersion::v03_00);
+    Qmd q(qmd_version_);
     q.set_grid(grid.x, grid.y, grid.z);
     q.set_block(block.x, block.y, block.z);
     q.set_program_address(p.program_address());
@@ -312,7 +332,8 @@ void ChannelQueue::patch(std::span<std::byte> command, hcq::Field field, uint64_
 }
 
 void ChannelQueue::patch_exec_args(std::span<std::byte> command, uint32_t offset, std::span<const std::byte> bytes) {
-    const size_t at = (qmd_at(words_of(command)) + kQmdDwords) * 4 + offset;
+    const std::span<const uint32_t> w = words_of(command);
+    const size_t at = (qmd_at(w) + qmd_dwords(exec_qmd_version(w))) * 4 + offset;
     if (at + bytes.size() > command.size()) throw std::out_of_range("kernel argument patch outside the exec command");
     std::memcpy(command.data() + at, bytes.data(), bytes.size());
 }
@@ -320,7 +341,8 @@ void ChannelQueue::patch_exec_args(std::span<std::byte> command, uint32_t offset
 void ChannelQueue::patch_exec_dims(std::span<std::byte> command, hcq::Dim3 grid, hcq::Dim3 block) {
     std::span<uint32_t> w = words_of(command);
     const size_t at = qmd_at(w);
-    Qmd q(QmdVersion::v03_00, w.subspan(at, kQmdDwords));
+    const QmdVersion version = exec_qmd_version(w);
+    Qmd q(version, w.subspan(at, qmd_dwords(version)));
     q.set_grid(grid.x, grid.y, grid.z);
     q.set_block(block.x, block.y, block.z);
     std::copy(q.words().begin(), q.words().end(), w.begin() + static_cast<ptrdiff_t>(at));

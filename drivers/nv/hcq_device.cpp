@@ -19,13 +19,19 @@ namespace baregpu::nv {
 
 namespace {
 
-// What a CTA may use on AD102 (sm_89): 1024 threads, 99 KiB of shared memory.
-constexpr uint32_t kMaxThreads = 1024, kMaxShared = 99 * 1024;
+// What a CTA may use: 1024 threads on every GPU here; shared memory per compute class (the CUDA C++ Programming
+// Guide's "Technical Specifications per Compute Capability": 99 KiB on sm_86/sm_89/sm_120, 227 KiB on sm_90/sm_100).
+constexpr uint32_t kMaxThreads = 1024;
+uint32_t max_shared_bytes(uint32_t compute_class) {
+    return compute_class == HOPPER_COMPUTE_A ? 227 * 1024 : 99 * 1024;
+}
 
-hcq::DeviceLimits limits_for(uint64_t platform_memory, uint64_t memory_bytes) {
+hcq::DeviceLimits limits_for(uint64_t platform_memory, uint64_t memory_bytes, uint32_t compute_class = ADA_COMPUTE_A) {
     hcq::DeviceLimits l;
     l.max_threads_per_group = kMaxThreads;
-    l.max_shared_bytes = kMaxShared;
+    l.max_shared_bytes = max_shared_bytes(compute_class);
+    // Hopper's host class waits with ACQ_CIRC_GEQ only (clc86f.h): a wrap-aware compare.
+    l.circular_waits = compute_class == HOPPER_COMPUTE_A || compute_class == BLACKWELL_COMPUTE_B;
     l.max_kernarg_bytes = static_cast<uint32_t>(hcq::KernelArgs::kMaxBytes);
     l.max_grid = {0x7fffffffu, 0xffffu, 0xffffu};
     l.memory_bytes = platform_memory;
@@ -59,6 +65,7 @@ NvHcqDevice::NvHcqDevice(Token, std::unique_ptr<NvPlatform> platform, NvHcqOptio
     rm_ = RmDevice::open(platform_->transport(), platform_->client(), platform_->branch(), platform_->device_instance(),
                          platform_->vaspace_owner());
     platform_->attach(*rm_);
+    set_limits(limits_for(platform_->memory_bytes(), options_.memory_bytes, rm_->classes().compute));
 
     compute_ = std::make_unique<ChannelQueue>(*this, ChannelQueue::Config{hcq::QueueKind::compute, "compute", options_.gpfifo_entries,
                                                                            options_.compute_ring_bytes});
@@ -124,8 +131,9 @@ void NvHcqDevice::unmap_memory(GpuVirtualAddress va, uint64_t size, std::byte*) 
 std::shared_ptr<hcq::Program> NvHcqDevice::load_program_impl(std::span<const std::byte> code_object, std::string_view kernel) {
     hostcode::ElfObject object = hostcode::ElfObject::parse(code_object, name(), "code object");
     const hostcode::KernelEntry& k = object.kernel(kernel);
-    if (k.shared_bytes > kMaxShared)
-        throw Error(name(), fmt::format("kernel '{}' needs {} bytes of shared memory; the device has {}", k.name, k.shared_bytes, kMaxShared));
+    if (k.shared_bytes > limits().max_shared_bytes)
+        throw Error(name(), fmt::format("kernel '{}' needs {} bytes of shared memory; the device has {}", k.name, k.shared_bytes,
+                                        limits().max_shared_bytes));
     if (k.kernarg_size > limits().max_kernarg_bytes)
         throw Error(name(), fmt::format("kernel '{}' takes {} bytes of arguments; the device takes at most {}", k.name, k.kernarg_size,
                                         limits().max_kernarg_bytes));

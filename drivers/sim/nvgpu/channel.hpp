@@ -27,6 +27,7 @@ struct ChannelState {
     uint64_t page_directory_base = 0;  // VRAM offset of the root page directory
     MmuFormat mmu_format{};
     std::string name;           // for messages, e.g. "channel 3 (runlist 0)"
+    uint32_t host_class = 0;    // the channel's GPFIFO class (0: AMPERE_CHANNEL_GPFIFO_A's rules)
 };
 
 // What stopped a channel: the RM model reports it (e.g. as a ROBUST_CHANNEL error notifier).
@@ -49,5 +50,8 @@ inline constexpr uint32_t kAmpereDmaCopyB = 0xc7b5;  // clc7b5.h
 inline constexpr uint32_t kAmpereComputeA = 0xc6c0;  // clc6c0.h
 inline constexpr uint32_t kAmpereComputeB = 0xc7c0;  // clc7c0.h
 inline constexpr uint32_t kAdaComputeA = 0xc9c0;     // clc9c0.h
+inline constexpr uint32_t kHopperChannelGpfifoA = 0xc86f;  // clc86f.h
+inline constexpr uint32_t kHopperDmaCopyA = 0xc8b5;   // clc8b5.h: the same methods as clc7b5.h for 1-D copies
+inline constexpr uint32_t kHopperComputeA = 0xcbc0;   // clcbc0.h: QMD V04_00
 
 }  // namespace baregpu::sim::nvgpu

@@ -16,6 +16,14 @@
 // STRUCTURE_SIZE 831:830 (0 FOUR_WORDS, 1 ONE_WORD, 2 TWO_WORDS), PAYLOAD_LOWER 863:832, UPPER 895:864,
 // RELEASE1_* the same + 128 bits, DEPENDENT_QMD0_POINTER 511:480 (>> 8), ENABLE 512, ACTION 515:513
 // (1 SCHEDULE, 3 INVALIDATE_COPY_SCHEDULE).
+// HOPPER_COMPUTE_A reads QMD V04_00 (384 bytes; open-gpu-doc clcbc0qmd.h NVCBC0_QMDV04_00_*, as Mesa NVK's nak
+// qmd.rs picks it for Hopper): GRID_WIDTH 1055:1024, HEIGHT 1071:1056, DEPTH 1103:1088, CTA_THREAD_DIMENSION0/1/2
+// 1167:1152 / 1183:1168 / 1199:1184, CONSTANT_BUFFER_VALID(i) 416+4i, CONSTANT_BUFFER_ADDR_LOWER_SHIFTED6(i)
+// 1567+64i:1536+64i, UPPER_SHIFTED6(i) 1586+64i:1568+64i, SIZE_SHIFTED4(i) 1599+64i:1587+64i, PROGRAM_ADDRESS_LOWER
+// 1247:1216, UPPER 1272:1248, RELEASE_ENABLE(i) 320+16i, STRUCTURE_SIZE(i) 322+16i:321+16i, PAYLOAD64B(i) 332+16i,
+// RELEASE_SEMAPHORE0_ADDR_LOWER 671:640, UPPER 696:672, PAYLOAD_LOWER 735:704, UPPER 767:736 (SEMAPHORE1 + 128 bits),
+// DEPENDENT_QMD_ENABLE(0) 368, ACTION(0) 371:369, DEPENDENT_QMD0_POINTER 479:448. A V03 QMD sent to it (or V04 to
+// an Ada class) is refused: the major version is where both keep it, 583:580.
 #include "gpu_engines.hpp"
 #include "gpu_engines_internal.hpp"
 
@@ -36,7 +44,30 @@ namespace baregpu::sim::nvgpu {
 
 namespace {
 constexpr uint32_t SEND_PCAS_A = 0x02b4, SEND_SIGNALING_PCAS2_B = 0x02c0;
-constexpr unsigned kQmdBytes = 256;
+constexpr unsigned kQmdBytes = 384;  // the larger of V03 (256) and V04 (384)
+
+struct Bits {
+    unsigned hi, lo;
+};
+// Where the fields the model reads sit, per version (see the header comment).
+struct QmdLayout {
+    unsigned major, bytes;
+    Bits grid[3], block[3], cb_valid0, cb_lo0, cb_hi0, cb_size0;
+    unsigned cb_shift;
+    Bits program_lo, program_hi;
+    Bits rel_enable[2], rel_payload64[2], rel_structure[2], rel_addr_lo[2], rel_addr_hi[2], rel_payload_lo[2], rel_payload_hi[2];
+    Bits dep_enable, dep_action, dep_pointer;
+};
+constexpr QmdLayout kV03{3, 256, {{415, 384}, {431, 416}, {463, 448}}, {{607, 592}, {623, 608}, {639, 624}}, {640, 640},
+                         {1055, 1024}, {1072, 1056}, {1087, 1075}, 0, {1567, 1536}, {1584, 1568},
+                         {{823, 823}, {951, 951}}, {{829, 829}, {957, 957}}, {{831, 830}, {959, 958}},
+                         {{799, 768}, {927, 896}}, {{807, 800}, {935, 928}}, {{863, 832}, {991, 960}}, {{895, 864}, {1023, 992}},
+                         {512, 512}, {515, 513}, {511, 480}};
+constexpr QmdLayout kV04{4, 384, {{1055, 1024}, {1071, 1056}, {1103, 1088}}, {{1167, 1152}, {1183, 1168}, {1199, 1184}}, {416, 416},
+                         {1567, 1536}, {1586, 1568}, {1599, 1587}, 6, {1247, 1216}, {1272, 1248},
+                         {{320, 320}, {336, 336}}, {{332, 332}, {348, 348}}, {{322, 321}, {338, 337}},
+                         {{671, 640}, {799, 768}}, {{696, 672}, {824, 800}}, {{735, 704}, {863, 832}}, {{767, 736}, {895, 864}},
+                         {368, 368}, {371, 369}, {479, 448}};
 constexpr unsigned kMaxDependentDepth = 64;       // model limit on a QMD chain
 constexpr uint64_t kMaxImageBytes = 64ull << 20;   // model limit on a host code object
 constexpr uint32_t kMaxKernargBytes = 4096;
@@ -49,6 +80,7 @@ struct QmdWords {
         unsigned width = hi - lo + 1;
         return width == 32 ? word : (word >> (lo % 32)) & ((1u << width) - 1);
     }
+    uint64_t get(Bits b) const { return get(b.hi, b.lo); }
 };
 }  // namespace
 
@@ -114,21 +146,23 @@ GpuEngines::Step GpuEngines::launch_qmd(Channel& c, unsigned subchannel, uint64_
                              subchannel, why);
         return stop(c, e);
     };
+    const QmdLayout& L = c.classes[subchannel] == kHopperComputeA ? kV04 : kV03;
     QmdWords q;
-    if (auto f = mmu_.read(pdb, format, qmd_va, std::as_writable_bytes(std::span(q.w)))) return mmu_fault(c, *f, "a QMD read");
-    if (q.get(583, 580) != 3 || q.get(579, 576) != 0)
-        return refuse(fmt::format("QMD_MAJOR_VERSION.QMD_VERSION is {}.{}; this class reads V03_00 (clc6c0qmd.h)",
-                                  q.get(583, 580), q.get(579, 576)));
-    const std::array<uint32_t, 3> grid{static_cast<uint32_t>(q.get(415, 384)), static_cast<uint32_t>(q.get(431, 416)),
-                                       static_cast<uint32_t>(q.get(463, 448))};
-    const std::array<uint32_t, 3> block{static_cast<uint32_t>(q.get(607, 592)), static_cast<uint32_t>(q.get(623, 608)),
-                                        static_cast<uint32_t>(q.get(639, 624))};
+    if (auto f = mmu_.read(pdb, format, qmd_va, std::as_writable_bytes(std::span(q.w).first(L.bytes / 4))))
+        return mmu_fault(c, *f, "a QMD read");
+    if (q.get(583, 580) != L.major || q.get(579, 576) != 0)
+        return refuse(fmt::format("QMD_MAJOR_VERSION.QMD_VERSION is {}.{}; this class reads V0{}_00 ({})", q.get(583, 580),
+                                  q.get(579, 576), L.major, L.major == 4 ? "clcbc0qmd.h" : "clc6c0qmd.h"));
+    const std::array<uint32_t, 3> grid{static_cast<uint32_t>(q.get(L.grid[0])), static_cast<uint32_t>(q.get(L.grid[1])),
+                                       static_cast<uint32_t>(q.get(L.grid[2]))};
+    const std::array<uint32_t, 3> block{static_cast<uint32_t>(q.get(L.block[0])), static_cast<uint32_t>(q.get(L.block[1])),
+                                        static_cast<uint32_t>(q.get(L.block[2]))};
     if (block[0] == 0 || block[1] == 0 || block[2] == 0)
         return refuse(fmt::format("CTA_THREAD_DIMENSION {}x{}x{} has a zero", block[0], block[1], block[2]));
-    if (q.get(640, 640) == 0) return refuse("CONSTANT_BUFFER_VALID(0) is not set: the kernargs live in constant buffer 0");
-    const uint64_t cb0 = q.get(1055, 1024) | (q.get(1072, 1056) << 32);
-    const uint64_t cb0_size = q.get(1087, 1075) << 4;
-    const uint64_t program = q.get(1567, 1536) | (q.get(1584, 1568) << 32);
+    if (q.get(L.cb_valid0) == 0) return refuse("CONSTANT_BUFFER_VALID(0) is not set: the kernargs live in constant buffer 0");
+    const uint64_t cb0 = (q.get(L.cb_lo0) | (q.get(L.cb_hi0) << 32)) << L.cb_shift;
+    const uint64_t cb0_size = q.get(L.cb_size0) << 4;
+    const uint64_t program = q.get(L.program_lo) | (q.get(L.program_hi) << 32);
 
     baregpu_host_program prog{};
     if (auto f = mmu_.read(pdb, format, program, std::as_writable_bytes(std::span(&prog, 1))))
@@ -200,14 +234,13 @@ GpuEngines::Step GpuEngines::launch_qmd(Channel& c, unsigned subchannel, uint64_
             1, std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - begin).count())));
     ++c.kernels;
 
-    // Release semaphores 0 and 1 (RELEASE1 fields are RELEASE0's + 128 bits).
+    // Release semaphores 0 and 1.
     for (unsigned r = 0; r < 2; ++r) {
-        const unsigned o = r * 128;
-        if (q.get(823 + o, 823 + o) == 0) continue;
-        const uint64_t va = q.get(799 + o, 768 + o) | (q.get(807 + o, 800 + o) << 32);
-        const bool payload64 = q.get(829 + o, 829 + o) != 0;
-        const uint64_t structure = q.get(831 + o, 830 + o);
-        const uint64_t payload = q.get(863 + o, 832 + o) | (payload64 ? q.get(895 + o, 864 + o) << 32 : 0);
+        if (q.get(L.rel_enable[r]) == 0) continue;
+        const uint64_t va = q.get(L.rel_addr_lo[r]) | (q.get(L.rel_addr_hi[r]) << 32);
+        const bool payload64 = q.get(L.rel_payload64[r]) != 0;
+        const uint64_t structure = q.get(L.rel_structure[r]);
+        const uint64_t payload = q.get(L.rel_payload_lo[r]) | (payload64 ? q.get(L.rel_payload_hi[r]) << 32 : 0);
         std::byte b[16];
         std::memcpy(b, &payload, 8);
         const uint64_t ts = now_ns();
@@ -216,8 +249,8 @@ GpuEngines::Step GpuEngines::launch_qmd(Channel& c, unsigned subchannel, uint64_
         if (!write_bytes(c, va, std::span<const std::byte>(b, bytes), "a QMD release semaphore")) return Step::fault;
     }
     // Dependent QMD 0.
-    if (q.get(512, 512) != 0) {
-        const uint64_t action = q.get(515, 513), next = q.get(511, 480) << 8;
+    if (q.get(L.dep_enable) != 0) {
+        const uint64_t action = q.get(L.dep_action), next = q.get(L.dep_pointer) << 8;
         if (action != 1 && action != 3)
             return refuse(fmt::format("DEPENDENT_QMD0_ACTION {} is not modelled (SCHEDULE 1 and "
                                       "INVALIDATE_COPY_SCHEDULE 3 are)", action));

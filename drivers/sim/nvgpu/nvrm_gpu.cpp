@@ -152,7 +152,7 @@ NvrmGpu::NvrmGpu(std::shared_ptr<RmModel> rm, NvrmGpuOptions options) : options_
     RmEngineHooks e;
     e.channel_allocated = [this](const RmChannelInfo& c) {
         engines_->register_channel(c.token, {c.gpfifo_va, c.gpfifo_entries, c.userd_va, c.userd_vram, c.page_directory_base,
-                                             MmuFormat::v2, c.name});
+                                             MmuFormat::v2, c.name, c.gpfifo_class});
         std::lock_guard lock(mutex_);
         tokens_.insert(c.token);
     };

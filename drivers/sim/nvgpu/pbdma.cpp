@@ -23,11 +23,14 @@ constexpr uint32_t SET_OBJECT = 0x0000, NON_STALL_INTERRUPT = 0x0020, SEM_ADDR_L
                    SEM_PAYLOAD_LO = 0x0064, SEM_PAYLOAD_HI = 0x0068, SEM_EXECUTE = 0x006c, WFI = 0x0078;
 constexpr uint32_t kHostMethodEnd = 0x100;
 
-bool class_supported(uint32_t c) {
-    return c == kAmpereDmaCopyA || c == kAmpereDmaCopyB || c == kAmpereComputeA || c == kAmpereComputeB ||
-           c == kAdaComputeA;
+bool is_hopper(const ChannelState& s) { return s.host_class == kHopperChannelGpfifoA; }
+// The engine classes a channel binds: an Ampere/Ada host class the Ampere/Ada ones; HOPPER_CHANNEL_GPFIFO_A the
+// Hopper ones (GH100's class list has no Ampere or Ada compute or copy class: RM's g_gpu_class_list.c).
+bool class_supported(const ChannelState& s, uint32_t c) {
+    if (is_hopper(s)) return c == kHopperDmaCopyA || c == kHopperComputeA;
+    return c == kAmpereDmaCopyA || c == kAmpereDmaCopyB || c == kAmpereComputeA || c == kAmpereComputeB || c == kAdaComputeA;
 }
-bool is_copy_class(uint32_t c) { return c == kAmpereDmaCopyA || c == kAmpereDmaCopyB; }
+bool is_copy_class(uint32_t c) { return c == kAmpereDmaCopyA || c == kAmpereDmaCopyB || c == kHopperDmaCopyA; }
 }  // namespace
 
 GpuEngines::Step GpuEngines::stop(Channel& c, EngineFault f) {
@@ -235,14 +238,17 @@ GpuEngines::Step GpuEngines::host_method(Channel& c, unsigned subchannel, uint32
     switch (method) {
     case SET_OBJECT: {
         uint32_t cls = data & 0xffff;
-        if (!class_supported(cls)) {
+        if (!class_supported(c.state, cls)) {
             EngineFault e;
             e.kind = EngineFault::Kind::bad_class;
             e.subchannel = subchannel;
             e.method = method;
             e.data = data;
-            e.what = fmt::format("SET_OBJECT on subchannel {} names class {:#x}; this AD102 model has copy classes "
-                                 "0xc6b5/0xc7b5 and compute classes 0xc6c0/0xc7c0/0xc9c0", subchannel, cls);
+            e.what = is_hopper(c.state)
+                         ? fmt::format("SET_OBJECT on subchannel {} names class {:#x}; a Hopper channel binds copy class "
+                                       "0xc8b5 and compute class 0xcbc0", subchannel, cls)
+                         : fmt::format("SET_OBJECT on subchannel {} names class {:#x}; this AD102 model has copy classes "
+                                       "0xc6b5/0xc7b5 and compute classes 0xc6c0/0xc7c0/0xc9c0", subchannel, cls);
             return stop(c, e);
         }
         c.classes[subchannel] = cls;
@@ -277,6 +283,18 @@ GpuEngines::Step GpuEngines::sem_execute(Channel& c, uint32_t data) {
     const bool payload64 = (data >> 24) & 1, timestamp = (data >> 25) & 1;
     const uint64_t mask = payload64 ? ~uint64_t{0} : 0xffffffffull;
     const uint64_t payload = c.sem_payload & mask;
+    // HOPPER_CHANNEL_GPFIFO_A's SEM_EXECUTE_OPERATION has ACQUIRE 0, RELEASE 1 and ACQ_CIRC_GEQ 3 only (clc86f.h;
+    // UVM's Hopper HAL waits with ACQ_CIRC_GEQ, uvm_hopper_host.c): the others are refused as the method they are not.
+    if (is_hopper(c.state) && op != 0 && op != 1 && op != 3) {
+        EngineFault e;
+        e.kind = EngineFault::Kind::bad_method;
+        e.method = SEM_EXECUTE;
+        e.data = data;
+        e.address = c.sem_va;
+        e.what = fmt::format("SEM_EXECUTE OPERATION {} on HOPPER_CHANNEL_GPFIFO_A, which has ACQUIRE, RELEASE and "
+                             "ACQ_CIRC_GEQ only (clc86f.h)", op);
+        return stop(c, e);
+    }
     if (op == 1) {  // RELEASE (after WFI: all prior work is done here already)
         if (c.sem_va % (payload64 ? 8 : 4) != 0) {
             EngineFault e;

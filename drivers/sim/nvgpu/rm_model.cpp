@@ -14,8 +14,8 @@ namespace {
 
 bool is_gpfifo(uint32_t cls) { return cls == kAmpereGpfifo || cls == kHopperGpfifo || cls == kBlackwellGpfifo; }
 bool is_engine(uint32_t cls) {
-    return cls == rm::kAmpereDmaCopyB || cls == kHopperDmaCopyA || cls == kBlackwellDmaCopyB || cls == rm::kAmpereComputeB ||
-           cls == rm::kAdaComputeA || cls == kHopperComputeA || cls == kBlackwellComputeB;
+    return cls == rm::kAmpereDmaCopyB || cls == rm::kHopperDmaCopyA || cls == kBlackwellDmaCopyB || cls == rm::kAmpereComputeB ||
+           cls == rm::kAdaComputeA || cls == rm::kHopperComputeA || cls == kBlackwellComputeB;
 }
 bool is_memory(uint32_t cls) { return cls == kMemoryUser || cls == kMemorySystem; }
 bool is_usermode(uint32_t cls) { return cls == kTuringUsermode || cls == kHopperUsermode; }
@@ -625,6 +625,7 @@ void RmModel::channel_allocated(Client& owner, uint32_t client, uint32_t handle,
         userd != owner.objects.end() && userd->second.backing && userd->second.backing->vram)
         info.userd_vram = userd->second.backing->address + load<uint64_t>(params, kChannelUserdOffset0);
     info.page_directory_base = vas->second.page_directory;
+    info.gpfifo_class = ch.cls;
     info.name = fmt::format("channel {} (handle {:#x} of client {:#x})", ch.token, handle, client);
     hooks_.channel_allocated(info);
     ch.engines_registered = true;

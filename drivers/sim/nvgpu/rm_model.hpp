@@ -51,6 +51,7 @@ struct RmChannelInfo {
     uint32_t gpfifo_entries = 0;
     uint64_t userd_va = 0;
     std::optional<uint64_t> userd_vram;  // USERD's VRAM offset, when RM placed hUserdMemory[0] (memory hooks)
+    uint32_t gpfifo_class = 0;           // the channel's class (AMPERE/HOPPER_CHANNEL_GPFIFO_A)
     uint64_t page_directory_base = 0;  // VRAM offset of the root directory (COPY_SERVER_RESERVED_PDES level 0)
     std::string name;
 };
