@@ -431,6 +431,9 @@ void AdaBootFlow::boot(GspDevice& d) {
             ++sequencer_runs;
         });
         d.rpc_->wait_for(gsp::kEvGspInitDone, std::nullopt, d.options_.init_timeout);
+        // GSP-RM left BAR1 on its own page tables (virtual mode); we reach VRAM and our page tables through BAR1 as a
+        // physical window, so put it back (tinygrad nv/ip.py init_hw: NV_PBUS_BAR1_BLOCK mode 0, target 0, ptr 0).
+        pci.bar(0).write32(BarOffset{reg::kPbusBar1Block}, 0);
         return fmt::format("{} CPU-sequencer run(s)", sequencer_runs);
     });
 }

@@ -88,6 +88,8 @@ TEST_CASE("sim-nv:ad102 boots GSP-RM through the driver with the real booter and
     INFO(rig.violations());
     REQUIRE(rig.bus.violations().empty());
     REQUIRE(rig.model->gsp_initialized());
+    // GSP-RM took BAR1 into its virtual mode; the driver put it back to a physical window after GSP_INIT_DONE.
+    CHECK(rig.pci->bar(0).read32(BarOffset{0x1704}) == 0);
 
     const nv::BootReport& r = gpu->report();
     CHECK(r.chip == "ad102");

@@ -79,6 +79,16 @@ GpuEngines& Ad102Model::engines() {
 
 std::span<std::byte> Ad102Model::vram() { return port().bar_memory(1); }
 
+void Ad102Model::gsp_took_bar1() {
+    // GSP-RM's init points BAR1 at its own instance block (virtual mode) once, before GSP_INIT_DONE (kern_bus
+    // kbusSetBarsInBar0Window / NV_PBUS_BAR1_BLOCK); where that block lies is GSP-RM's choice, the model's is near the
+    // top of VRAM.
+    if (!rm_ || !rm_->initialized() || bar1_taken_) return;
+    bar1_taken_ = true;
+    regs_[reg::kPbusBar1Block] =
+        reg::kPbusBar1BlockModeVirtual | static_cast<uint32_t>(((options_.vram_bytes - 64 * kMiB) >> 12) & 0x0fffffff);
+}
+
 void Ad102Model::power_on() {
     regs_.clear();
     regs_[SequencerScript::kModifyReg] = SequencerScript::kModifyInitial;
@@ -88,6 +98,7 @@ void Ad102Model::power_on() {
     wpr2_lo_ = wpr2_hi_ = 0;
     frts_offset_ = 0;
     gfw_reads_ = 0;
+    bar1_taken_ = false;
 }
 
 void Ad102Model::function_reset() {
@@ -151,6 +162,7 @@ void Ad102Model::mmio_write(unsigned bar, uint64_t offset, unsigned /*width*/, u
             if (f == &gsp_) run_fwsec();
             else if (rm_->awaiting_resume()) resume_gsp();
             else run_booter();
+            gsp_took_bar1();
         } else if (e == FalconModel::Event::StartRiscv) {
             violation("the CPU started the GSP RISC-V core itself; the booter (SEC2) starts it", where_of(r),
                       kSrcBoot);
@@ -159,14 +171,25 @@ void Ad102Model::mmio_write(unsigned bar, uint64_t offset, unsigned /*width*/, u
     }
     if (r == reg::kGspQueueHead0) {
         rm_->doorbell();
+        gsp_took_bar1();
         if (rm_->unloaded()) {  // UNLOADING_GUEST_DRIVER: GSP-RM tore down; the chip is as after reset
             wpr2_lo_ = wpr2_hi_ = 0;
             frts_offset_ = 0;
             gsp_.power_on();
             sec2_.power_on();
             regs_.erase(reg::kPgc6BsiSecureScratch14);
+            regs_.erase(reg::kPbusBar1Block);
+            bar1_taken_ = false;
         }
         return;
+    }
+    if ((r == reg::kVirtualFunctionDoorbell || r == reg::kVirtualFunctionPrivMmuInvalidate) &&
+        (regs_[reg::kPbusBar1Block] & reg::kPbusBar1BlockModeVirtual) != 0) {
+        // The page tables and channel memory the CPU wrote through BAR1 went through GSP-RM's BAR1 page tables, not to
+        // the VRAM offsets it meant (tinygrad nv/ip.py init_hw writes NV_PBUS_BAR1_BLOCK = physical after INIT_DONE).
+        violation("VRAM used through BAR1 while NV_PBUS_BAR1_BLOCK is in GSP-RM's virtual mode: BAR1 was not put back in "
+                  "physical mode after GSP_INIT_DONE",
+                  where_of(r), "dev_bus.h NV_PBUS_BAR1_BLOCK_MODE; tinygrad nv/ip.py init_hw");
     }
     if (r == reg::kVirtualFunctionDoorbell) {
         if (!engines_ || !engines_->doorbell(v))
