@@ -37,8 +37,16 @@ constexpr uint64_t kUserdGpGet = 0x88, kUserdGpPut = 0x8c;  // clc56f.h AmpereAC
 constexpr uint64_t kCopyChunk = 1ull << 31;
 
 size_t qmd_dwords(QmdVersion v) { return v == QmdVersion::v03_00 ? 64 : 96; }
-uint32_t exec_args_bytes(std::span<const uint32_t> command) { return command[2] & 0xffffff; }
+// Word 2 of an exec command: constant buffer 0's bytes 15:0, where the kernel parameters sit in it (/ 16) 23:16,
+// the QMD version 31:24.
+uint32_t exec_args_bytes(std::span<const uint32_t> command) { return command[2] & 0xffff; }
+uint32_t exec_param_offset(std::span<const uint32_t> command) { return ((command[2] >> 16) & 0xff) * 16; }
 QmdVersion exec_qmd_version(std::span<const uint32_t> command) { return static_cast<QmdVersion>(command[2] >> 24); }
+
+// Constant bank 0's driver words, as tinygrad's runtime/ops_nv.py fills them for a cubin (cbuf_0[6:12]): the
+// shared-memory window, the local-memory window, then 0xfffdc0; the windows are the ones it programs too.
+constexpr uint64_t kSharedWindow = 0xfe000000, kLocalWindow = 0xff000000;
+constexpr uint32_t kDriverWords[6] = {static_cast<uint32_t>(kSharedWindow), 0, static_cast<uint32_t>(kLocalWindow), 0, 0xfffdc0, 0};
 
 // The QMD a compute class reads: V04 from HOPPER_COMPUTE_A, V05 from Blackwell (Mesa NVK nak qmd.rs picks by class;
 // clcbc0qmd.h, clcec0qmd.h), else V03 (clc6c0qmd.h).
@@ -266,14 +274,22 @@ void ChannelQueue::encode_exec(hcq::CommandBuffer& out, const hcq::Program& prog
                                hcq::Dim3 grid, hcq::Dim3 block) {
     if (!compute()) throw std::logic_error("the NV copy queue records no launches");
     const auto& p = static_cast<const NvProgram&>(program);
-    const uint32_t args_bytes = static_cast<uint32_t>(std::max<size_t>(16, (kernargs.size() + 15) & ~size_t{15}));
+    // Constant buffer 0: the kernel arguments (host code); for a cubin its .nv.constant0 image with the driver words
+    // and the parameters at EIATTR_PARAM_CBANK's offset.
+    const std::optional<NvCubinLaunch>& cubin = p.cubin();
+    const uint32_t param_offset = cubin ? cubin->param_offset : 0;
+    const size_t cb_used = cubin ? std::max<size_t>(cubin->constant_bank0.size(), param_offset + kernargs.size()) : kernargs.size();
+    const uint32_t args_bytes = static_cast<uint32_t>(std::max<size_t>(16, (cb_used + 15) & ~size_t{15}));
+    if (args_bytes > 0xffff || param_offset % 16 != 0 || param_offset / 16 > 0xff)
+        throw std::invalid_argument(fmt::format("{}: constant buffer 0 of {} bytes with the parameters at +{:#x} does not fit an exec "
+                                                "command", name(), args_bytes, param_offset));
     const size_t args_dwords = args_bytes / 4;
     const size_t args_at = kQmdAt + qmd_dwords(qmd_version_), launch_at = args_at + args_dwords;
     uint32_t* w = append(out, launch_at + 4);
     w[0] = method_nonincr(kComputeSubchannel, kNoOperation, static_cast<uint32_t>(launch_at - 1));
     std::fill(w + 1, w + launch_at, 0u);
     w[1] = kExecMagic;
-    w[2] = args_bytes | static_cast<uint32_t>(qmd_version_) << 24;
+    w[2] = args_bytes | (param_offset / 16) << 16 | static_cast<uint32_t>(qmd_version_) << 24;
     w[3] = 0;  // not placed
     Qmd q(qmd_version_);
     q.set_grid(grid.x, grid.y, grid.z);
@@ -281,8 +297,27 @@ void ChannelQueue::encode_exec(hcq::CommandBuffer& out, const hcq::Program& prog
     q.set_program_address(p.program_address());
     q.set_constant_buffer(0, 0, args_bytes);  // the address: where the command lands (fixup)
     q.invalidate_caches();
+    if (cubin) {
+        // What the SASS was built for (its .nv.info): registers per thread, named barriers, shared memory per CTA (256-byte
+        // granules), and the SM's shared-memory carve-out (tinygrad runtime/ops_nv.py: the smallest of 32/64/100 KiB that
+        // holds it, as KiB / 4 + 1, max 0x1a).
+        q.set_register_count(cubin->registers);
+        q.set_barrier_count(cubin->barriers);
+        const uint32_t shared = (cubin->shared_bytes + 255) & ~uint32_t{255};
+        q.set_shared_memory_size(shared);
+        uint32_t carve = 100;
+        for (uint32_t kib : {32u, 64u, 100u}) {
+            if (kib * 1024 >= shared) {
+                carve = kib;
+                break;
+            }
+        }
+        q.set_sm_config_shared_mem(carve / 4 + 1, 0x1a, carve / 4 + 1);
+        std::memcpy(w + args_at, cubin->constant_bank0.data(), cubin->constant_bank0.size());
+        std::memcpy(w + args_at + 6, kDriverWords, sizeof kDriverWords);
+    }
     std::copy(q.words().begin(), q.words().end(), w + kQmdAt);
-    if (!kernargs.empty()) std::memcpy(w + args_at, kernargs.data(), kernargs.size());
+    if (!kernargs.empty()) std::memcpy(reinterpret_cast<std::byte*>(w + args_at) + param_offset, kernargs.data(), kernargs.size());
     PushBuffer pb(std::span(w + launch_at, 4));
     compute_launch(pb, kComputeSubchannel, 0, compute::kPcasActionSchedule);
 }
@@ -333,7 +368,7 @@ void ChannelQueue::patch(std::span<std::byte> command, hcq::Field field, uint64_
 
 void ChannelQueue::patch_exec_args(std::span<std::byte> command, uint32_t offset, std::span<const std::byte> bytes) {
     const std::span<const uint32_t> w = words_of(command);
-    const size_t at = (qmd_at(w) + qmd_dwords(exec_qmd_version(w))) * 4 + offset;
+    const size_t at = (qmd_at(w) + qmd_dwords(exec_qmd_version(w))) * 4 + exec_param_offset(w) + offset;
     if (at + bytes.size() > command.size()) throw std::out_of_range("kernel argument patch outside the exec command");
     std::memcpy(command.data() + at, bytes.data(), bytes.size());
 }

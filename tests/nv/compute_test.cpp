@@ -4,11 +4,13 @@
 #include "channel_rig.hpp"
 #include "drivers/hostcode/host_program.h"
 #include "drivers/nv/compute_methods.hpp"
+#include "drivers/nv/cubin.hpp"
 #include "drivers/nv/qmd.hpp"
 
 #include <catch2/catch.hpp>
 
 #include <cstring>
+#include <fstream>
 #include <string_view>
 #include <thread>
 
@@ -259,5 +261,63 @@ TEST_CASE("HOPPER_COMPUTE_A reads QMD V04_00 (384 bytes, constant buffer address
         auto f = rig.engines.fault(kToken);
         REQUIRE(f);
         CHECK(f->kind == nvsim::EngineFault::Kind::bad_class);
+    }
+}
+
+TEST_CASE("a cubin's kernel at PROGRAM_ADDRESS: the model checks the launch against the cubin it was given", "[nv][sim][compute]") {
+    // tests/nv/data/axpy_fill_sm90.cubin (nvcc 13.0, sm_90): axpy uses 18 registers, one barrier, 0x500 bytes of shared
+    // memory, its 24 bytes of parameters at +0x210 of bank 0.
+    std::ifstream file(std::string(BAREGPU_TEST_DATA_DIR) + "/axpy_fill_sm90.cubin", std::ios::binary);
+    std::vector<char> raw((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    std::vector<std::byte> elf(raw.size());
+    std::memcpy(elf.data(), raw.data(), raw.size());
+    const Cubin cubin = Cubin::parse(elf);
+    const CubinKernel& k = cubin.kernel("axpy");
+    CHECK(k.registers == 18);
+    CHECK(k.barriers == 1);
+    CHECK(k.shared_bytes == 0x500);
+    CHECK(k.param_offset == 0x210);
+    CHECK(k.param_size == 24);
+    constexpr uint32_t kHopperCompute = 0xcbc0, kHopperHost = 0xc86f;
+    struct Case {
+        const char* what;
+        uint32_t registers, barriers, shared, cb_bytes;
+        uint32_t cls;
+        const char* refusal;  // nullptr: accepted
+    };
+    for (const Case& t : {Case{"as .nv.info says", 18, 1, 0x500, 0x230, kHopperCompute, nullptr},
+                          Case{"REGISTER_COUNT 0", 0, 1, 0x500, 0x230, kHopperCompute, "REGISTER_COUNT"},
+                          Case{"no barrier", 18, 0, 0x500, 0x230, kHopperCompute, "BARRIER_COUNT"},
+                          Case{"too little shared memory", 18, 1, 0x400, 0x230, kHopperCompute, "SHARED_MEMORY_SIZE"},
+                          Case{"parameters outside bank 0", 18, 1, 0x500, 0x100, kHopperCompute, "EIATTR_PARAM_CBANK"}}) {
+        INFO(t.what);
+        ComputeRig rig("nv_fill.o", "fill", 16, kHopperHost);
+        rig.engines.add_cubin(elf);
+        const uint64_t image = rig.map(cubin.image_size(), true), cb = rig.map(4096), qmd_va = rig.map(4096);
+        const std::vector<std::byte> linked = cubin.link(image);
+        std::memcpy(rig.host(image), linked.data(), linked.size());
+        Qmd q(QmdVersion::v04_00);
+        q.set_grid(1, 1, 1);
+        q.set_block(64, 1, 1);
+        q.set_program_address(image + k.text_offset);
+        q.set_constant_buffer(0, cb, t.cb_bytes);
+        q.set_register_count(t.registers);
+        q.set_barrier_count(t.barriers);
+        q.set_shared_memory_size(t.shared);
+        rig.put_qmd(qmd_va, q);
+        auto mem = buffer(64);
+        PushBuffer pb(mem, HostClass::hopper_c86f);
+        rig.launch(pb, qmd_va, t.cls);
+        REQUIRE(rig.submit(pb));
+        REQUIRE(rig.engines.wait_idle(kToken, kTimeout));
+        auto f = rig.engines.fault(kToken);
+        if (t.refusal == nullptr) {
+            CHECK_FALSE(f);
+            CHECK(rig.engines.cubin_launches() == 1);
+        } else {
+            REQUIRE(f);
+            CHECK(f->kind == nvsim::EngineFault::Kind::bad_launch);
+            CHECK(f->what.find(t.refusal) != std::string::npos);
+        }
     }
 }

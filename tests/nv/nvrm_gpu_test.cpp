@@ -21,6 +21,7 @@
 
 #include <cstring>
 #include <fcntl.h>
+#include <fstream>
 #include <memory>
 #include <variant>
 
@@ -289,4 +290,64 @@ TEST_CASE("nvrm GPU: unmapping a buffer drops the CPU mapping before RM frees th
     CHECK(m.rm->class_of(platform->client(), memory) == 0);
     CHECK(m.files.unmaps_after_free() == 0);
     platform->detach();
+}
+
+namespace {
+
+std::vector<std::byte> data_file(const std::string& name) {
+    std::ifstream f(std::string(BAREGPU_TEST_DATA_DIR) + "/" + name, std::ios::binary);
+    std::vector<char> raw((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    REQUIRE(raw.size() > 64);
+    std::vector<std::byte> bytes(raw.size());
+    std::memcpy(bytes.data(), raw.data(), raw.size());
+    return bytes;
+}
+
+// An H100 behind the simulated nvidia.ko 580 (as sim-nvrm:h100), driven by NvHcqDevice.
+struct H100 {
+    std::shared_ptr<sim::nvgpu::RmModel> rm;
+    std::shared_ptr<sim::nvgpu::NvrmGpu> gpu;
+    std::unique_ptr<sim::nvgpu::FakeNvidia> files;
+    std::shared_ptr<NvHcqDevice> dev;
+    H100() {
+        sim::nvgpu::RmModelOptions o;
+        o.driver_version = "580.142";
+        o.classes = {HOPPER_USERMODE_A, HOPPER_CHANNEL_GPFIFO_A, HOPPER_DMA_COPY_A, HOPPER_COMPUTE_A};
+        rm = std::make_shared<sim::nvgpu::RmModel>(o);
+        gpu = std::make_shared<sim::nvgpu::NvrmGpu>(rm, sim::nvgpu::NvrmGpuOptions{"test-h100", 256ull << 20});
+        files = std::make_unique<sim::nvgpu::FakeNvidia>(rm, 0x2330, gpu);
+        NvHcqOptions options;
+        options.name = "test-h100";
+        dev = NvHcqDevice::create(NvrmPlatform::open(*files, 0, 128ull << 20), options);
+    }
+    ~H100() {
+        dev.reset();
+        files.reset();
+        gpu.reset();
+    }
+};
+
+}  // namespace
+
+TEST_CASE("nvrm GPU: a cubin's launch follows its .nv.info (QMD V04 registers, barriers, shared memory; parameters at PARAM_CBANK)") {
+    // tests/nv/data/axpy_fill_sm90.cubin: `nvcc -cubin -arch=sm_90 axpy_fill.cu` (CUDA 13.0.88). The model reads the
+    // same file itself and checks the launch against it; SASS is not executed.
+    H100 h;
+    const std::vector<std::byte> sm90 = data_file("axpy_fill_sm90.cubin");
+    h.gpu->engines().add_cubin(sm90);
+    auto axpy = h.dev->load_program(sm90, "axpy");
+    CHECK(axpy->info().kernarg_size == 24);  // out, in (u64), n (s32), a (f32)
+    CHECK(axpy->info().num_buffers == 2);
+    CHECK(axpy->info().num_values == 2);
+    hcq::Buffer out = h.dev->allocate(4096), in = h.dev->allocate(4096);
+    hcq::Signal done = h.dev->new_signal(0, "done");
+    float a = 2.0f;
+    uint32_t a_bits;
+    std::memcpy(&a_bits, &a, 4);
+    hcq::KernelArgs args(*axpy, {out, in}, {64u, a_bits});
+    h.dev->compute_queue().exec(*axpy, args, {1, 1, 1}, {64, 1, 1}).signal(done, 1).submit();
+    done.wait(1, std::chrono::seconds(5));
+    CHECK(h.gpu->engines().cubin_launches() == 1);
+    // A cubin for another SM is refused when loaded (the e_flags SM field): sm_89 SASS does not run on sm_90.
+    CHECK_THROWS_WITH(h.dev->load_program(data_file("axpy_fill_sm89.cubin"), "axpy"), Contains("sm"));
 }
