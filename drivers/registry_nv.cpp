@@ -213,6 +213,9 @@ std::shared_ptr<hcq::Device> open_nvpci(const hcq::DeviceUri& uri, const RealGpu
     if (access == pci::Backend::Vfio) require_vfio_ready(uri, gpu);
     const nv::NvChip* chip = nv::find_chip_by_device_id(gpu.function->device_id);  // the verdict said nv: never null
     if (chip == nullptr) throw UnsupportedError(uri.name(), fmt::format("not a chip drivers/nv drives ({})", pci::driven_chips("nv")));
+    if (chip->gsp_version.empty())
+        throw UnsupportedError(uri.name(), fmt::format("{} is driven through nvidia.ko only (transport=nvrm): booting its GSP ourselves "
+                                                       "goes through the FSP, which nvpci does not do", chip->name));
     nv::GspFirmware firmware;
     try {
         firmware = nv::load_gsp_firmware(fw::FirmwareSearchPath::from_environment(), chip->name, chip->gsp_version);
