@@ -61,11 +61,10 @@ NvHcqDevice::NvHcqDevice(Token, std::unique_ptr<NvPlatform> platform, NvHcqOptio
     : Device(device_name(options, *platform), "x86_64", limits_for(platform->memory_bytes(), options.memory_bytes),
              device_name(options, *platform)),
       options_(std::move(options)), platform_(std::move(platform)) {
-    // RM: the device objects on the platform's client, then whatever the platform does before channels
-    // (nvpci: our page directory to GSP-RM, NV90F1_CTRL_CMD_VASPACE_COPY_SERVER_RESERVED_PDES; nvrm: the doorbell page).
+    // RM: the device objects on the platform's client; once the VA space exists, before the channel group, whatever
+    // the platform does first (nvpci: our page directory to GSP-RM, SET_PAGE_DIRECTORY; nvrm: the doorbell page).
     rm_ = RmDevice::open(platform_->transport(), platform_->client(), platform_->branch(), platform_->device_instance(),
-                         platform_->vaspace_owner());
-    platform_->attach(*rm_);
+                         platform_->vaspace_owner(), [this](RmDevice& rm) { platform_->attach(rm); });
     set_limits(limits_for(platform_->memory_bytes(), options_.memory_bytes, rm_->classes().compute));
 
     compute_ = std::make_unique<ChannelQueue>(*this, ChannelQueue::Config{hcq::QueueKind::compute, "compute", options_.gpfifo_entries,

@@ -49,7 +49,8 @@ RmDevice::~RmDevice() {
 }
 
 std::unique_ptr<RmDevice> RmDevice::open(RmTransport& transport, NvHandle client, RmBranch branch,
-                                         uint32_t device_instance, RmVaspaceOwner owner) {
+                                         uint32_t device_instance, RmVaspaceOwner owner,
+                                         const std::function<void(RmDevice&)>& vaspace_ready) {
     std::unique_ptr<RmDevice> d(new RmDevice(transport, client, branch));
     Rm& rm = d->rm_;
 
@@ -92,6 +93,7 @@ std::unique_ptr<RmDevice> RmDevice::open(RmTransport& transport, NvHandle client
     d->usermode_ = rm.alloc_empty(client, d->subdevice_, d->classes_.usermode);
 
     if (owner == RmVaspaceOwner::driver) alloc_vaspace();
+    if (vaspace_ready) vaspace_ready(*d);
 
     NvChannelGroupAllocationParameters group{};
     group.engineType = NV2080_ENGINE_TYPE_GRAPHICS;

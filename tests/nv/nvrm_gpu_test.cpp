@@ -151,11 +151,18 @@ TEST_CASE("nvrm GPU: RM refuses bad MAP_MEMORY_DMA, VA-space, VRAM and error-not
 }
 
 TEST_CASE("nvrm GPU: RM does not map into a VA space someone else owns (IS_EXTERNALLY_OWNED: NV_ERR_NOT_SUPPORTED)") {
-    Machine m(RmVaspaceOwner::driver);  // nvpci's flags: the driver writes the tables
+    Machine m;
     NvHandle memory = m.dev->alloc_vram(0x1000, 0x1000);
+    // A second VA space with nvpci's flags: the client writes its tables.
+    NvVaspaceAllocationParameters owned_params{};
+    owned_params.flags = NV_VASPACE_ALLOCATION_FLAGS_IS_EXTERNALLY_OWNED | NV_VASPACE_ALLOCATION_FLAGS_ENABLE_PAGE_FAULTING;
+    owned_params.vaBase = 0x1000;
+    owned_params.vaSize = 0x1fffffb000000ull;
+    const NvHandle vaspace = m.dev->rm().alloc(m.nvrm->client(), m.dev->device(), FERMI_VASPACE_A, owned_params,
+                                               vaspace_params_size(m.nvrm->branch()));
     NvMemoryVirtualAllocationParams bound{};
     bound.limit = 0;  // up to the VA space's own limit
-    bound.hVASpace = m.dev->vaspace();
+    bound.hVASpace = vaspace;
     NvHandle dma = m.dev->rm().alloc(m.nvrm->client(), m.dev->device(), NV01_MEMORY_VIRTUAL, bound);
     RmError owned = rm_error([&] { m.nvrm->map_memory_dma(m.dev->device(), dma, memory, 0, 0x1000, 0x3000000000, false); });
     CHECK(owned.status() == NV_ERR_NOT_SUPPORTED);

@@ -57,7 +57,7 @@ TEST_CASE("nvrm: the open sequence reaches two scheduled channels, and closing f
         nvrm->attach_gpu(0);
         CHECK(nvrm->device() == "nvrm:/dev/nvidia0");
 
-        auto gpu = RmDevice::open(*nvrm, nvrm->client(), nvrm->branch());
+        auto gpu = RmDevice::open(*nvrm, nvrm->client(), nvrm->branch(), 0, RmVaspaceOwner::rm);
         CHECK(gpu->classes().compute == ADA_COMPUTE_A);
         CHECK(gpu->classes().copy == AMPERE_DMA_COPY_B);
         CHECK(gpu->classes().gpfifo == AMPERE_CHANNEL_GPFIFO_A);
@@ -88,7 +88,7 @@ TEST_CASE("nvrm: the driver branch picks the layouts, and a layout of the wrong 
     Driver r580("580.65.06");
     auto nvrm = NvrmTransport::open(*r580.files);
     CHECK(nvrm->branch() == RmBranch::r580);
-    auto gpu = RmDevice::open(*nvrm, nvrm->client(), nvrm->branch());  // the 56-byte VA space parameters
+    auto gpu = RmDevice::open(*nvrm, nvrm->client(), nvrm->branch(), 0, RmVaspaceOwner::rm);  // the 56-byte VA space parameters
     CHECK(gpu->vaspace() != 0);
 
     // The 570 layout (48 bytes, no pasid) sent to a 580 RM: NV_ERR_INVALID_ARGUMENT naming the class.
@@ -117,7 +117,7 @@ TEST_CASE("nvrm: a driver branch whose layouts are unknown is refused before any
 TEST_CASE("nvrm: RM's error statuses name the class or control, the object and the status") {
     Driver driver;
     auto nvrm = NvrmTransport::open(*driver.files);
-    auto gpu = RmDevice::open(*nvrm, nvrm->client(), nvrm->branch());
+    auto gpu = RmDevice::open(*nvrm, nvrm->client(), nvrm->branch(), 0, RmVaspaceOwner::rm);
     Rm& rm = gpu->rm();
     NvHandle client = nvrm->client();
 
@@ -189,7 +189,7 @@ TEST_CASE("nvrm: the GPU must offer the classes we drive; the message lists what
     Driver driver("570.144", {TURING_USERMODE_A, AMPERE_CHANNEL_GPFIFO_A, AMPERE_DMA_COPY_B});  // no compute class
     auto nvrm = NvrmTransport::open(*driver.files);
     try {
-        RmDevice::open(*nvrm, nvrm->client(), nvrm->branch());
+        RmDevice::open(*nvrm, nvrm->client(), nvrm->branch(), 0, RmVaspaceOwner::rm);
         FAIL("opened a GPU without a compute class");
     } catch (const UnsupportedError& e) {
         CHECK_THAT(e.what(), Contains("no compute class") && Contains("ADA_COMPUTE_A") &&
@@ -247,7 +247,7 @@ TEST_CASE("nvrm memory: VRAM mapped for the CPU through a fresh GPU fd, and at a
         Driver driver(version);
         auto nvrm = NvrmTransport::open(*driver.files);
         nvrm->attach_gpu(0);
-        auto gpu = RmDevice::open(*nvrm, nvrm->client(), nvrm->branch());
+        auto gpu = RmDevice::open(*nvrm, nvrm->client(), nvrm->branch(), 0, RmVaspaceOwner::rm);
         NvHandle memory = gpu->alloc_vram(0x200000, 0x200000);
 
         // Two CPU mappings of one object see the same bytes (one backing, as VRAM through BAR1).
@@ -284,7 +284,7 @@ TEST_CASE("nvrm memory: VRAM mapped for the CPU through a fresh GPU fd, and at a
 TEST_CASE("nvrm memory: the 570 NVOS46 layout sent to a 580 driver is refused by the kernel (EINVAL)") {
     Driver driver("580.65.06");
     auto nvrm = NvrmTransport::open(*driver.files);
-    auto gpu = RmDevice::open(*nvrm, nvrm->client(), nvrm->branch());
+    auto gpu = RmDevice::open(*nvrm, nvrm->client(), nvrm->branch(), 0, RmVaspaceOwner::rm);
     int fd = driver.files->open("/dev/nvidiactl", 0);
     nvrm::Nvos46Parameters570 p{};
     CHECK(driver.files->ioctl(fd, nvrm::kIoctlMapMemoryDma570, &p) == -EINVAL);
@@ -299,7 +299,7 @@ TEST_CASE("nvrm memory: host pages as an OS descriptor, and CPU maps RM refuses"
     Driver driver;
     auto nvrm = NvrmTransport::open(*driver.files);
     nvrm->attach_gpu(0);
-    auto gpu = RmDevice::open(*nvrm, nvrm->client(), nvrm->branch());
+    auto gpu = RmDevice::open(*nvrm, nvrm->client(), nvrm->branch(), 0, RmVaspaceOwner::rm);
     alignas(4096) static std::byte host[2 * 4096];
     NvHandle os = nvrm->alloc_os_descriptor(gpu->device(), host, sizeof(host));
     CHECK(driver.rm->class_of(nvrm->client(), os) == NV01_MEMORY_SYSTEM_OS_DESCRIPTOR);
@@ -354,7 +354,7 @@ TEST_CASE("nvrm: GET_CLASSLIST_V2 and GPFIFO_SCHEDULE take their branch's size; 
         INFO(c.version);
         Driver driver(c.version);
         auto nvrm = NvrmTransport::open(*driver.files);
-        auto gpu = RmDevice::open(*nvrm, nvrm->client(), nvrm->branch());
+        auto gpu = RmDevice::open(*nvrm, nvrm->client(), nvrm->branch(), 0, RmVaspaceOwner::rm);
         CHECK(gpu->classes().compute == ADA_COMPUTE_A);
         Nv0080CtrlGpuGetClasslistV2Params list{};
         for (uint32_t size : {404u, 804u}) {
@@ -387,10 +387,10 @@ TEST_CASE("nvrm: the device object names RM's device instance of the GPU (GET_ID
     auto nvrm = NvrmTransport::open(files);
     nvrm->attach_gpu(0);
     CHECK(nvrm->device_instance() == 1);
-    RmError e = rm_error([&] { RmDevice::open(*nvrm, nvrm->client(), nvrm->branch(), 0); });
+    RmError e = rm_error([&] { RmDevice::open(*nvrm, nvrm->client(), nvrm->branch(), 0, RmVaspaceOwner::rm); });
     CHECK(e.status() == NV_ERR_INVALID_STATE);
     CHECK_THAT(e.what(), Contains("NV01_DEVICE_0"));
-    auto gpu = RmDevice::open(*nvrm, nvrm->client(), nvrm->branch(), nvrm->device_instance());
+    auto gpu = RmDevice::open(*nvrm, nvrm->client(), nvrm->branch(), nvrm->device_instance(), RmVaspaceOwner::rm);
     CHECK(gpu->device() != 0);
 }
 
@@ -398,6 +398,6 @@ TEST_CASE("nvrm: the context share asks RM for an async subcontext (NV_CTXSHARE_
     // nvos.h: SYNC 0, ASYNC 1, SPECIFIED 2 (kernel_channel_group.c asserts ASYNC == 1).
     Driver driver;
     auto nvrm = NvrmTransport::open(*driver.files);
-    auto gpu = RmDevice::open(*nvrm, nvrm->client(), nvrm->branch());
+    auto gpu = RmDevice::open(*nvrm, nvrm->client(), nvrm->branch(), 0, RmVaspaceOwner::rm);
     CHECK(driver.rm->subcontext_mode(nvrm->client(), gpu->context_share()) == 1u);
 }

@@ -346,6 +346,9 @@ uint32_t RmModel::check_params(Client& client, const Object& parent_object, uint
             if (it == client.objects.end() || it->second.cls != kVaspace || it->second.parent != parent_object.parent) {
                 return kErrInvalidObjectHandle;
             }
+            // kernel_ctxshare.c kctxshareapiConstruct: an externally owned VA space must have its page directory
+            // (SET_PAGE_DIRECTORY) before a context share is made in it.
+            if (it->second.externally_owned && !it->second.has_page_directory) return kErrInvalidState;
             if (parent_object.vaspace != 0 && parent_object.vaspace != vaspace) return kErrInvalidArgument;
             created.vaspace = vaspace;
             created.subcontext = load<uint32_t>(params, kCtxshareFlags) & 3;
@@ -402,6 +405,28 @@ uint32_t RmModel::check_params(Client& client, const Object& parent_object, uint
         return kOk;
     }
     return kErrInvalidClass;
+}
+
+uint32_t RmModel::set_page_directory(uint32_t client, uint32_t device, uint32_t vaspace, uint64_t root, uint32_t entries) {
+    std::lock_guard lock(mutex_);
+    uint32_t status = kOk;
+    auto c = clients_.find(client);
+    if (c == clients_.end()) {
+        status = kErrInvalidClient;
+    } else if (auto d = c->second.objects.find(device); d == c->second.objects.end() || d->second.cls != kDevice) {
+        status = kErrInvalidObjectHandle;
+    } else if (auto v = c->second.objects.find(vaspace);
+               v == c->second.objects.end() || v->second.cls != kVaspace || v->second.parent != device) {
+        status = kErrInvalidObjectHandle;
+    } else if (root % 4096 != 0 || entries == 0) {
+        status = kErrInvalidArgument;
+    } else {
+        v->second.page_directory = root;
+        v->second.has_page_directory = true;
+    }
+    log_.push_back(fmt::format("set_page_directory 0x{:x} of 0x{:x} (client 0x{:x}) at {:#x}, {} entries -> 0x{:x}", vaspace, device,
+                               client, root, entries, status));
+    return status;
 }
 
 uint32_t RmModel::control(uint32_t client, uint32_t object, uint32_t cmd, std::span<std::byte> params) {
@@ -479,8 +504,9 @@ uint32_t RmModel::control_locked(uint32_t client, uint32_t object, uint32_t cmd,
                 if (phys % 4096 != 0 || size == 0 || load<uint32_t>(params, at + kPdesLevelAperture) != kGmmuApertureVideo)
                     return kErrInvalidArgument;  // the model keeps page tables in VRAM only
             }
-            o->second.page_directory = load<uint64_t>(params, kPdesLevels + kPdesLevelPhys);
-            o->second.has_page_directory = true;
+            // It edits only a server-owned range of RM's own page-table walker and returns NV_OK doing nothing when
+            // the VA space has none (gpu_vaspace.c gvaspaceCopyServerReservedPdes): it is not how a client's page
+            // directory reaches RM (SET_PAGE_DIRECTORY is).
             return kOk;
         }
         default: return kErrNotSupported;

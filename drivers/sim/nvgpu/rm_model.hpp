@@ -52,7 +52,7 @@ struct RmChannelInfo {
     uint64_t userd_va = 0;
     std::optional<uint64_t> userd_vram;  // USERD's VRAM offset, when RM placed hUserdMemory[0] (memory hooks)
     uint32_t gpfifo_class = 0;           // the channel's class (AMPERE/HOPPER_CHANNEL_GPFIFO_A)
-    uint64_t page_directory_base = 0;  // VRAM offset of the root directory (COPY_SERVER_RESERVED_PDES level 0)
+    uint64_t page_directory_base = 0;  // VRAM offset of the root directory (SET_PAGE_DIRECTORY, or RM's own)
     std::string name;
 };
 struct RmEngineHooks {
@@ -94,6 +94,10 @@ public:
     // NV_ESC_RM_ALLOC_MEMORY's OS descriptor (NV01_MEMORY_SYSTEM_OS_DESCRIPTOR): `limit + 1` bytes of
     // host memory at `address` under a device; the caller chooses the handle.
     uint32_t alloc_os_descriptor(uint32_t client, uint32_t parent, uint32_t object, uint64_t address, uint64_t limit);
+    // SET_PAGE_DIRECTORY (GSP RPC 54, rpc_set_page_directory_v1E_05 / NV0080_CTRL_DMA_SET_PAGE_DIRECTORY): the client's
+    // root page directory (VRAM offset `root`, 4 KiB aligned, `entries` > 0) for `vaspace` under `device`; RM then runs
+    // that VA space's channels on it and allows context shares in it.
+    uint32_t set_page_directory(uint32_t client, uint32_t device, uint32_t vaspace, uint64_t root, uint32_t entries);
     // NV_ESC_RM_MAP_MEMORY's checks: `memory` belongs to `device` (device or subdevice handle) and
     // [offset, offset + length) lies inside it.
     uint32_t check_cpu_map(uint32_t client, uint32_t device, uint32_t memory, uint64_t offset, uint64_t length) const;
@@ -147,7 +151,7 @@ private:
         uint32_t vaspace = 0; // channel groups, context shares
         uint64_t host_address = 0;  // OS descriptors
         bool scheduled = false;
-        uint64_t page_directory = 0;      // VA spaces: COPY_SERVER_RESERVED_PDES level 0
+        uint64_t page_directory = 0;      // VA spaces: from SET_PAGE_DIRECTORY, or RM's own tables
         bool has_page_directory = false;
         bool engines_registered = false;  // GPFIFO channels announced through hooks_
         std::optional<RmBacking> backing = std::nullopt;  // memory objects placed by memory_hooks_
