@@ -47,6 +47,10 @@ QmdVersion exec_qmd_version(std::span<const uint32_t> command) { return static_c
 // shared-memory window, the local-memory window, then 0xfffdc0; the windows are the ones it programs too.
 constexpr uint64_t kSharedWindow = 0xfe000000, kLocalWindow = 0xff000000;
 constexpr uint32_t kDriverWords[6] = {static_cast<uint32_t>(kSharedWindow), 0, static_cast<uint32_t>(kLocalWindow), 0, 0xfffdc0, 0};
+// clc7c0.h NVC7C0_SET_SHADER_SHARED_MEMORY_WINDOW_A/B (0x02a0: upper, lower) and SET_SHADER_LOCAL_MEMORY_WINDOW_A/B
+// (0x07b0): where SASS sees shared and local memory in its generic address space. tinygrad sends these offsets on every
+// compute class it drives, once per compute channel.
+constexpr uint32_t kSetShaderSharedMemoryWindowA = 0x02a0, kSetShaderLocalMemoryWindowA = 0x07b0;
 
 // The QMD a compute class reads: V04 from HOPPER_COMPUTE_A, V05 from Blackwell (Mesa NVK nak qmd.rs picks by class;
 // clcbc0qmd.h, clcec0qmd.h), else V03 (clc6c0qmd.h).
@@ -174,9 +178,13 @@ void ChannelQueue::open_channel_locked() {
     started_ = true;
 
     // Bind the classes to their subchannels.
-    uint32_t words[8];
+    uint32_t words[16];
     PushBuffer pb(words);
-    if (compute()) compute_set_object(pb, kComputeSubchannel, static_cast<ComputeClass>(rm.classes().compute));
+    if (compute()) {
+        compute_set_object(pb, kComputeSubchannel, static_cast<ComputeClass>(rm.classes().compute));
+        pb.incr(kComputeSubchannel, kSetShaderSharedMemoryWindowA, {static_cast<uint32_t>(kSharedWindow >> 32), static_cast<uint32_t>(kSharedWindow)})
+            .incr(kComputeSubchannel, kSetShaderLocalMemoryWindowA, {static_cast<uint32_t>(kLocalWindow >> 32), static_cast<uint32_t>(kLocalWindow)});
+    }
     ce_set_object(pb, kCopySubchannel, static_cast<CopyClass>(rm.classes().copy));
     const uint64_t bytes = pb.size_dwords() * 4 + kFenceDwords * 4;
     const uint64_t at = reserve(bytes);

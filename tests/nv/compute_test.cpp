@@ -64,9 +64,12 @@ struct ComputeRig : Rig {
     }
     void put_qmd(uint64_t va, const Qmd& q) { std::memcpy(host(va), q.words().data(), q.size_bytes()); }
     // Hand-written methods (clc6c0.h), independent of drivers/nv's compute_methods.
-    PushBuffer& launch(PushBuffer& pb, uint64_t qmd_va, uint32_t cls = 0xc9c0) {
-        return pb.incr(kSubchCompute, 0x0000, {cls})  // SET_OBJECT ADA_COMPUTE_A (or the class given)
-            .incr(kSubchCompute, SEND_PCAS_A, {static_cast<uint32_t>(qmd_va >> 8)})
+    // windows: SET_SHADER_SHARED_MEMORY_WINDOW_A/B (0x02a0) and SET_SHADER_LOCAL_MEMORY_WINDOW_A/B (0x07b0) after the
+    // SET_OBJECT (clc7c0.h), as a cubin's launch needs.
+    PushBuffer& launch(PushBuffer& pb, uint64_t qmd_va, uint32_t cls = 0xc9c0, bool windows = false) {
+        pb.incr(kSubchCompute, 0x0000, {cls});  // SET_OBJECT ADA_COMPUTE_A (or the class given)
+        if (windows) pb.incr(kSubchCompute, 0x02a0, {0u, 0xfe000000u}).incr(kSubchCompute, 0x07b0, {0u, 0xff000000u});
+        return pb.incr(kSubchCompute, SEND_PCAS_A, {static_cast<uint32_t>(qmd_va >> 8)})
             .incr(kSubchCompute, SEND_SIGNALING_PCAS2_B, {PCAS_ACTION_SCHEDULE});
     }
 };
@@ -284,12 +287,14 @@ TEST_CASE("a cubin's kernel at PROGRAM_ADDRESS: the model checks the launch agai
         uint32_t registers, barriers, shared, cb_bytes;
         uint32_t cls;
         const char* refusal;  // nullptr: accepted
+        bool windows = true;
     };
     for (const Case& t : {Case{"as .nv.info says", 18, 1, 0x500, 0x230, kHopperCompute, nullptr},
                           Case{"REGISTER_COUNT 0", 0, 1, 0x500, 0x230, kHopperCompute, "REGISTER_COUNT"},
                           Case{"no barrier", 18, 0, 0x500, 0x230, kHopperCompute, "BARRIER_COUNT"},
                           Case{"too little shared memory", 18, 1, 0x400, 0x230, kHopperCompute, "SHARED_MEMORY_SIZE"},
-                          Case{"parameters outside bank 0", 18, 1, 0x500, 0x100, kHopperCompute, "EIATTR_PARAM_CBANK"}}) {
+                          Case{"parameters outside bank 0", 18, 1, 0x500, 0x100, kHopperCompute, "EIATTR_PARAM_CBANK"},
+                          Case{"memory windows never set", 18, 1, 0x500, 0x230, kHopperCompute, "WINDOW", false}}) {
         INFO(t.what);
         ComputeRig rig("nv_fill.o", "fill", 16, kHopperHost);
         rig.engines.add_cubin(elf);
@@ -307,7 +312,7 @@ TEST_CASE("a cubin's kernel at PROGRAM_ADDRESS: the model checks the launch agai
         rig.put_qmd(qmd_va, q);
         auto mem = buffer(64);
         PushBuffer pb(mem, HostClass::hopper_c86f);
-        rig.launch(pb, qmd_va, t.cls);
+        rig.launch(pb, qmd_va, t.cls, t.windows);
         REQUIRE(rig.submit(pb));
         REQUIRE(rig.engines.wait_idle(kToken, kTimeout));
         auto f = rig.engines.fault(kToken);

@@ -314,6 +314,15 @@ GpuEngines::Step GpuEngines::launch_qmd(Channel& c, unsigned subchannel, uint64_
         }
     }
     if (sass != nullptr) {
+        // SASS reaches shared and local memory through the windows SET_SHADER_SHARED_MEMORY_WINDOW_A/B (0x02a0) and
+        // SET_SHADER_LOCAL_MEMORY_WINDOW_A/B (0x07b0) place (clc7c0.h; tinygrad programs both per compute channel). Their
+        // reset value is not public: the model takes 0, so that a channel that never set them is seen.
+        const uint64_t shared_window = uint64_t{c.mthd(subchannel, 0x02a0)} << 32 | c.mthd(subchannel, 0x02a4);
+        const uint64_t local_window = uint64_t{c.mthd(subchannel, 0x07b0)} << 32 | c.mthd(subchannel, 0x07b4);
+        if (shared_window == 0 || local_window == 0)
+            return refuse(fmt::format("kernel '{}' launched before SET_SHADER_SHARED_MEMORY_WINDOW ({:#x}) and "
+                                      "SET_SHADER_LOCAL_MEMORY_WINDOW ({:#x}) were programmed on this subchannel",
+                                      sass->name, shared_window, local_window));
         const uint32_t sm = sm_of_class(c.classes[subchannel]);
         if (sass->sm != sm)
             return refuse(fmt::format("PROGRAM_ADDRESS {:#x} holds kernel '{}' of a cubin for sm_{}; this class runs sm_{}", program,
