@@ -15,6 +15,7 @@
 #include "drivers/sim/nvgpu/fake_nvidia.hpp"
 #include "drivers/sim/nvgpu/nvrm_gpu.hpp"
 #include "drivers/sim/nvgpu/rm_gsp_server.hpp"
+#include "drivers/sim/nvgpu/rm_layouts.hpp"
 #include "drivers/sim/nvgpu/rm_model.hpp"
 #include "drivers/sim/nvgpu/synthetic_gsp.hpp"
 #include "firmware-loader/search_path.hpp"
@@ -103,7 +104,7 @@ std::shared_ptr<hcq::Device> open_sim_nv(const hcq::DeviceUri& uri) {
     sim::nvgpu::GpuEngines& engines = sim->model->engines();
     sim::nvgpu::RmEngineHooks hooks;
     hooks.channel_allocated = [&engines](const sim::nvgpu::RmChannelInfo& c) {
-        engines.register_channel(c.token, {c.gpfifo_va, c.gpfifo_entries, c.userd_va, c.page_directory_base, sim::nvgpu::MmuFormat::v2,
+        engines.register_channel(c.token, {c.gpfifo_va, c.gpfifo_entries, c.userd_va, c.userd_vram, c.page_directory_base, sim::nvgpu::MmuFormat::v2,
                                            c.name});
     };
     hooks.channel_freed = [&engines](uint32_t token) { engines.unregister_channel(token); };
@@ -152,24 +153,36 @@ struct SimNvrm {
 };
 
 std::shared_ptr<hcq::Device> open_sim_nvrm(const hcq::DeviceUri& uri) {
-    if (uri.name() != "sim-nvrm:ad102") throw Error(uri.name(), "unknown simulated NVIDIA GPU behind nvidia.ko: the model is sim-nvrm:ad102");
+    const bool h100 = uri.name() == "sim-nvrm:h100";
+    if (uri.name() != "sim-nvrm:ad102" && !h100)
+        throw Error(uri.name(), "unknown simulated NVIDIA GPU behind nvidia.ko: the models are sim-nvrm:ad102 and sim-nvrm:h100");
     nv::NvHcqOptions options;
     uint64_t vram = 1ull << 30;
     std::optional<std::string> driver;
     UriOptions u(uri);
     nv_queue_options(u, options)
         .bytes("vram", vram, "the model's VRAM bytes, default 1 GiB")
-        .text("driver", driver, "the nvidia.ko version RM reports, default 570.144")
+        .text("driver", driver, "the nvidia.ko version RM reports, default 570.144 (ad102) / 580.142 (h100)")
         .done();
     check_sim_vram(uri, vram);
     options.name = uri.name();
 
     auto sim = std::make_shared<SimNvrm>();
     sim::nvgpu::RmModelOptions rm;
-    rm.driver_version = driver.value_or("570.144");
+    rm.driver_version = driver.value_or(h100 ? "580.142" : "570.144");
+    rm.runlist_id = 1;  // tokens are not channel ids (nvidia.ko's Xid lines print the channel id)
+    if (h100) {
+        // GH100's usermode, channel, copy and compute classes (RM's g_gpu_class_list.c lists no Ampere/Ada ones for it);
+        // GMMU v3's 57-bit VA range (kern_gmmu.c maxVASize). The engines behind it are the AD102's, held to Hopper's
+        // host-class and QMD V04 rules per channel class.
+        rm.classes = {sim::nvgpu::rm::kHopperUsermode, sim::nvgpu::rm::kHopperGpfifo, sim::nvgpu::rm::kHopperDmaCopyA,
+                      sim::nvgpu::rm::kHopperComputeA};
+        rm.max_va_size = uint64_t{1} << 57;
+    }
     sim->rm = std::make_shared<sim::nvgpu::RmModel>(rm);
     sim->gpu = std::make_shared<sim::nvgpu::NvrmGpu>(sim->rm, sim::nvgpu::NvrmGpuOptions{uri.name(), vram});
-    sim->nvidia = std::make_unique<sim::nvgpu::FakeNvidia>(sim->rm, sim::nvgpu::kAd102DeviceId, sim->gpu);
+    // 10de:2330: H100 SXM5 80GB (pci.ids).
+    sim->nvidia = std::make_unique<sim::nvgpu::FakeNvidia>(sim->rm, h100 ? uint16_t{0x2330} : sim::nvgpu::kAd102DeviceId, sim->gpu);
     // Buffers may take VRAM less what RM keeps for page tables and channel memory (1/16, at least 16 MiB).
     const uint64_t memory = vram - std::max<uint64_t>(vram / 16, 16ull << 20);
     options.keepalive = sim;
@@ -210,6 +223,9 @@ std::shared_ptr<hcq::Device> open_nvpci(const hcq::DeviceUri& uri, const RealGpu
     if (access == pci::Backend::Vfio) require_vfio_ready(uri, gpu);
     const nv::NvChip* chip = nv::find_chip_by_device_id(gpu.function->device_id);  // the verdict said nv: never null
     if (chip == nullptr) throw UnsupportedError(uri.name(), fmt::format("not a chip drivers/nv drives ({})", pci::driven_chips("nv")));
+    if (chip->gsp_version.empty())
+        throw UnsupportedError(uri.name(), fmt::format("{} is driven through nvidia.ko only (transport=nvrm): booting its GSP ourselves "
+                                                       "goes through the FSP, which nvpci does not do", chip->name));
     nv::GspFirmware firmware;
     try {
         firmware = nv::load_gsp_firmware(fw::FirmwareSearchPath::from_environment(), chip->name, chip->gsp_version);
@@ -275,7 +291,7 @@ void register_nv_backends(hcq::Registry& registry) {
     sim_nvrm.scheme = "sim-nvrm";
     sim_nvrm.description = "the simulated AD102 behind a simulated nvidia.ko (drivers/sim/nvgpu/fake_nvidia) driven by drivers/nv "
                            "over its ioctls (nvrm); kernels run as host code";
-    sim_nvrm.enumerate = [] { return std::vector<std::string>{"sim-nvrm:ad102"}; };
+    sim_nvrm.enumerate = [] { return std::vector<std::string>{"sim-nvrm:ad102", "sim-nvrm:h100"}; };
     sim_nvrm.open = open_sim_nvrm;
     registry.add(std::move(sim_nvrm));
     hcq::Backend nv;
@@ -306,6 +322,9 @@ std::vector<BuiltinDevice> nv_builtin_devices() {
         {"sim-nvrm:ad102", "simulated", true,
          "model of NVIDIA AD102 / RTX 4090 (Ada) behind a simulated nvidia.ko (/dev/nvidiactl, /dev/nvidia0; RM owns VRAM and the "
          "page tables), driven by drivers/nv over its ioctls (nvrm): a simulated GPU (HCQ device)"},
+        {"sim-nvrm:h100", "simulated", true,
+         "model of NVIDIA GH100 / H100 (Hopper: HOPPER_CHANNEL_GPFIFO_A, HOPPER_COMPUTE_A with QMD V04, HOPPER_DMA_COPY_A) behind "
+         "a simulated nvidia.ko 580, driven by drivers/nv over its ioctls (nvrm): a simulated GPU (HCQ device)"},
     };
 }
 

@@ -38,6 +38,10 @@ struct DeviceLimits {
     uint32_t max_kernarg_bytes = 0;
     Dim3 max_grid;                   // workgroups per dimension
     uint64_t memory_bytes = 0;       // what allocations may map at once
+    // A queue's wait(signal, v) compares circularly: done while signal - v, as a signed 64-bit number, is >= 0. A
+    // signal more than 2^63 ahead of v reads as behind. Hardware whose only wait is wrap-aware (NVIDIA Hopper's
+    // ACQ_CIRC_GEQ) sets it; otherwise waits compare as unsigned 64-bit numbers.
+    bool circular_waits = false;
 };
 
 struct TransferOptions {
@@ -167,6 +171,8 @@ protected:
         uint64_t staging_slot_bytes = 2ull << 20;  // host<->device copies: slot size and count
         uint32_t staging_slots = 4;
     };
+    // In a backend's constructor, before attach(): limits it learns only once it has asked the device.
+    void set_limits(const DeviceLimits& limits) { limits_ = limits; }
     // In a backend's constructor, before its engines start: memory manager, signal pool, timeline.
     void attach(const Parts& parts);
     // The end of a backend's constructor, once its engines run (the profiler may submit now).

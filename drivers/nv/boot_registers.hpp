@@ -27,6 +27,8 @@ inline constexpr uint32_t kPgc6BsiSecureScratch14 = 0x1180f8;
 inline constexpr uint32_t kBootStage3Handoff = 1u << 26;
 inline constexpr uint32_t kPbusVbiosScratch0e = 0x001400 + 4 * 0x0e;
 inline constexpr uint32_t kPgspQueueHead0 = 0x110c00;
+// tu102 dev_bus.h NV_PBUS_BAR1_BLOCK: PTR 27:0, TARGET 29:28, MODE 31 (0 PHYSICAL). GSP-RM leaves it in virtual mode.
+inline constexpr uint32_t kPbusBar1Block = 0x001704;
 inline constexpr uint32_t kPromData = 0x300000;
 inline constexpr uint32_t kPromSize = 0x100000;
 

@@ -37,13 +37,18 @@ BooterImage prepare_booter(std::span<const std::byte> file, const std::string& n
         v.resize((v.size() + 255) & ~size_t{255});
         return v;
     };
+    // GA102 and later boot the booter from HS: secure app 0 alone, at IMEM physical 0 tagged with its own offset
+    // (its virtual address), started there; no non-secure part (RM kernel_gsp_booter.c: imemPa 0, imemVa =
+    // appCodeOffset; kernel_gsp_falcon_ga102.c: BOOTVEC = imemVa; nouveau nvkm_falcon_fw_ctor_hs_v2). The
+    // non-secure split is Turing's / GA100's (BOOT_DIRECT).
+    reader.expect(app.offset % 256 == 0, "nvfw_hs_load_header_v2 app 0 offset", h.header_offset + 20,
+                  "256-byte aligned (its IMEM tag)", fw::hex(app.offset));
     BooterImage b;
-    b.nmem = padded(image.begin(), image.begin() + h.os_code_size);
-    b.nmem_dst = h.os_code_offset;
     b.imem = padded(image.begin() + app.offset, image.begin() + app.offset + app.size);
-    b.imem_dst = (app.offset + 255) & ~uint32_t{255};
+    b.imem_dst = 0;
+    b.imem_tag = app.offset;
     b.dmem = padded(image.begin() + h.os_data_offset, image.begin() + h.os_data_offset + h.os_data_size);
-    b.boot_vector = h.os_code_offset;
+    b.boot_vector = app.offset;
     b.pkc_data_offset = h.patch_loc - h.os_data_offset;
     b.engine_id = h.meta->engine_id;
     b.ucode_id = h.meta->ucode_id;

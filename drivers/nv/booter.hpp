@@ -16,8 +16,9 @@
 namespace baregpu::nv {
 
 struct BooterImage {
-    std::vector<std::byte> nmem, imem, dmem;  // non-secure code, secure code (app 0), data; padded to 256 bytes
-    uint32_t nmem_dst = 0, imem_dst = 0;      // IMEM offsets
+    std::vector<std::byte> nmem, imem, dmem;  // non-secure code (none from GA102 on), secure code (app 0), data; padded
+    uint32_t nmem_dst = 0, imem_dst = 0;      // IMEM offsets (physical)
+    uint32_t imem_tag = 0;                    // app 0's virtual address: its IMEM tag
     uint32_t boot_vector = 0;
     uint32_t pkc_data_offset = 0;       // patch_loc - os_data_offset
     uint32_t engine_id = 0, ucode_id = 0;  // from the header's meta data

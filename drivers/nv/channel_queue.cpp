@@ -24,16 +24,41 @@ namespace {
 constexpr uint32_t kNoOperation = 0x0100;
 // The exec command's first NO_OPERATION data word: "BGKA" little-endian. Ours; the class ignores it.
 constexpr uint32_t kExecMagic = 0x414b4742;
-// An exec command: [0] NO_OPERATION header, [1] magic, [2] argument bytes, [3] where the QMD is (dwords from
-// the command's start; 0 = not placed yet: kQmdAt), then 64 dwords of slack, the QMD (64 dwords) and the
-// arguments, then SEND_PCAS_A / SEND_SIGNALING_PCAS2_B. Where the command lands, the QMD and the arguments
-// move down into the slack to the first 256-byte aligned address (SEND_PCAS_A is QMD >> 8; the arguments,
-// constant buffer 0, follow at +256).
-constexpr size_t kExecHeader = 4, kQmdDwords = 64, kQmdAt = kExecHeader + 64;
+// An exec command: [0] NO_OPERATION header, [1] magic, [2] argument bytes | QMD version << 24, [3] where the QMD
+// is (dwords from the command's start; 0 = not placed yet: kQmdAt), then 64 dwords of slack, the QMD (V03: 256
+// bytes; V04/V05: 384, clcbc0qmd.h / clcec0qmd.h) and the arguments, then SEND_PCAS_A / SEND_SIGNALING_PCAS2_B.
+// Where the command lands, the QMD and the arguments move down into the slack to the first 256-byte aligned
+// address (SEND_PCAS_A is QMD >> 8; the arguments, constant buffer 0, follow the QMD: 64-byte aligned, what
+// V04's CONSTANT_BUFFER_ADDR_SHIFTED6 can name).
+constexpr size_t kExecHeader = 4, kQmdAt = kExecHeader + 64;
 constexpr uint64_t kAlign = 8;  // where submissions are placed in the ring
 constexpr size_t kFenceDwords = 6;            // SEM_ADDR_LO..SEM_EXECUTE
 constexpr uint64_t kUserdGpGet = 0x88, kUserdGpPut = 0x8c;  // clc56f.h AmpereAControlGPFifo
 constexpr uint64_t kCopyChunk = 1ull << 31;
+
+size_t qmd_dwords(QmdVersion v) { return v == QmdVersion::v03_00 ? 64 : 96; }
+// Word 2 of an exec command: constant buffer 0's bytes 15:0, where the kernel parameters sit in it (/ 16) 23:16,
+// the QMD version 31:24.
+uint32_t exec_args_bytes(std::span<const uint32_t> command) { return command[2] & 0xffff; }
+uint32_t exec_param_offset(std::span<const uint32_t> command) { return ((command[2] >> 16) & 0xff) * 16; }
+QmdVersion exec_qmd_version(std::span<const uint32_t> command) { return static_cast<QmdVersion>(command[2] >> 24); }
+
+// Constant bank 0's driver words, as tinygrad's runtime/ops_nv.py fills them for a cubin (cbuf_0[6:12]): the
+// shared-memory window, the local-memory window, then 0xfffdc0; the windows are the ones it programs too.
+constexpr uint64_t kSharedWindow = 0xfe000000, kLocalWindow = 0xff000000;
+constexpr uint32_t kDriverWords[6] = {static_cast<uint32_t>(kSharedWindow), 0, static_cast<uint32_t>(kLocalWindow), 0, 0xfffdc0, 0};
+// clc7c0.h NVC7C0_SET_SHADER_SHARED_MEMORY_WINDOW_A/B (0x02a0: upper, lower) and SET_SHADER_LOCAL_MEMORY_WINDOW_A/B
+// (0x07b0): where SASS sees shared and local memory in its generic address space. tinygrad sends these offsets on every
+// compute class it drives, once per compute channel.
+constexpr uint32_t kSetShaderSharedMemoryWindowA = 0x02a0, kSetShaderLocalMemoryWindowA = 0x07b0;
+
+// The QMD a compute class reads: V04 from HOPPER_COMPUTE_A, V05 from Blackwell (Mesa NVK nak qmd.rs picks by class;
+// clcbc0qmd.h, clcec0qmd.h), else V03 (clc6c0qmd.h).
+QmdVersion qmd_version_for(uint32_t compute_class) {
+    if (compute_class == BLACKWELL_COMPUTE_B) return QmdVersion::v05_00;
+    if (compute_class == HOPPER_COMPUTE_A) return QmdVersion::v04_00;
+    return QmdVersion::v03_00;
+}
 
 uint32_t lo(uint64_t v) { return static_cast<uint32_t>(v); }
 uint32_t hi(uint64_t v) { return static_cast<uint32_t>(v >> 32); }
@@ -61,8 +86,8 @@ void fill(uint32_t* w, size_t n, unsigned subchannel) {
 
 bool is_exec(std::span<const uint32_t> w, size_t i) {
     const Header h = decode(w[i]);
-    return h.sec_op == 3 && h.subchannel == kComputeSubchannel && h.method == kNoOperation && h.count > kQmdAt + kQmdDwords &&
-           i + 1 < w.size() && w[i + 1] == kExecMagic;
+    return h.sec_op == 3 && h.subchannel == kComputeSubchannel && h.method == kNoOperation && i + 2 < w.size() &&
+           w[i + 1] == kExecMagic && h.count > kQmdAt + qmd_dwords(exec_qmd_version(w.subspan(i)));
 }
 size_t qmd_at(std::span<const uint32_t> command) { return command[3] != 0 ? command[3] : kQmdAt; }
 
@@ -72,15 +97,17 @@ void fixup(std::span<uint32_t> w, uint64_t va) {
     for (size_t i = 0; i < w.size();) {
         const Header h = decode(w[i]);
         if (is_exec(w, i)) {
-            const uint32_t args_bytes = w[i + 2];
-            const size_t from = i + qmd_at(w.subspan(i)), block = kQmdDwords + args_bytes / 4;
+            const uint32_t args_bytes = exec_args_bytes(w.subspan(i));
+            const QmdVersion version = exec_qmd_version(w.subspan(i));
+            const size_t dwords = qmd_dwords(version);
+            const size_t from = i + qmd_at(w.subspan(i)), block = dwords + args_bytes / 4;
             size_t to = i + kExecHeader;
             while ((va + to * 4) % 256 != 0) ++to;
             std::memmove(&w[to], &w[from], block * 4);
             w[i + 3] = static_cast<uint32_t>(to - i);
             const uint64_t qmd_va = va + to * 4;
-            Qmd q(QmdVersion::v03_00, w.subspan(to, kQmdDwords));
-            q.set_constant_buffer(0, qmd_va + kQmdDwords * 4, args_bytes);
+            Qmd q(version, w.subspan(to, dwords));
+            q.set_constant_buffer(0, qmd_va + dwords * 4, args_bytes);
             std::copy(q.words().begin(), q.words().end(), w.begin() + static_cast<ptrdiff_t>(to));
             const size_t next = i + h.dwords();  // SEND_PCAS_A
             w[next + 1] = static_cast<uint32_t>(qmd_va >> 8);
@@ -122,12 +149,19 @@ void ChannelQueue::open_channel() {
 void ChannelQueue::open_channel_locked() {
     gpfifo_.emplace(std::span(reinterpret_cast<uint64_t*>(channel_mem_.cpu()), config_.gpfifo_entries));
     RmDevice& rm = device_.rm();
+    qmd_version_ = qmd_version_for(rm.classes().compute);
+    host_ = rm.classes().gpfifo == AMPERE_CHANNEL_GPFIFO_A ? HostClass::ampere_c56f : HostClass::hopper_c86f;
     {
         std::lock_guard lock(device_.rm_mutex());
-        rm_memory_ = rm.alloc_vram(userd_offset_ + 4096, 4096);
+        // USERD is read by the GPU from the physical pages of hUserdMemory at userdOffset (kernel_channel_gv100.c
+        // kchannelGetUserdInfo): the memory object that holds the ring and the USERD we write GPPut into. Where the
+        // platform's memory is not RM's (nvpci), RM gets an object of its own (README: the physical userdMem is
+        // not passed yet).
+        NvHandle userd = device_.platform().memory_object(channel_mem_.address());
+        if (userd == 0) userd = rm_memory_ = rm.alloc_vram(userd_offset_ + 4096, 4096);
         RmChannelSpec spec;
         spec.engine_class = compute() ? rm.classes().compute : rm.classes().copy;
-        spec.memory = rm_memory_;
+        spec.memory = userd;
         spec.gpfifo_va = channel_mem_.address().value();
         spec.entries = config_.gpfifo_entries;
         spec.userd_offset = userd_offset_;
@@ -144,9 +178,13 @@ void ChannelQueue::open_channel_locked() {
     started_ = true;
 
     // Bind the classes to their subchannels.
-    uint32_t words[8];
+    uint32_t words[16];
     PushBuffer pb(words);
-    if (compute()) compute_set_object(pb, kComputeSubchannel, static_cast<ComputeClass>(rm.classes().compute));
+    if (compute()) {
+        compute_set_object(pb, kComputeSubchannel, static_cast<ComputeClass>(rm.classes().compute));
+        pb.incr(kComputeSubchannel, kSetShaderSharedMemoryWindowA, {static_cast<uint32_t>(kSharedWindow >> 32), static_cast<uint32_t>(kSharedWindow)})
+            .incr(kComputeSubchannel, kSetShaderLocalMemoryWindowA, {static_cast<uint32_t>(kLocalWindow >> 32), static_cast<uint32_t>(kLocalWindow)});
+    }
     ce_set_object(pb, kCopySubchannel, static_cast<CopyClass>(rm.classes().copy));
     const uint64_t bytes = pb.size_dwords() * 4 + kFenceDwords * 4;
     const uint64_t at = reserve(bytes);
@@ -166,7 +204,8 @@ void ChannelQueue::stop() noexcept {
         std::lock_guard lock(device_.rm_mutex());
         device_.platform().channel_closed(token_);
         device_.rm().free_object(device_.rm().channel_group(), rm_channel_);
-        device_.rm().free_object(device_.rm().device(), rm_memory_);
+        if (rm_memory_ != 0) device_.rm().free_object(device_.rm().device(), rm_memory_);
+        rm_memory_ = 0;
     } catch (...) {
         // GSP gone or hung: nothing more to take down.
     }
@@ -209,10 +248,13 @@ void ChannelQueue::emit(hcq::CommandBuffer& out, const PushBuffer& pb) {
 
 void ChannelQueue::encode_wait(hcq::CommandBuffer& out, GpuVirtualAddress signal, uint64_t value) {
     uint32_t w[16];
-    PushBuffer pb(w);
-    // ACQ_STRICT_GEQ: HCQ signals are plain 64-bit counters (ACQ_CIRC_GEQ's wrap-aware compare would
-    // take ~0 as "before" 2^32 + 1).
-    emit(out, pb.semaphore(signal.value(), value, SemExecute{.operation = SemOperation::acq_strict_geq, .payload_64bit = true}));
+    PushBuffer pb(w, host_);
+    // Ampere/Ada: ACQ_STRICT_GEQ, a plain 64-bit compare (HCQ signals are counters). Hopper on: the host class lists
+    // ACQUIRE, RELEASE and ACQ_CIRC_GEQ only (clc86f.h SEM_EXECUTE_OPERATION; UVM's Hopper HAL waits with
+    // ACQ_CIRC_GEQ, uvm_hopper_host.c), wrap-aware over the 64-bit payload: right while a signal is less than 2^63
+    // ahead of the value awaited.
+    const SemOperation op = host_ == HostClass::ampere_c56f ? SemOperation::acq_strict_geq : SemOperation::acq_circ_geq;
+    emit(out, pb.semaphore(signal.value(), value, SemExecute{.operation = op, .payload_64bit = true}));
 }
 
 void ChannelQueue::encode_signal(hcq::CommandBuffer& out, GpuVirtualAddress signal, uint64_t value) {
@@ -240,23 +282,50 @@ void ChannelQueue::encode_exec(hcq::CommandBuffer& out, const hcq::Program& prog
                                hcq::Dim3 grid, hcq::Dim3 block) {
     if (!compute()) throw std::logic_error("the NV copy queue records no launches");
     const auto& p = static_cast<const NvProgram&>(program);
-    const uint32_t args_bytes = static_cast<uint32_t>(std::max<size_t>(16, (kernargs.size() + 15) & ~size_t{15}));
+    // Constant buffer 0: the kernel arguments (host code); for a cubin its .nv.constant0 image with the driver words
+    // and the parameters at EIATTR_PARAM_CBANK's offset.
+    const std::optional<NvCubinLaunch>& cubin = p.cubin();
+    const uint32_t param_offset = cubin ? cubin->param_offset : 0;
+    const size_t cb_used = cubin ? std::max<size_t>(cubin->constant_bank0.size(), param_offset + kernargs.size()) : kernargs.size();
+    const uint32_t args_bytes = static_cast<uint32_t>(std::max<size_t>(16, (cb_used + 15) & ~size_t{15}));
+    if (args_bytes > 0xffff || param_offset % 16 != 0 || param_offset / 16 > 0xff)
+        throw std::invalid_argument(fmt::format("{}: constant buffer 0 of {} bytes with the parameters at +{:#x} does not fit an exec "
+                                                "command", name(), args_bytes, param_offset));
     const size_t args_dwords = args_bytes / 4;
-    const size_t args_at = kQmdAt + kQmdDwords, launch_at = args_at + args_dwords;
+    const size_t args_at = kQmdAt + qmd_dwords(qmd_version_), launch_at = args_at + args_dwords;
     uint32_t* w = append(out, launch_at + 4);
     w[0] = method_nonincr(kComputeSubchannel, kNoOperation, static_cast<uint32_t>(launch_at - 1));
     std::fill(w + 1, w + launch_at, 0u);
     w[1] = kExecMagic;
-    w[2] = args_bytes;
+    w[2] = args_bytes | (param_offset / 16) << 16 | static_cast<uint32_t>(qmd_version_) << 24;
     w[3] = 0;  // not placed
-    Qmd q(QmdVersion::v03_00);
+    Qmd q(qmd_version_);
     q.set_grid(grid.x, grid.y, grid.z);
     q.set_block(block.x, block.y, block.z);
     q.set_program_address(p.program_address());
     q.set_constant_buffer(0, 0, args_bytes);  // the address: where the command lands (fixup)
     q.invalidate_caches();
+    if (cubin) {
+        // What the SASS was built for (its .nv.info): registers per thread, named barriers, shared memory per CTA (256-byte
+        // granules), and the SM's shared-memory carve-out (tinygrad runtime/ops_nv.py: the smallest of 32/64/100 KiB that
+        // holds it, as KiB / 4 + 1, max 0x1a).
+        q.set_register_count(cubin->registers);
+        q.set_barrier_count(cubin->barriers);
+        const uint32_t shared = (cubin->shared_bytes + 255) & ~uint32_t{255};
+        q.set_shared_memory_size(shared);
+        uint32_t carve = 100;
+        for (uint32_t kib : {32u, 64u, 100u}) {
+            if (kib * 1024 >= shared) {
+                carve = kib;
+                break;
+            }
+        }
+        q.set_sm_config_shared_mem(carve / 4 + 1, 0x1a, carve / 4 + 1);
+        std::memcpy(w + args_at, cubin->constant_bank0.data(), cubin->constant_bank0.size());
+        std::memcpy(w + args_at + 6, kDriverWords, sizeof kDriverWords);
+    }
     std::copy(q.words().begin(), q.words().end(), w + kQmdAt);
-    if (!kernargs.empty()) std::memcpy(w + args_at, kernargs.data(), kernargs.size());
+    if (!kernargs.empty()) std::memcpy(reinterpret_cast<std::byte*>(w + args_at) + param_offset, kernargs.data(), kernargs.size());
     PushBuffer pb(std::span(w + launch_at, 4));
     compute_launch(pb, kComputeSubchannel, 0, compute::kPcasActionSchedule);
 }
@@ -306,7 +375,8 @@ void ChannelQueue::patch(std::span<std::byte> command, hcq::Field field, uint64_
 }
 
 void ChannelQueue::patch_exec_args(std::span<std::byte> command, uint32_t offset, std::span<const std::byte> bytes) {
-    const size_t at = (qmd_at(words_of(command)) + kQmdDwords) * 4 + offset;
+    const std::span<const uint32_t> w = words_of(command);
+    const size_t at = (qmd_at(w) + qmd_dwords(exec_qmd_version(w))) * 4 + exec_param_offset(w) + offset;
     if (at + bytes.size() > command.size()) throw std::out_of_range("kernel argument patch outside the exec command");
     std::memcpy(command.data() + at, bytes.data(), bytes.size());
 }
@@ -314,7 +384,8 @@ void ChannelQueue::patch_exec_args(std::span<std::byte> command, uint32_t offset
 void ChannelQueue::patch_exec_dims(std::span<std::byte> command, hcq::Dim3 grid, hcq::Dim3 block) {
     std::span<uint32_t> w = words_of(command);
     const size_t at = qmd_at(w);
-    Qmd q(QmdVersion::v03_00, w.subspan(at, kQmdDwords));
+    const QmdVersion version = exec_qmd_version(w);
+    Qmd q(version, w.subspan(at, qmd_dwords(version)));
     q.set_grid(grid.x, grid.y, grid.z);
     q.set_block(block.x, block.y, block.z);
     std::copy(q.words().begin(), q.words().end(), w.begin() + static_cast<ptrdiff_t>(at));

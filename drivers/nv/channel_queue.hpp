@@ -23,6 +23,9 @@
 #pragma once
 
 #include "drivers/nv/gpfifo.hpp"
+#include "drivers/nv/qmd.hpp"
+
+#include "drivers/nv/gpfifo.hpp"
 #include "hcq/engine.hpp"
 #include "hcq/memory.hpp"
 
@@ -98,6 +101,9 @@ private:
     hcq::Buffer ring_;         // command ring (host memory)
     hcq::Buffer control_;      // fence word at +0, timestamp scratch at +0x100
     uint64_t userd_offset_ = 0;
+    // From the GPU's classes (start()): the QMD version its compute class reads, and its host class.
+    QmdVersion qmd_version_ = QmdVersion::v03_00;
+    HostClass host_ = HostClass::ampere_c56f;
     uint32_t rm_memory_ = 0, rm_channel_ = 0;
     uint32_t token_ = 0;
     std::optional<GpFifoRing> gpfifo_;

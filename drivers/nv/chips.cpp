@@ -11,8 +11,10 @@ namespace baregpu::nv {
 const std::vector<NvChip>& chips() {
     // AD102 only: the chip the simulated model and the carried booter are. Its Ada siblings boot the
     // same way but have not been tried; Blackwell's GSP boot goes through the FSP (gsp_boot.hpp).
+    // GH100 over nvidia.ko only (no gsp_version: nvpci's GSP boot of a Hopper goes through the FSP, not written).
     static const std::vector<NvChip> table = {
         {.name = "ad102", .gsp_version = "570.144"},
+        {.name = "gh100", .gsp_version = ""},
     };
     return table;
 }

@@ -11,7 +11,7 @@ namespace baregpu::nv {
 
 struct NvChip {
     std::string_view name;         // "ad102": gpu_ids.cpp's chip name, and linux-firmware's nvidia/<name>/gsp/
-    std::string_view gsp_version;  // "570.144": the GSP-RM release whose files nvpci boots
+    std::string_view gsp_version;  // "570.144": the GSP-RM release whose files nvpci boots; empty: nvrm only
 };
 
 // The table, in a fixed order.

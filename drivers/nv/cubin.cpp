@@ -23,6 +23,9 @@ constexpr uint8_t kEifmtSval = 4;
 constexpr uint8_t kEiattrParamCbank = 0x0a, kEiattrFrameSize = 0x11, kEiattrMinStackSize = 0x12,
                   kEiattrKparamInfo = 0x17, kEiattrCbankParamSize = 0x19, kEiattrMaxStackSize = 0x23,
                   kEiattrRegcount = 0x2f;
+// EIATTR_NUM_BARRIERS (CuAssembler's name), a BVAL in .nv.info.<kernel>: nvcc 13.0 writes it with 1 for a kernel with
+// one __syncthreads and leaves it out of one without (tests/nv/data/axpy_fill.cu, sm_89 and sm_90).
+constexpr uint8_t kEiattrNumBarriers = 0x4c;
 
 // R_CUDA_* (cuda-gdb cuda-elf-image.c; CuAssembler).
 constexpr uint32_t kRCuda32 = 1, kRCuda64 = 2, kRCudaG32 = 3, kRCudaG64 = 4, kRCudaAbs32Lo32 = 56,
@@ -176,6 +179,8 @@ Cubin Cubin::parse(std::span<const std::byte> elf, std::string name, uint32_t sm
                     file.expect(r.format == kEifmtSval && r.data.size() == 8, "EIATTR_PARAM_CBANK", r.at, "8 bytes", "another size");
                     k.param_offset = load<uint16_t>(r.data, 4);
                     k.param_size = load<uint16_t>(r.data, 6);
+                } else if (r.attribute == kEiattrNumBarriers && r.format != kEifmtSval) {
+                    k.barriers = r.value;
                 } else if (r.attribute == kEiattrCbankParamSize && r.format != kEifmtSval) {
                     k.param_size = r.value;
                 } else if (r.attribute == kEiattrKparamInfo) {

@@ -39,6 +39,7 @@ struct CubinKernel {
     uint64_t text_offset = 0;  // in the linked image
     uint64_t text_size = 0;
     uint32_t registers = 0;
+    uint32_t barriers = 0;      // named barriers the kernel uses (EIATTR 0x4c)
     uint32_t shared_bytes = 0;  // static shared memory
     uint32_t min_stack_bytes = 0, max_stack_bytes = 0, frame_bytes = 0;
     uint32_t param_offset = 0;  // in constant bank 0

@@ -46,20 +46,23 @@ void Falcon::reset(uint32_t chip_id) {
     write(kFalconRm, chip_id);
 }
 
-void Falcon::dma_load(bool imem, uint64_t vram, uint32_t dst, uint32_t size, bool secure) {
-    if (vram % kDmaBlock != 0 || size % kDmaBlock != 0 || dst % kDmaBlock != 0)
-        throw Error(device_.name(), fmt::format("{} falcon DMA: VRAM {:#x}, size {:#x}, destination {:#x} must be 256-byte "
-                                                "aligned",
-                                                name_, vram, size, dst));
-    write(kDmatrfbase, static_cast<uint32_t>(vram >> 8));
-    write(kDmatrfbase1, static_cast<uint32_t>(vram >> 40));
+void Falcon::dma_load(bool imem, uint64_t vram, uint32_t dst, uint32_t size, bool secure, uint32_t tag) {
+    if (vram % kDmaBlock != 0 || size % kDmaBlock != 0 || dst % kDmaBlock != 0 || tag % kDmaBlock != 0 || tag > vram)
+        throw Error(device_.name(), fmt::format("{} falcon DMA: VRAM {:#x}, size {:#x}, destination {:#x}, tag {:#x} must be "
+                                                "256-byte aligned (and the tag not above the VRAM offset)",
+                                                name_, vram, size, dst, tag));
+    // DMATRFFBOFFS is both the source offset from DMATRFBASE and the IMEM tag of the block (the code's virtual
+    // address): the base is the image less its tag (kernel_gsp_falcon_ga102.c, the GA102+ HS load).
+    const uint64_t base = vram - tag;
+    write(kDmatrfbase, static_cast<uint32_t>(base >> 8));
+    write(kDmatrfbase1, static_cast<uint32_t>(base >> 40));
     const uint32_t cmd = kDmaSize256 | (imem ? kDmaImem : 0) | (secure ? (1u << 2) : 0);
     for (uint32_t off = 0; off < size; off += kDmaBlock) {
         uint32_t last = 0;
         if (!poll_until(device_, kBootTimeout, [&] { return ((last = read(kDmatrfcmd)) & kDmaFull) == 0; }))
             throw TimeoutError(device_.name(), fmt::format("{} falcon: DMA queue full (DMATRFCMD {:#x})", name_, last));
         write(kDmatrfmoffs, dst + off);
-        write(kDmatrffboffs, off);
+        write(kDmatrffboffs, tag + off);
         write(kDmatrfcmd, cmd);
     }
     uint32_t last = 0;
@@ -73,7 +76,7 @@ uint32_t Falcon::execute_hs(const HsUcodeLoad& u, uint32_t mailbox0, uint32_t ma
     write(kDmactl, 0);
     write(kFbifTranscfg0, kFbifMemTypePhysical);  // TARGET 0 = local FB (not in the published headers)
     if (u.nmem_size != 0) dma_load(true, u.nmem_vram, u.nmem_dst, u.nmem_size, false);
-    dma_load(true, u.imem_vram, u.imem_dst, u.imem_size, true);
+    dma_load(true, u.imem_vram, u.imem_dst, u.imem_size, true, u.imem_tag);
     dma_load(false, u.dmem_vram, 0, u.dmem_size, false);
     write(kBromParaaddr0, u.pkc_data_offset);
     write(kBromEngidmask, u.engine_id_mask);

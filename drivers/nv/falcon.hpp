@@ -23,7 +23,8 @@ struct HsUcodeLoad {
     std::string name;         // "FWSEC-FRTS", "booter_load": errors name it
     uint64_t imem_vram = 0;   // VRAM byte offset of the IMEM image (256-byte aligned)
     uint32_t imem_size = 0;   // bytes, rounded up to 256
-    uint32_t imem_dst = 0;    // IMEM byte offset it loads at
+    uint32_t imem_dst = 0;    // IMEM byte offset it loads at (the physical address)
+    uint32_t imem_tag = 0;    // the code's virtual address, the IMEM tag of its first block (256-byte aligned)
     uint64_t dmem_vram = 0;
     uint32_t dmem_size = 0;
     uint32_t pkc_data_offset = 0;  // BROM PARAADDR(0): the signature's place in DMEM
@@ -50,7 +51,8 @@ public:
     // (BCR_CTRL.CORE_SELECT = falcon, waits VALID) and writes the chip id into FALCON_RM.
     void reset(uint32_t chip_id);
     // DMA `size` bytes (multiple of 256) from VRAM offset `vram` into IMEM or DMEM at `dst`.
-    void dma_load(bool imem, uint64_t vram, uint32_t dst, uint32_t size, bool secure);
+    // `tag`: the virtual address of the first block (IMEM tags; 0 for DMEM and untagged code).
+    void dma_load(bool imem, uint64_t vram, uint32_t dst, uint32_t size, bool secure, uint32_t tag = 0);
     // Loads the ucode, programs the BROM, starts the CPU and waits for it to halt. mailbox0/1 are
     // written first (the booter reads its argument there). Returns MAILBOX0 after the halt.
     uint32_t execute_hs(const HsUcodeLoad& ucode, uint32_t mailbox0 = 0, uint32_t mailbox1 = 0);

@@ -307,7 +307,7 @@ void AdaBootFlow::boot(GspDevice& d) {
         bar1.write_block(BarOffset{kVramFwsecImem}, f.imem);
         bar1.write_block(BarOffset{kVramFwsecDmem}, f.dmem);
         s.gsp.reset(s.boot0);
-        HsUcodeLoad u{"FWSEC-FRTS", kVramFwsecImem, static_cast<uint32_t>(f.imem.size()), vbios.fwsec.desc.imem_phys_base,
+        HsUcodeLoad u{"FWSEC-FRTS", kVramFwsecImem, static_cast<uint32_t>(f.imem.size()), vbios.fwsec.desc.imem_phys_base, 0,
                       kVramFwsecDmem, static_cast<uint32_t>(f.dmem.size()), f.pkc_data_offset, f.engine_id_mask,
                       f.ucode_id, f.imem_virt_base};
         s.gsp.execute_hs(u);
@@ -405,7 +405,7 @@ void AdaBootFlow::boot(GspDevice& d) {
         bar1.write_block(BarOffset{kVramBooterDmem}, s.booter.dmem);
         s.sec2.reset(s.boot0);
         HsUcodeLoad u{"booter_load", kVramBooterImem, static_cast<uint32_t>(s.booter.imem.size()), s.booter.imem_dst,
-                      kVramBooterDmem, static_cast<uint32_t>(s.booter.dmem.size()), s.booter.pkc_data_offset,
+                      s.booter.imem_tag, kVramBooterDmem, static_cast<uint32_t>(s.booter.dmem.size()), s.booter.pkc_data_offset,
                       s.booter.engine_id, s.booter.ucode_id, s.booter.boot_vector, kVramBooterNmem,
                       static_cast<uint32_t>(s.booter.nmem.size()), s.booter.nmem_dst};
         const uint32_t mb0 = s.sec2.execute_hs(u, static_cast<uint32_t>(s.wpr_meta), static_cast<uint32_t>(s.wpr_meta >> 32));
@@ -431,6 +431,9 @@ void AdaBootFlow::boot(GspDevice& d) {
             ++sequencer_runs;
         });
         d.rpc_->wait_for(gsp::kEvGspInitDone, std::nullopt, d.options_.init_timeout);
+        // GSP-RM left BAR1 on its own page tables (virtual mode); we reach VRAM and our page tables through BAR1 as a
+        // physical window, so put it back (tinygrad nv/ip.py init_hw: NV_PBUS_BAR1_BLOCK mode 0, target 0, ptr 0).
+        pci.bar(0).write32(BarOffset{reg::kPbusBar1Block}, 0);
         return fmt::format("{} CPU-sequencer run(s)", sequencer_runs);
     });
 }

@@ -76,9 +76,11 @@ void GspRpc::attach_status_queue(std::chrono::nanoseconds timeout) {
 }
 
 RpcReply GspRpc::call(uint32_t function, std::span<const std::byte> payload, std::chrono::nanoseconds timeout) {
-    const uint32_t seq = queue(function, payload);
+    queue(function, payload);
     ring_doorbell();
-    return wait_for(function, seq, timeout);
+    // Matched on the function alone, as kernel RM does (kernel_gsp.c _kgspRpcRecvPoll compares the reply's function
+    // with the one it sent; nothing says GSP-RM echoes the element's sequence number).
+    return wait_for(function, std::nullopt, timeout);
 }
 
 void GspRpc::service(const gsp::RpcMessage& m) {

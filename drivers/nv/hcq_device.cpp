@@ -4,6 +4,7 @@
 #include "drivers/hostcode/elf_loader.hpp"
 #include "drivers/hostcode/host_program.h"
 #include "drivers/nv/channel_queue.hpp"
+#include "drivers/nv/cubin.hpp"
 #include "drivers/nv/nvpci_platform.hpp"
 #include "drivers/nv/program.hpp"
 #include "hcq/clock.hpp"
@@ -19,13 +20,19 @@ namespace baregpu::nv {
 
 namespace {
 
-// What a CTA may use on AD102 (sm_89): 1024 threads, 99 KiB of shared memory.
-constexpr uint32_t kMaxThreads = 1024, kMaxShared = 99 * 1024;
+// What a CTA may use: 1024 threads on every GPU here; shared memory per compute class (the CUDA C++ Programming
+// Guide's "Technical Specifications per Compute Capability": 99 KiB on sm_86/sm_89/sm_120, 227 KiB on sm_90/sm_100).
+constexpr uint32_t kMaxThreads = 1024;
+uint32_t max_shared_bytes(uint32_t compute_class) {
+    return compute_class == HOPPER_COMPUTE_A ? 227 * 1024 : 99 * 1024;
+}
 
-hcq::DeviceLimits limits_for(uint64_t platform_memory, uint64_t memory_bytes) {
+hcq::DeviceLimits limits_for(uint64_t platform_memory, uint64_t memory_bytes, uint32_t compute_class = ADA_COMPUTE_A) {
     hcq::DeviceLimits l;
     l.max_threads_per_group = kMaxThreads;
-    l.max_shared_bytes = kMaxShared;
+    l.max_shared_bytes = max_shared_bytes(compute_class);
+    // Hopper's host class waits with ACQ_CIRC_GEQ only (clc86f.h): a wrap-aware compare.
+    l.circular_waits = compute_class == HOPPER_COMPUTE_A || compute_class == BLACKWELL_COMPUTE_B;
     l.max_kernarg_bytes = static_cast<uint32_t>(hcq::KernelArgs::kMaxBytes);
     l.max_grid = {0x7fffffffu, 0xffffu, 0xffffu};
     l.memory_bytes = platform_memory;
@@ -54,10 +61,11 @@ NvHcqDevice::NvHcqDevice(Token, std::unique_ptr<NvPlatform> platform, NvHcqOptio
     : Device(device_name(options, *platform), "x86_64", limits_for(platform->memory_bytes(), options.memory_bytes),
              device_name(options, *platform)),
       options_(std::move(options)), platform_(std::move(platform)) {
-    // RM: the device objects on the platform's client, then whatever the platform does before channels
-    // (nvpci: our page directory to GSP-RM, NV90F1_CTRL_CMD_VASPACE_COPY_SERVER_RESERVED_PDES; nvrm: the doorbell page).
-    rm_ = RmDevice::open(platform_->transport(), platform_->client(), platform_->branch(), 0, platform_->vaspace_owner());
-    platform_->attach(*rm_);
+    // RM: the device objects on the platform's client; once the VA space exists, before the channel group, whatever
+    // the platform does first (nvpci: our page directory to GSP-RM, SET_PAGE_DIRECTORY; nvrm: the doorbell page).
+    rm_ = RmDevice::open(platform_->transport(), platform_->client(), platform_->branch(), platform_->device_instance(),
+                         platform_->vaspace_owner(), [this](RmDevice& rm) { platform_->attach(rm); });
+    set_limits(limits_for(platform_->memory_bytes(), options_.memory_bytes, rm_->classes().compute));
 
     compute_ = std::make_unique<ChannelQueue>(*this, ChannelQueue::Config{hcq::QueueKind::compute, "compute", options_.gpfifo_entries,
                                                                            options_.compute_ring_bytes});
@@ -120,11 +128,69 @@ void NvHcqDevice::unmap_memory(GpuVirtualAddress va, uint64_t size, std::byte*) 
 
 // ---- programs ----
 
+namespace {
+
+// The SM a compute class runs (the cubin e_flags SM field a kernel for it must carry); 0 when not known here.
+uint32_t sm_of(uint32_t compute_class) {
+    switch (compute_class) {
+        case AMPERE_COMPUTE_B: return 86;
+        case ADA_COMPUTE_A: return 89;
+        case HOPPER_COMPUTE_A: return 90;
+        default: return 0;
+    }
+}
+
+bool is_cubin(std::span<const std::byte> code) {
+    uint16_t machine = 0;
+    if (code.size() >= 20 && std::memcmp(code.data(), "\x7f" "ELF", 4) == 0) std::memcpy(&machine, code.data() + 18, 2);
+    return machine == kEmCuda;
+}
+
+}  // namespace
+
+std::shared_ptr<hcq::Program> NvHcqDevice::load_cubin(std::span<const std::byte> code_object, std::string_view kernel) {
+    const uint32_t compute = rm_->classes().compute, sm = sm_of(compute);
+    if (sm == 0)
+        throw UnsupportedError(name(), fmt::format("cubins for {} are not loaded: its SM is not known here", class_name(compute)));
+    // Cubin::parse refuses a cubin for another SM (the e_flags SM field): SASS runs only on its own architecture.
+    const Cubin cubin = Cubin::parse(code_object, std::string(kernel) + " cubin", sm);
+    const CubinKernel& k = cubin.kernel(kernel);
+    if (k.shared_bytes > limits().max_shared_bytes)
+        throw Error(name(), fmt::format("kernel '{}' needs {} bytes of shared memory; the device has {}", k.name, k.shared_bytes,
+                                        limits().max_shared_bytes));
+    if (k.param_size > limits().max_kernarg_bytes)
+        throw Error(name(), fmt::format("kernel '{}' takes {} bytes of parameters; the device takes at most {}", k.name, k.param_size,
+                                        limits().max_kernarg_bytes));
+    hcq::Buffer code = memory().allocate(std::max<uint64_t>(cubin.image_size(), 256), {.cpu_access = true}, nullptr);
+    const std::vector<std::byte> image = cubin.link(code.address().value());
+    std::memcpy(code.cpu(), image.data(), image.size());
+    hcq::KernelInfo info;
+    info.name = k.name;
+    info.kernarg_size = k.param_size;
+    // HCQ's argument layout (u64 buffers, then u32 values) where the parameters have it; otherwise raw bytes.
+    uint32_t at = 0;
+    for (const CubinParam& p : k.params) {
+        if (p.offset != at) break;
+        if (p.size == 8 && info.num_values == 0) ++info.num_buffers;
+        else if (p.size == 4) ++info.num_values;
+        else break;
+        at += p.size;
+    }
+    info.static_shared_bytes = k.shared_bytes;
+    info.private_bytes = k.max_stack_bytes;
+    info.registers = k.registers;
+    info.max_threads_per_group = kMaxThreads;
+    NvCubinLaunch launch{k.text_offset, k.registers, k.barriers, k.shared_bytes, k.param_offset, k.param_size, k.constant_bank0};
+    return std::make_shared<NvProgram>(*this, std::move(info), std::move(code), std::move(launch));
+}
+
 std::shared_ptr<hcq::Program> NvHcqDevice::load_program_impl(std::span<const std::byte> code_object, std::string_view kernel) {
+    if (is_cubin(code_object)) return load_cubin(code_object, kernel);
     hostcode::ElfObject object = hostcode::ElfObject::parse(code_object, name(), "code object");
     const hostcode::KernelEntry& k = object.kernel(kernel);
-    if (k.shared_bytes > kMaxShared)
-        throw Error(name(), fmt::format("kernel '{}' needs {} bytes of shared memory; the device has {}", k.name, k.shared_bytes, kMaxShared));
+    if (k.shared_bytes > limits().max_shared_bytes)
+        throw Error(name(), fmt::format("kernel '{}' needs {} bytes of shared memory; the device has {}", k.name, k.shared_bytes,
+                                        limits().max_shared_bytes));
     if (k.kernarg_size > limits().max_kernarg_bytes)
         throw Error(name(), fmt::format("kernel '{}' takes {} bytes of arguments; the device takes at most {}", k.name, k.kernarg_size,
                                         limits().max_kernarg_bytes));

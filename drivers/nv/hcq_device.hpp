@@ -93,6 +93,8 @@ private:
     // A DMA the IOMMU refused fails the device naming the mapping (check_faults calls it).
     bool check_iommu_faults();
     std::shared_ptr<hcq::Program> load_program_impl(std::span<const std::byte> code_object, std::string_view kernel) override;
+    // A cubin (EM_CUDA ELF) for the GPU's SM: its linked image in VRAM, the launch needs from its .nv.info.
+    std::shared_ptr<hcq::Program> load_cubin(std::span<const std::byte> code_object, std::string_view kernel);
     std::byte* map_memory(GpuVirtualAddress va, uint64_t size, uint64_t page_size, const hcq::BufferOptions& options) override;
     void unmap_memory(GpuVirtualAddress va, uint64_t size, std::byte* cpu) noexcept override;
 

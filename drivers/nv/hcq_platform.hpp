@@ -59,6 +59,8 @@ public:
     virtual RmTransport& transport() = 0;
     virtual NvHandle client() const = 0;
     virtual RmBranch branch() const = 0;
+    // NV01_DEVICE_0's deviceId: RM's device instance of this GPU (GSP-RM we booted has one GPU: 0).
+    virtual uint32_t device_instance() const { return 0; }
     virtual RmVaspaceOwner vaspace_owner() const = 0;
     // Bytes of VRAM buffers may take.
     virtual uint64_t memory_bytes() const = 0;
@@ -72,6 +74,10 @@ public:
     // when the buffer has no CPU access). Calls are serialised by the caller.
     virtual std::byte* map(GpuVirtualAddress va, uint64_t size, const hcq::BufferOptions& options) = 0;
     virtual void unmap(GpuVirtualAddress va, uint64_t size) noexcept = 0;
+
+    // The RM memory object behind the mapping made at `va` (nvrm: the NV1_MEMORY_USER map() allocated), 0 when
+    // the platform's memory is not RM's (nvpci: the driver's own VRAM).
+    virtual NvHandle memory_object(GpuVirtualAddress va) const { (void)va; return 0; }
 
     // NOTIFY_CHANNEL_PENDING (clc361.h 0x90) with the channel's work-submit token.
     virtual void ring_doorbell(uint32_t token) = 0;

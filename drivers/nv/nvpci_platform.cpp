@@ -3,6 +3,8 @@
 #include "base/error.hpp"
 #include "drivers/nv/fwsec.hpp"
 #include "drivers/nv/mmu_format.hpp"
+#include "drivers/nv/nv_status.hpp"
+#include "drivers/nv/nvpci_transport.hpp"
 #include "drivers/nv/wpr_meta.hpp"
 
 #include <algorithm>
@@ -58,11 +60,15 @@ NvpciPlatform::~NvpciPlatform() {
 uint64_t NvpciPlatform::memory_bytes() const { return heap_end(gsp_->vram_bytes()) - kHeapBegin; }
 
 void NvpciPlatform::attach(RmDevice& rm) {
-    // Our page directory for the VA space, before any channel (COPY_SERVER_RESERVED_PDES, as tinygrad's
-    // nv/ip.py init_golden_image sends it).
+    // Our page directory for the VA space, before its context share: SET_PAGE_DIRECTORY (RPC 54), as tinygrad's nv/ip.py
+    // sends it for every user VA space. COPY_SERVER_RESERVED_PDES would do nothing here: it edits only a server-owned
+    // range of RM's own walker (gpu_vaspace.c gvaspaceCopyServerReservedPdes).
     const MmuGeometry& g = mmu_geometry(MmuVersion::v2);
-    const unsigned root_shift = g.levels[0].shift;
-    rm.copy_server_reserved_pdes(pt_->root(), kSmallPage, static_cast<uint8_t>(root_shift), 0, (uint64_t{1} << root_shift) - 1);
+    const uint32_t entries = 1u << (g.va_bits - g.levels[0].shift);
+    if (uint32_t status = transport_->set_page_directory(client_, rm.device(), rm.vaspace(), pt_->root(), entries); status != NV_OK)
+        throw RmError(name_, fmt::format("SET_PAGE_DIRECTORY of VA space 0x{:x} (root at VRAM {:#x}, {} entries) over nvpci failed: {}",
+                                         rm.vaspace(), pt_->root(), entries, describe_status(status)),
+                      status);
 }
 
 void NvpciPlatform::detach() noexcept {}

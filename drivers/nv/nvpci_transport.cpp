@@ -73,6 +73,25 @@ uint32_t NvpciTransport::control(NvHandle client, NvHandle object, uint32_t cmd,
     return status;
 }
 
+uint32_t NvpciTransport::set_page_directory(NvHandle client, NvHandle device, NvHandle vaspace, uint64_t root, uint32_t entries) {
+    // rpc_set_page_directory_v1E_05 (g_rpc-structures.h 570.144): hClient, hDevice, pasid, then at +16
+    // NV0080_CTRL_DMA_SET_PAGE_DIRECTORY_PARAMS {physAddress, numEntries, flags, hVASpace, chId, subDeviceId, pasid};
+    // 48 bytes. flags 0x8 (all channels, the root in video memory), subDeviceId 1 (subdevice 0 + 1), no PASID, as
+    // tinygrad's nv/ip.py rpc_set_page_directory sends them.
+    std::vector<std::byte> payload(48);
+    put(payload, 0, client);
+    put(payload, 4, device);
+    put(payload, 8, 0xffffffffu);
+    std::memcpy(payload.data() + 16, &root, 8);
+    put(payload, 24, entries);
+    put(payload, 28, 0x8u);
+    put(payload, 32, vaspace);
+    put(payload, 36, 0u);
+    put(payload, 40, 1u);
+    put(payload, 44, 0xffffffffu);
+    return rpc_.call(gsp::kFnSetPageDirectory, payload, timeout_).rpc_result;
+}
+
 uint32_t NvpciTransport::free(NvHandle client, NvHandle parent, NvHandle object) {
     // rpc_free_v03_00: NVOS00_PARAMETERS_v03_00 {hRoot, hObjectParent, hObjectOld, status}.
     std::vector<std::byte> payload(16);

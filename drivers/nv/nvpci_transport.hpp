@@ -24,6 +24,10 @@ public:
     uint32_t alloc(NvHandle client, NvHandle parent, NvHandle* object, uint32_t cls, std::span<std::byte> params) override;
     uint32_t control(NvHandle client, NvHandle object, uint32_t cmd, std::span<std::byte> params) override;
     uint32_t free(NvHandle client, NvHandle parent, NvHandle object) override;
+    // NV_VGPU_MSG_FUNCTION_SET_PAGE_DIRECTORY (54): the root page directory (VRAM offset `root`, `entries` entries)
+    // of the externally owned VA space `vaspace` under `device` — what GSP-RM runs that VA space's channels on, and
+    // what a context share in it needs first. Returns RM's status.
+    uint32_t set_page_directory(NvHandle client, NvHandle device, NvHandle vaspace, uint64_t root, uint32_t entries);
 
 private:
     GspRpc& rpc_;

@@ -139,17 +139,20 @@ void NvrmPlatform::unmap(GpuVirtualAddress va, uint64_t) noexcept {
         m = it->second;
         mappings_.erase(it);
     }
-    // RM unmaps the GPU VA when the memory goes (NV_ESC_RM_FREE); the CPU mapping is ours.
+    // VRAM: our CPU mapping of the object goes first, so no user mapping outlives the RM object it maps;
+    // then NV_ESC_RM_FREE (RM unmaps the GPU VA). Host memory: RM releases its pin of the pages, then they go.
+    if (m.cpu != nullptr && !m.host) nvrm_->unmap_memory(m.cpu, m.bytes);
     try {
         if (rm_ != nullptr) rm_->free_object(rm_->device(), m.memory);
     } catch (...) {
     }
-    if (m.cpu != nullptr) {
-        if (m.host)
-            ::munmap(m.cpu, m.bytes);
-        else
-            nvrm_->unmap_memory(m.cpu, m.bytes);
-    }
+    if (m.cpu != nullptr && m.host) ::munmap(m.cpu, m.bytes);
+}
+
+NvHandle NvrmPlatform::memory_object(GpuVirtualAddress va) const {
+    std::lock_guard lock(mutex_);
+    auto it = mappings_.find(va.value());
+    return it == mappings_.end() ? 0 : it->second.memory;
 }
 
 void NvrmPlatform::ring_doorbell(uint32_t token) {
@@ -225,8 +228,9 @@ std::optional<NvChannelError> NvrmPlatform::poll_errors() {
     }
     if (!error) return error;
     read_kernel_log();
-    // nvidia.ko's Xid line names the channel ("Ch %08x") and, for an MMU fault, the faulting address.
-    const std::string channel = fmt::format("Ch {:08x}", error->token);
+    // nvidia.ko's Xid line names the channel ("Ch %08x": the channel id, the token's low 16 bits; the token is
+    // chid | runlistId << 16, kernel_fifo_ga100.c kfifoGenerateWorkSubmitToken) and, for an MMU fault, the address.
+    const std::string channel = fmt::format("Ch {:08x}", error->token & 0xffff);
     std::string lines;
     for (const std::string& l : xid_lines_) {
         if (l.find(channel) != std::string::npos) lines += (lines.empty() ? "" : " | ") + l;

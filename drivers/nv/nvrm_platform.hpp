@@ -45,6 +45,8 @@ public:
     RmTransport& transport() override { return *nvrm_; }
     NvHandle client() const override { return nvrm_->client(); }
     RmBranch branch() const override { return nvrm_->branch(); }
+    uint32_t device_instance() const override { return nvrm_->device_instance(); }
+    NvHandle memory_object(GpuVirtualAddress va) const override;
     RmVaspaceOwner vaspace_owner() const override { return RmVaspaceOwner::rm; }
     uint64_t memory_bytes() const override { return memory_bytes_; }
     void attach(RmDevice& rm) override;
@@ -71,7 +73,7 @@ private:
     void* usermode_ = nullptr;
     volatile uint32_t* doorbell_ = nullptr;
 
-    std::mutex mutex_;  // mappings_
+    mutable std::mutex mutex_;  // mappings_
     struct Mapping {
         NvHandle memory = 0;
         std::byte* cpu = nullptr;

@@ -44,7 +44,8 @@ RmBranch NvrmTransport::branch_of(const std::string& version) {
     size_t i = 0;
     while (i < version.size() && version[i] >= '0' && version[i] <= '9') major = major * 10 + (version[i++] - '0');
     if (i == 0) throw ProtocolError("nvrm:/dev/nvidiactl", fmt::format("driver version '{}' does not start with a number", version));
-    if (major >= 570 && major < 580) return RmBranch::r570;
+    if (major >= 570 && major < 575) return RmBranch::r570;
+    if (major >= 575 && major < 580) return RmBranch::r575;
     if (major >= 580 && major < 600) return RmBranch::r580;
     throw UnsupportedError("nvrm:/dev/nvidiactl",
                            fmt::format("NVIDIA driver {} (branch {}): baregpu knows the RM struct layouts of branches "
@@ -100,6 +101,10 @@ void NvrmTransport::attach_gpu(size_t index) {
     if (index >= gpus_.size()) {
         throw Error(name_, fmt::format("GPU {} requested but nvidia.ko lists {}", index, gpus_.size()));
     }
+    Nv0000CtrlGpuGetIdInfoV2Params id{};
+    id.gpuId = gpus_[index].gpu_id;
+    Rm(*this).control(client_, client_, NV0000_CTRL_CMD_GPU_GET_ID_INFO_V2, id);
+    device_instance_ = id.deviceInstance;
     gpu_minor_ = gpus_[index].minor;
     int fd = open_gpu_fd();
     if (gpu_fd_ >= 0) files_.close(gpu_fd_);
@@ -148,7 +153,7 @@ void NvrmTransport::map_memory_dma(NvHandle device, NvHandle dma, NvHandle memor
     const uint32_t flags = kNvos46CacheSnoop | (huge_pages ? kNvos46PageSizeHuge : kNvos46PageSize4k) | kNvos46DmaOffsetFixed;
     uint32_t status;
     uint64_t mapped;
-    if (branch_ == RmBranch::r570) {
+    if (branch_ != RmBranch::r580) {
         Nvos46Parameters570 p{client_, device, dma, memory, offset, length, flags, 0, va, 0, 0};
         escape(ctl_fd_, kIoctlMapMemoryDma570, &p, "NV_ESC_RM_MAP_MEMORY_DMA");
         status = p.status;

@@ -45,8 +45,10 @@ public:
     NvHandle client() const { return client_; }
     const std::vector<NvrmGpu>& gpus() const { return gpus_; }
     // Opens /dev/nvidia<minor> of gpus()[index] and registers it with the control fd; later
-    // device-scoped calls name it.
+    // device-scoped calls name it. Asks RM the GPU's device instance (NV0000_CTRL_CMD_GPU_GET_ID_INFO_V2
+    // with its gpu_id), what NV01_DEVICE_0's deviceId must be: not the index, not 0 (tinygrad ops_nv.py does the same).
     void attach_gpu(size_t index);
+    uint32_t device_instance() const { return device_instance_; }
 
     // CPU mapping of an RM memory object, nvidia.ko's way: NV_ESC_RM_MAP_MEMORY on /dev/nvidiactl
     // naming a fresh /dev/nvidia<minor> fd, then mmap() of that fd (at `address` with MAP_FIXED when
@@ -80,6 +82,7 @@ private:
     std::string name_ = "nvrm:/dev/nvidiactl";
     std::string version_;
     RmBranch branch_ = RmBranch::r570;
+    uint32_t device_instance_ = 0;
     NvHandle client_ = 0;
     std::vector<NvrmGpu> gpus_;
 };

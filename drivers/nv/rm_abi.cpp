@@ -56,6 +56,13 @@ std::string lookup(const Named (&table)[N], uint32_t value, const char* fallback
 std::string class_name(uint32_t cls) { return lookup(kClasses, cls, "class"); }
 std::string control_name(uint32_t cmd) { return lookup(kControls, cmd, "control"); }
 
-const char* branch_name(RmBranch branch) { return branch == RmBranch::r570 ? "570" : "580"; }
+const char* branch_name(RmBranch branch) {
+    switch (branch) {
+        case RmBranch::r570: return "570";
+        case RmBranch::r575: return "575";
+        case RmBranch::r580: return "580";
+    }
+    return "?";
+}
 
 }  // namespace baregpu::nv

@@ -56,8 +56,10 @@ std::string control_name(uint32_t cmd);
 // nvos.h: NV2080_ENGINE_TYPE_GRAPHICS (cl2080_notification.h), the channel group's engine.
 inline constexpr uint32_t NV2080_ENGINE_TYPE_GRAPHICS = 1;
 
-// The driver branches whose layouts we know. Earlier than 570 is refused.
-enum class RmBranch { r570, r580 };
+// The driver branches whose layouts we know. Earlier than 570 is refused. 570 (570-574), 575 (575-579)
+// and 580 (580-599) differ in GPFIFO_SCHEDULE (bSkipEnable from 575), GET_CLASSLIST_V2 (200 entries from
+// 580) and NV_VASPACE_ALLOCATION_PARAMETERS (pasid from 580).
+enum class RmBranch { r570, r575, r580 };
 const char* branch_name(RmBranch branch);
 
 // cl0080.h NV0080_ALLOC_PARAMETERS.
@@ -107,7 +109,7 @@ struct NvVaspaceAllocationParameters {
 static_assert(offsetof(NvVaspaceAllocationParameters, vaBase) == 40 && offsetof(NvVaspaceAllocationParameters, pasid) == 48);
 inline constexpr uint32_t NV_VASPACE_ALLOCATION_FLAGS_IS_EXTERNALLY_OWNED = 1u << 3;  // nvos.h
 inline constexpr uint32_t NV_VASPACE_ALLOCATION_FLAGS_ENABLE_PAGE_FAULTING = 1u << 6;
-inline constexpr uint32_t vaspace_params_size(RmBranch branch) { return branch == RmBranch::r570 ? 48 : 56; }
+inline constexpr uint32_t vaspace_params_size(RmBranch branch) { return branch == RmBranch::r580 ? 56 : 48; }
 
 // nvos.h NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS.
 struct NvChannelGroupAllocationParameters {
@@ -123,10 +125,12 @@ static_assert(sizeof(NvChannelGroupAllocationParameters) == 20);
 // nvos.h NV_CTXSHARE_ALLOCATION_PARAMETERS.
 struct NvCtxshareAllocationParameters {
     NvHandle hVASpace;
-    uint32_t flags;  // NV_CTXSHARE_ALLOCATION_FLAGS_SUBCONTEXT_ASYNC = 2 (cl9067.h)
-    uint32_t subctxId;
+    uint32_t flags;
+    uint32_t subctxId;  // read only with SUBCONTEXT_SPECIFIED
 };
-inline constexpr uint32_t NV_CTXSHARE_ALLOCATION_FLAGS_SUBCONTEXT_ASYNC = 2;
+// nvos.h NV_CTXSHARE_ALLOCATION_FLAGS_SUBCONTEXT: SYNC 0, ASYNC 1, SPECIFIED 2 (kernel_channel_group.c
+// asserts SYNC == 0 and ASYNC == 1). ASYNC: RM picks a free VEID.
+inline constexpr uint32_t NV_CTXSHARE_ALLOCATION_FLAGS_SUBCONTEXT_ASYNC = 1;
 
 // alloc/alloc_channel.h NV_MEMORY_DESC_PARAMS and NV_CHANNEL_ALLOC_PARAMS (NV_MAX_SUBDEVICES 8,
 // CC_CHAN_ALLOC_IV_SIZE_DWORD 3, CC_CHAN_ALLOC_NONCE_SIZE_DWORD 8); the same in 570 and 580.
@@ -223,17 +227,24 @@ struct Nv0000CtrlGpuGetIdInfoV2Params {
     int32_t numaId;
 };
 
-// ctrl0080gpu.h NV0080_CTRL_GPU_GET_CLASSLIST_V2_PARAMS (CLASSLIST_MAX_SIZE 100).
+// ctrl0080gpu.h NV0080_CTRL_GPU_GET_CLASSLIST_V2_PARAMS: NV0080_CTRL_GPU_CLASSLIST_MAX_SIZE is 100 in
+// 570/575 and 200 from 580 (404 / 804 bytes). RM checks the size exactly (resserv rs_resource.c
+// resControlLookup: NV_ERR_INVALID_PARAM_STRUCT), so encode with classlist_params_size(branch).
+inline constexpr uint32_t classlist_max_size(RmBranch branch) { return branch == RmBranch::r580 ? 200 : 100; }
+inline constexpr uint32_t classlist_params_size(RmBranch branch) { return 4 + 4 * classlist_max_size(branch); }
 struct Nv0080CtrlGpuGetClasslistV2Params {
     uint32_t numClasses;
-    uint32_t classList[100];
+    uint32_t classList[200];
 };
+static_assert(sizeof(Nv0080CtrlGpuGetClasslistV2Params) == 804);
 
-// ctrla06f.h NVA06F_CTRL_GPFIFO_SCHEDULE_PARAMS (= NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS).
+// ctrla06fgpfifo.h NVA06F_CTRL_GPFIFO_SCHEDULE_PARAMS (= NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS): bEnable,
+// bSkipSubmit in 570; bSkipEnable from 575 (2 / 3 bytes, checked exactly as above).
+inline constexpr uint32_t gpfifo_schedule_params_size(RmBranch branch) { return branch == RmBranch::r570 ? 2 : 3; }
 struct NvA06cCtrlGpfifoScheduleParams {
     uint8_t bEnable;
     uint8_t bSkipSubmit;
-    uint8_t bSkipEnable;
+    uint8_t bSkipEnable;  // 575 and later only
 };
 
 // ctrl90f1.h (570.144) NV90F1_CTRL_VASPACE_COPY_SERVER_RESERVED_PDES_PARAMS: the client's page

@@ -71,6 +71,11 @@ public:
     void control(NvHandle client, NvHandle object, uint32_t cmd, Params& params) {
         control(client, object, cmd, std::as_writable_bytes(std::span(&params, 1)));
     }
+    // The first `size` bytes of `params`: a layout that grew between driver branches.
+    template <class Params>
+    void control(NvHandle client, NvHandle object, uint32_t cmd, Params& params, size_t size) {
+        control(client, object, cmd, std::as_writable_bytes(std::span(&params, 1)).first(size));
+    }
 
     void free(NvHandle client, NvHandle parent, NvHandle object);
 

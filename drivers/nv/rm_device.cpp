@@ -8,6 +8,9 @@ namespace baregpu::nv {
 
 namespace {
 
+// The VA space every device asks for: [4 KiB, 4 KiB + vaSize), within the 49-bit GMMU v2 range.
+constexpr uint64_t kVaBase = 0x1000, kVaSize = 0x1fffffb000000ull;
+
 uint32_t pick(const std::vector<uint32_t>& available, std::initializer_list<uint32_t> preferred, const char* what,
               const std::string& device) {
     for (uint32_t cls : preferred) {
@@ -46,7 +49,8 @@ RmDevice::~RmDevice() {
 }
 
 std::unique_ptr<RmDevice> RmDevice::open(RmTransport& transport, NvHandle client, RmBranch branch,
-                                         uint32_t device_instance, RmVaspaceOwner owner) {
+                                         uint32_t device_instance, RmVaspaceOwner owner,
+                                         const std::function<void(RmDevice&)>& vaspace_ready) {
     std::unique_ptr<RmDevice> d(new RmDevice(transport, client, branch));
     Rm& rm = d->rm_;
 
@@ -63,26 +67,33 @@ std::unique_ptr<RmDevice> RmDevice::open(RmTransport& transport, NvHandle client
         NvVaspaceAllocationParameters vaspace{};
         if (owner == RmVaspaceOwner::driver)
             vaspace.flags = NV_VASPACE_ALLOCATION_FLAGS_ENABLE_PAGE_FAULTING | NV_VASPACE_ALLOCATION_FLAGS_IS_EXTERNALLY_OWNED;
-        vaspace.vaBase = 0x1000;
-        vaspace.vaSize = 0x1fffffb000000ull;
+        vaspace.vaBase = kVaBase;
+        vaspace.vaSize = kVaSize;
         d->vaspace_ = rm.alloc(client, d->device_, FERMI_VASPACE_A, vaspace, vaspace_params_size(branch));
     };
     // RM-owned: the VA space first, for the hDma to name it.
     if (owner == RmVaspaceOwner::rm) alloc_vaspace();
     NvMemoryVirtualAllocationParams virtmem{};
-    virtmem.limit = 0x1ffffffffffffull;  // the whole 49-bit space: maps land where the caller says
-    virtmem.hVASpace = owner == RmVaspaceOwner::rm ? d->vaspace_ : 0;
+    if (owner == RmVaspaceOwner::rm) {
+        // Bound to our VA space, the range must end inside it (virt_mem_range.c vmrangeConstruct: limit <
+        // the VAS's vaBase + vaSize, else NV_ERR_INVALID_LIMIT); its last byte: maps land where the caller says.
+        virtmem.hVASpace = d->vaspace_;
+        virtmem.limit = kVaBase + kVaSize - 1;
+    } else {
+        virtmem.limit = 0x1ffffffffffffull;  // hVASpace 0: checked against the GMMU's 49-bit maximum instead
+    }
     d->virtmem_ = rm.alloc(client, d->device_, NV01_MEMORY_VIRTUAL, virtmem);
 
     auto classes = std::make_unique<Nv0080CtrlGpuGetClasslistV2Params>();
     std::memset(classes.get(), 0, sizeof(*classes));
-    rm.control(client, d->device_, NV0080_CTRL_CMD_GPU_GET_CLASSLIST_V2, *classes);
-    d->class_list_.assign(classes->classList, classes->classList + std::min<uint32_t>(classes->numClasses, 100));
+    rm.control(client, d->device_, NV0080_CTRL_CMD_GPU_GET_CLASSLIST_V2, *classes, classlist_params_size(branch));
+    d->class_list_.assign(classes->classList, classes->classList + std::min(classes->numClasses, classlist_max_size(branch)));
     d->classes_ = pick_classes(d->class_list_, transport.device());
 
     d->usermode_ = rm.alloc_empty(client, d->subdevice_, d->classes_.usermode);
 
     if (owner == RmVaspaceOwner::driver) alloc_vaspace();
+    if (vaspace_ready) vaspace_ready(*d);
 
     NvChannelGroupAllocationParameters group{};
     group.engineType = NV2080_ENGINE_TYPE_GRAPHICS;
@@ -138,7 +149,7 @@ void RmDevice::copy_server_reserved_pdes(uint64_t root, uint64_t root_bytes, uin
 
 void RmDevice::schedule() {
     NvA06cCtrlGpfifoScheduleParams params{1, 0, 0};
-    rm_.control(client_, channel_group_, NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, params);
+    rm_.control(client_, channel_group_, NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, params, gpfifo_schedule_params_size(branch_));
 }
 
 }  // namespace baregpu::nv

@@ -11,6 +11,7 @@
 #include "drivers/nv/rm_api.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -52,8 +53,12 @@ struct RmChannelSpec {
 
 class RmDevice {
 public:
+    // `vaspace_ready`: called once the VA space and the usermode object exist, before the channel group and its
+    // context share (RM refuses a context share in an externally owned VA space that has no page directory yet,
+    // kernel_ctxshare.c): where the platform hands RM the page directory.
     static std::unique_ptr<RmDevice> open(RmTransport& transport, NvHandle client, RmBranch branch,
-                                          uint32_t device_instance = 0, RmVaspaceOwner owner = RmVaspaceOwner::driver);
+                                          uint32_t device_instance = 0, RmVaspaceOwner owner = RmVaspaceOwner::driver,
+                                          const std::function<void(RmDevice&)>& vaspace_ready = {});
     ~RmDevice();
     RmDevice(const RmDevice&) = delete;
     RmDevice& operator=(const RmDevice&) = delete;

@@ -50,7 +50,9 @@ void layout_ada(GspFwWprMeta& m, uint64_t fb_size, uint64_t bootloader_bytes, ui
     m.nonWprHeapSize = kNonWprHeapSize;
     m.nonWprHeapOffset = m.gspFwWprStart - kNonWprHeapSize;
     m.gspFwRsvdStart = m.nonWprHeapOffset;
-    m.gspFwWprEnd = m.frtsOffset;
+    // FRTS lies inside WPR2, at its top: RM derives frtsOffset = gspFwWprEnd - frtsSize (kernel_gsp_tu102.c
+    // kgspCalculateFbLayout); tinygrad's nv/ip.py sets gspFwWprEnd to the VGA workspace, FRTS right below it.
+    m.gspFwWprEnd = m.frtsOffset + m.frtsSize;
 }
 
 }  // namespace baregpu::nv

@@ -32,6 +32,10 @@ constexpr std::array<uint16_t, 2> kNavi48{0x7550, 0x7551};
 // NVIDIA. Device IDs per chip from pci.ids 2026.08.22 (entries named AD10x / GB20x, display
 // functions only). drivers/nv drives AD102 (GSP firmware nvidia/ad102/gsp); its Ada siblings and
 // Blackwell GB20x (whose GSP boot goes through the FSP, gsp_boot.hpp) are not driven yet.
+// GH100 (Hopper): pci.ids' GH100 display/3D functions, with 2335 (H200 SXM 141GB) and 233b (H200 NVL) from newer
+// pci.ids. Driven over nvidia.ko only (nvrm): our own GSP boot of a Hopper goes through the FSP and is not written.
+constexpr std::array<uint16_t, 11> kGh100{0x2302, 0x2313, 0x2321, 0x2322, 0x2324, 0x2330,
+                                          0x2331, 0x2335, 0x2336, 0x2339, 0x233b};
 constexpr std::array<uint16_t, 15> kAd102{0x2681, 0x2684, 0x2685, 0x2689, 0x26af, 0x26b1, 0x26b2, 0x26b3,
                                           0x26b5, 0x26b7, 0x26b8, 0x26b9, 0x26ba, 0x26bb, 0x26f5};
 constexpr std::array<uint16_t, 9> kAd103{0x2702, 0x2703, 0x2704, 0x2705, 0x2709, 0x2717, 0x2730, 0x2757, 0x2770};
@@ -59,7 +63,8 @@ const std::array<ChipIds, 5> kAmd{{
     {{"am", "Navi48", "RDNA4, GC 12.0.1", kDriven}, kNavi48},
 }};
 
-const std::array<ChipIds, 10> kNvidia{{
+const std::array<ChipIds, 11> kNvidia{{
+    {{"nv", "GH100", "Hopper", kDriven}, kGh100},
     {{"nv", "AD102", "Ada", kDriven}, kAd102},
     {{"nv", "AD103", "Ada", kNotYet}, kAd103},
     {{"nv", "AD104", "Ada", kNotYet}, kAd104},

@@ -105,8 +105,22 @@ bool is_cuda_elf(const std::vector<std::byte>& cubin) {
 }  // namespace
 
 TEST_CASE("nvptx: PTX entry, params and ctaid/tid indexing for sm_89 and sm_90") {
+    // $BAREGPU_PTX_DUMP_DIR: each kernel's PTX is also written there as <kernel>.<sm>.ptx (tests/silicon/prepare.sh
+    // carries them to a machine with ptxas, whose cubins become test data).
+    const char* dump = std::getenv("BAREGPU_PTX_DUMP_DIR");
     for (const char* sm : {"sm_89", "sm_90"}) {
-        for (const Kernel& k : all_kernels()) check_ptx(k, sm, emit_ptx(k, sm));
+        for (const Kernel& k : all_kernels()) {
+            const std::string ptx = emit_ptx(k, sm);
+            check_ptx(k, sm, ptx);
+            if (dump != nullptr && *dump != 0) {
+                std::filesystem::create_directories(dump);
+                const std::string path = std::string(dump) + "/" + k.name() + "." + sm + ".ptx";
+                std::FILE* f = std::fopen(path.c_str(), "w");
+                REQUIRE(f != nullptr);
+                std::fwrite(ptx.data(), 1, ptx.size(), f);
+                std::fclose(f);
+            }
+        }
     }
 }
 

@@ -36,7 +36,7 @@ TEST_CASE("AD102 model: a channel runs on a BAR0 doorbell, page tables written t
     pt.map(GpuVirtualAddress(va), block.offset, 64 * 1024, {});
     REQUIRE(invalidates.size() == 3);
     const uint64_t ring_va = va, userd_va = va + 0x1000, pb_va = va + 0x2000, sem_va = va + 0x3000;
-    model->engines().register_channel(0x42, {ring_va, 8, userd_va, pt.root(), nvsim::MmuFormat::v2, "channel 0x42"});
+    model->engines().register_channel(0x42, {ring_va, 8, userd_va, std::nullopt, pt.root(), nvsim::MmuFormat::v2, "channel 0x42"});
 
     std::vector<uint32_t> mem(32);
     PushBuffer pb(mem);

@@ -38,15 +38,16 @@ struct Rig {
     GpFifoRing ring;
     uint64_t pb_used = 0;
 
-    explicit Rig(uint32_t entries = 16, MmuVersion version = MmuVersion::v2)
+    // host_class: the channel's GPFIFO class as RM would announce it (0: Ampere's rules; 0xc86f: Hopper's).
+    explicit Rig(uint32_t entries = 16, MmuVersion version = MmuVersion::v2, uint32_t host_class = 0)
         : pt("test", version, alloc,
              [this](uint64_t at, uint64_t value) { std::memcpy(vram.span().data() + at, &value, 8); },
              [](uint32_t, uint32_t) {}),
           gpfifo_va(map(entries * 8, true)), userd_va(map(512, true)), pb_va(map(256 * 1024, true)),
           gpfifo(reinterpret_cast<uint64_t*>(host(gpfifo_va)), entries), ring(gpfifo) {
-        engines.register_channel(kToken, {gpfifo_va, entries, userd_va, pt.root(),
+        engines.register_channel(kToken, {gpfifo_va, entries, userd_va, std::nullopt, pt.root(),
                                           version == MmuVersion::v2 ? nvsim::MmuFormat::v2 : nvsim::MmuFormat::v3,
-                                          "channel 7"});
+                                          "channel 7", host_class});
     }
 
     // Maps `bytes` of fresh VRAM at the next free VA (2 MiB aligned, so big allocations get big leaves).

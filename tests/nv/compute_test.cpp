@@ -4,11 +4,13 @@
 #include "channel_rig.hpp"
 #include "drivers/hostcode/host_program.h"
 #include "drivers/nv/compute_methods.hpp"
+#include "drivers/nv/cubin.hpp"
 #include "drivers/nv/qmd.hpp"
 
 #include <catch2/catch.hpp>
 
 #include <cstring>
+#include <fstream>
 #include <string_view>
 #include <thread>
 
@@ -26,7 +28,9 @@ constexpr unsigned kSubchCompute = 1;
 
 struct ComputeRig : Rig {
     uint64_t image_va = 0, program_va = 0;
-    explicit ComputeRig(const char* object = "nv_fill.o", const char* kernel = "fill", uint32_t kernarg_size = 16) {
+    explicit ComputeRig(const char* object = "nv_fill.o", const char* kernel = "fill", uint32_t kernarg_size = 16,
+                        uint32_t host_class = 0)
+        : Rig(16, MmuVersion::v2, host_class) {
         auto image = nv_test_kernels::find_object(object);
         REQUIRE(!image.empty());
         image_va = map(image.size(), true);
@@ -43,13 +47,14 @@ struct ComputeRig : Rig {
         std::memcpy(host(program_va), &prog, sizeof prog);
     }
     // A fill(dst, n, value) QMD at qmd_va with its kernargs at cb_va.
-    Qmd fill_qmd(uint64_t cb_va, uint64_t dst, uint32_t n, uint32_t value, uint32_t block = 64) {
+    Qmd fill_qmd(uint64_t cb_va, uint64_t dst, uint32_t n, uint32_t value, uint32_t block = 64,
+                 QmdVersion version = QmdVersion::v03_00) {
         struct {
             uint64_t dst;
             uint32_t n, value;
         } args{dst, n, value};
         std::memcpy(host(cb_va), &args, sizeof args);
-        Qmd q(QmdVersion::v03_00);
+        Qmd q(version);
         q.set_grid((n + block - 1) / block, 1, 1);
         q.set_block(block, 1, 1);
         q.set_program_address(program_va);
@@ -59,9 +64,12 @@ struct ComputeRig : Rig {
     }
     void put_qmd(uint64_t va, const Qmd& q) { std::memcpy(host(va), q.words().data(), q.size_bytes()); }
     // Hand-written methods (clc6c0.h), independent of drivers/nv's compute_methods.
-    PushBuffer& launch(PushBuffer& pb, uint64_t qmd_va) {
-        return pb.incr(kSubchCompute, 0x0000, {0xc9c0})  // SET_OBJECT ADA_COMPUTE_A
-            .incr(kSubchCompute, SEND_PCAS_A, {static_cast<uint32_t>(qmd_va >> 8)})
+    // windows: SET_SHADER_SHARED_MEMORY_WINDOW_A/B (0x02a0) and SET_SHADER_LOCAL_MEMORY_WINDOW_A/B (0x07b0) after the
+    // SET_OBJECT (clc7c0.h), as a cubin's launch needs.
+    PushBuffer& launch(PushBuffer& pb, uint64_t qmd_va, uint32_t cls = 0xc9c0, bool windows = false) {
+        pb.incr(kSubchCompute, 0x0000, {cls});  // SET_OBJECT ADA_COMPUTE_A (or the class given)
+        if (windows) pb.incr(kSubchCompute, 0x02a0, {0u, 0xfe000000u}).incr(kSubchCompute, 0x07b0, {0u, 0xff000000u});
+        return pb.incr(kSubchCompute, SEND_PCAS_A, {static_cast<uint32_t>(qmd_va >> 8)})
             .incr(kSubchCompute, SEND_SIGNALING_PCAS2_B, {PCAS_ACTION_SCHEDULE});
     }
 };
@@ -207,4 +215,114 @@ TEST_CASE("while a kernel runs, queries keep their timeouts and the doorbell doe
     CHECK(flags[2] == 2);
     CHECK(rig.read64(sems) == 1);
     CHECK_FALSE(rig.engines.fault(kToken));
+}
+
+TEST_CASE("HOPPER_COMPUTE_A reads QMD V04_00 (384 bytes, constant buffer address >> 6) and refuses V03", "[nv][sim][compute]") {
+    // clcbc0qmd.h NVCBC0_QMDV04_00_*; Mesa NVK (nak qmd.rs) uses V04 from HOPPER_COMPUTE_A on.
+    constexpr uint32_t kHopperCompute = 0xcbc0, kHopperHost = 0xc86f;
+    SECTION("V04: the kernel runs and the release semaphore lands") {
+        ComputeRig rig("nv_fill.o", "fill", 16, kHopperHost);
+        uint64_t cb = rig.map(4096), qmd_va = rig.map(4096), sems = rig.map(4096), dst = rig.map(4096);
+        Qmd q = rig.fill_qmd(cb, dst, 100, 0x5eed, 64, QmdVersion::v04_00);
+        q.set_release_semaphore(0, sems, 9);
+        REQUIRE(q.size_bytes() == 384);
+        rig.put_qmd(qmd_va, q);
+        auto mem = buffer(64);
+        PushBuffer pb(mem, HostClass::hopper_c86f);
+        rig.launch(pb, qmd_va, kHopperCompute);
+        REQUIRE(rig.submit(pb));
+        REQUIRE(rig.engines.wait_idle(kToken, kTimeout));
+        REQUIRE_FALSE(rig.engines.fault(kToken));
+        uint32_t first = 0, last = 0;
+        std::memcpy(&first, rig.host(dst), 4);
+        std::memcpy(&last, rig.host(dst) + 99 * 4, 4);
+        CHECK(first == 0x5eed);
+        CHECK(last == 0x5eed);
+        CHECK(rig.read64(sems) == 9);
+    }
+    SECTION("V03 on the Hopper class is refused") {
+        ComputeRig rig("nv_fill.o", "fill", 16, kHopperHost);
+        uint64_t cb = rig.map(4096), qmd_va = rig.map(4096), dst = rig.map(4096);
+        rig.put_qmd(qmd_va, rig.fill_qmd(cb, dst, 10, 1));
+        auto mem = buffer(64);
+        PushBuffer pb(mem, HostClass::hopper_c86f);
+        rig.launch(pb, qmd_va, kHopperCompute);
+        REQUIRE(rig.submit(pb));
+        REQUIRE(rig.engines.wait_idle(kToken, kTimeout));
+        auto f = rig.engines.fault(kToken);
+        REQUIRE(f);
+        CHECK(f->kind == nvsim::EngineFault::Kind::bad_launch);
+        CHECK(f->what.find("V04_00") != std::string::npos);
+    }
+    SECTION("a Hopper channel binds no Ada compute class") {
+        ComputeRig rig("nv_fill.o", "fill", 16, kHopperHost);
+        auto mem = buffer(64);
+        PushBuffer pb(mem, HostClass::hopper_c86f);
+        pb.incr(kSubchCompute, 0x0000, {0xc9c0});
+        REQUIRE(rig.submit(pb));
+        REQUIRE(rig.engines.wait_idle(kToken, kTimeout));
+        auto f = rig.engines.fault(kToken);
+        REQUIRE(f);
+        CHECK(f->kind == nvsim::EngineFault::Kind::bad_class);
+    }
+}
+
+TEST_CASE("a cubin's kernel at PROGRAM_ADDRESS: the model checks the launch against the cubin it was given", "[nv][sim][compute]") {
+    // tests/nv/data/axpy_fill_sm90.cubin (nvcc 13.0, sm_90): axpy uses 18 registers, one barrier, 0x500 bytes of shared
+    // memory, its 24 bytes of parameters at +0x210 of bank 0.
+    std::ifstream file(std::string(BAREGPU_TEST_DATA_DIR) + "/axpy_fill_sm90.cubin", std::ios::binary);
+    std::vector<char> raw((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    std::vector<std::byte> elf(raw.size());
+    std::memcpy(elf.data(), raw.data(), raw.size());
+    const Cubin cubin = Cubin::parse(elf);
+    const CubinKernel& k = cubin.kernel("axpy");
+    CHECK(k.registers == 18);
+    CHECK(k.barriers == 1);
+    CHECK(k.shared_bytes == 0x500);
+    CHECK(k.param_offset == 0x210);
+    CHECK(k.param_size == 24);
+    constexpr uint32_t kHopperCompute = 0xcbc0, kHopperHost = 0xc86f;
+    struct Case {
+        const char* what;
+        uint32_t registers, barriers, shared, cb_bytes;
+        uint32_t cls;
+        const char* refusal;  // nullptr: accepted
+        bool windows = true;
+    };
+    for (const Case& t : {Case{"as .nv.info says", 18, 1, 0x500, 0x230, kHopperCompute, nullptr},
+                          Case{"REGISTER_COUNT 0", 0, 1, 0x500, 0x230, kHopperCompute, "REGISTER_COUNT"},
+                          Case{"no barrier", 18, 0, 0x500, 0x230, kHopperCompute, "BARRIER_COUNT"},
+                          Case{"too little shared memory", 18, 1, 0x400, 0x230, kHopperCompute, "SHARED_MEMORY_SIZE"},
+                          Case{"parameters outside bank 0", 18, 1, 0x500, 0x100, kHopperCompute, "EIATTR_PARAM_CBANK"},
+                          Case{"memory windows never set", 18, 1, 0x500, 0x230, kHopperCompute, "WINDOW", false}}) {
+        INFO(t.what);
+        ComputeRig rig("nv_fill.o", "fill", 16, kHopperHost);
+        rig.engines.add_cubin(elf);
+        const uint64_t image = rig.map(cubin.image_size(), true), cb = rig.map(4096), qmd_va = rig.map(4096);
+        const std::vector<std::byte> linked = cubin.link(image);
+        std::memcpy(rig.host(image), linked.data(), linked.size());
+        Qmd q(QmdVersion::v04_00);
+        q.set_grid(1, 1, 1);
+        q.set_block(64, 1, 1);
+        q.set_program_address(image + k.text_offset);
+        q.set_constant_buffer(0, cb, t.cb_bytes);
+        q.set_register_count(t.registers);
+        q.set_barrier_count(t.barriers);
+        q.set_shared_memory_size(t.shared);
+        rig.put_qmd(qmd_va, q);
+        auto mem = buffer(64);
+        PushBuffer pb(mem, HostClass::hopper_c86f);
+        rig.launch(pb, qmd_va, t.cls, t.windows);
+        REQUIRE(rig.submit(pb));
+        REQUIRE(rig.engines.wait_idle(kToken, kTimeout));
+        auto f = rig.engines.fault(kToken);
+        if (t.refusal == nullptr) {
+            CHECK_FALSE(f);
+            CHECK(rig.engines.cubin_launches() == 1);
+        } else {
+            REQUIRE(f);
+            CHECK(f->kind == nvsim::EngineFault::Kind::bad_launch);
+            CHECK(f->what.find(t.refusal) != std::string::npos);
+        }
+    }
 }

@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <vector>
@@ -141,4 +142,34 @@ TEST_CASE("cubin: malformed or foreign objects are refused with the field named"
         poke<uint16_t>(b, info + 2, 0x4000);  // the first SVAL claims 16 KiB
         CHECK_THROWS_AS(Cubin::parse(b, "k.cubin"), FirmwareError);
     }
+}
+
+TEST_CASE("cubin: ptxas 13.0's cubins of the compiler's PTX (tests/nv/data/ptx) read as their PTX declares") {
+    // Each <kernel>.<sm>.cubin was assembled by ptxas from the <kernel>.<sm>.ptx beside it: the entry and its u64
+    // parameters must be there, in bank 0 at the offset ptxas chose for the SM (0x160 on sm_89, 0x210 on sm_90).
+    namespace fs = std::filesystem;
+    size_t checked = 0;
+    for (const auto& entry : fs::directory_iterator(std::string(BAREGPU_TEST_DATA_DIR) + "/ptx")) {
+        if (entry.path().extension() != ".cubin") continue;
+        const std::string stem = entry.path().stem().string();  // <kernel>.<sm>
+        const std::string kernel = stem.substr(0, stem.find('.')), sm = stem.substr(stem.find('.') + 4);
+        INFO(entry.path());
+        std::ifstream pf(fs::path(entry.path()).replace_extension(".ptx"));
+        const std::string ptx((std::istreambuf_iterator<char>(pf)), std::istreambuf_iterator<char>());
+        REQUIRE(ptx.find(".entry " + kernel + "(") != std::string::npos);
+        size_t params = 0;
+        for (size_t at = 0; (at = ptx.find(".param .u64 " + kernel + "_param_", at)) != std::string::npos; ++at) ++params;
+        std::ifstream cf(entry.path(), std::ios::binary);
+        std::vector<char> raw((std::istreambuf_iterator<char>(cf)), std::istreambuf_iterator<char>());
+        std::vector<std::byte> bytes(raw.size());
+        std::memcpy(bytes.data(), raw.data(), raw.size());
+        const Cubin c = Cubin::parse(bytes, entry.path().filename().string(), static_cast<uint32_t>(std::stoul(sm)));
+        const CubinKernel& k = c.kernel(kernel);
+        CHECK(k.params.size() == params);
+        CHECK(k.param_size == 8 * params);
+        CHECK(k.param_offset == (sm == "90" ? 0x210u : 0x160u));
+        CHECK(k.registers > 0);
+        ++checked;
+    }
+    CHECK(checked == 12);
 }

@@ -3,6 +3,7 @@
 // gsp-570.144.bin, about 63 MB, is not in firmware/): a clean boot with zero model violations,
 // then the negative cases (stale WPR2, bad RPC checksum, silent GSP, wrong firmware, missing FWSEC,
 // falcon steps out of order, GFW boot that never ends), each asserting its specific error.
+#include "drivers/nv/booter.hpp"
 #include "drivers/nv/falcon.hpp"
 #include "drivers/nv/gsp_boot.hpp"
 #include "drivers/nv/gsp_rpc_functions.hpp"
@@ -88,6 +89,8 @@ TEST_CASE("sim-nv:ad102 boots GSP-RM through the driver with the real booter and
     INFO(rig.violations());
     REQUIRE(rig.bus.violations().empty());
     REQUIRE(rig.model->gsp_initialized());
+    // GSP-RM took BAR1 into its virtual mode; the driver put it back to a physical window after GSP_INIT_DONE.
+    CHECK(rig.pci->bar(0).read32(BarOffset{0x1704}) == 0);
 
     const nv::BootReport& r = gpu->report();
     CHECK(r.chip == "ad102");
@@ -104,7 +107,8 @@ TEST_CASE("sim-nv:ad102 boots GSP-RM through the driver with the real booter and
     CHECK(rig.model->registry_keys() == std::vector<std::string>{"RMForcePcieConfigSave", "RMSecBusResetEnable"});
     CHECK(rig.model->wpr2_up());
 
-    // After boot the RPC seam answers: reply matched by function and sequence, payload from the server.
+    // After boot the RPC seam answers: the reply matched by function (the model's replies carry their own sequence
+    // numbers, not the request's), payload from the server.
     const nv::RpcReply a = gpu->rpc().call(nv::gsp::kFnGspRmControl, words({41, 7}));
     CHECK(a.function == nv::gsp::kFnGspRmControl);
     CHECK(a.rpc_result == 0);
@@ -278,7 +282,7 @@ TEST_CASE("FWSEC started without the FRTS command patched is a model violation a
     rig.pci->bar(1).write_block(BarOffset{0x80000}, dmem);
     nv::Falcon gsp(*rig.pci, "GSP", 0x110000);
     gsp.reset(0);
-    nv::HsUcodeLoad u{"FWSEC (unpatched)", 0, static_cast<uint32_t>(imem.size()), 0, 0x80000,
+    nv::HsUcodeLoad u{"FWSEC (unpatched)", 0, static_cast<uint32_t>(imem.size()), 0, 0, 0x80000,
                       static_cast<uint32_t>(dmem.size()), rom.pkc_data_offset, rom.engine_id_mask, rom.ucode_id, 0};
     gsp.execute_hs(u);
     const auto v = rig.bus.violations();
@@ -316,4 +320,15 @@ TEST_CASE("GFW boot that never finishes is a bounded TimeoutError naming the scr
                                return w.find("GFW boot") != std::string::npos &&
                                       w.find("GROUP_05(0) 0xf") != std::string::npos;
                            }, "names GFW boot, the register and the last value"));
+}
+
+TEST_CASE("the booter is loaded the GA102+ way: secure app 0 at IMEM 0, tagged and started at its virtual address", "[nv][gsp-boot]") {
+    // RM kernel_gsp_booter.c (imemPa 0, imemVa = app 0's code offset) and kernel_gsp_falcon_ga102.c (DMATRFFBOFFS and
+    // BOOTVEC = imemVa); the ad102 booter_load-570.144 header puts app 0 at 0x100 and has no separate boot code to load.
+    const nv::GspFirmware fw = firmware();
+    const nv::BooterImage b = nv::prepare_booter(fw.booter_load, fw.booter_name);
+    CHECK(b.nmem.empty());
+    CHECK(b.imem_dst == 0);
+    CHECK(b.imem_tag == 0x100);
+    CHECK(b.boot_vector == 0x100);
 }

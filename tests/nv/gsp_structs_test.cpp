@@ -68,7 +68,7 @@ TEST_CASE("the Ada WPR layout is top-down, aligned, and agrees with FWSEC-FRTS",
         CHECK(m.gspFwWprStart % (1u << 20) == 0);
         CHECK(m.gspFwWprStart + 0x1000 <= m.gspFwHeapOffset);
         CHECK(m.nonWprHeapOffset + m.nonWprHeapSize == m.gspFwWprStart);
-        CHECK(m.gspFwWprEnd == m.frtsOffset);
+        CHECK(m.gspFwWprEnd == m.frtsOffset + m.frtsSize);  // FRTS at the top of WPR (kernel_gsp_tu102.c)
     }
     nv::GspFwWprMeta small;
     REQUIRE_THROWS_AS(nv::layout_ada(small, 64u << 20, 0x9000, 0x3000000), Error);

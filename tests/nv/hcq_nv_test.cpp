@@ -114,3 +114,11 @@ TEST_CASE("sim-nvrm: freeing a buffer has RM unmap it — a later access faults 
     dev->copy_queue().copy(keep.address(), gone, 256).signal(done, 1).submit();
     CHECK_THROWS_WITH(done.wait(1, 5s), Contains(fmt::format("{:#x}", gone.value())) && Contains("Xid 31"));
 }
+
+TEST_CASE("sim-nvrm:h100: Hopper's classes over nvidia.ko 580, its shared memory, and waits that compare circularly") {
+    auto dev = open("sim-nvrm:h100?vram=256M");
+    // CUDA C++ Programming Guide, compute capability 9.0: 227 KiB of shared memory per block.
+    CHECK(dev->limits().max_shared_bytes == 227u * 1024);
+    CHECK(dev->limits().circular_waits);
+    CHECK(open("sim-nvrm:ad102?vram=256M")->limits().max_shared_bytes == 99u * 1024);
+}

@@ -21,6 +21,7 @@
 
 #include <cstring>
 #include <fcntl.h>
+#include <fstream>
 #include <memory>
 #include <variant>
 
@@ -150,11 +151,18 @@ TEST_CASE("nvrm GPU: RM refuses bad MAP_MEMORY_DMA, VA-space, VRAM and error-not
 }
 
 TEST_CASE("nvrm GPU: RM does not map into a VA space someone else owns (IS_EXTERNALLY_OWNED: NV_ERR_NOT_SUPPORTED)") {
-    Machine m(RmVaspaceOwner::driver);  // nvpci's flags: the driver writes the tables
+    Machine m;
     NvHandle memory = m.dev->alloc_vram(0x1000, 0x1000);
+    // A second VA space with nvpci's flags: the client writes its tables.
+    NvVaspaceAllocationParameters owned_params{};
+    owned_params.flags = NV_VASPACE_ALLOCATION_FLAGS_IS_EXTERNALLY_OWNED | NV_VASPACE_ALLOCATION_FLAGS_ENABLE_PAGE_FAULTING;
+    owned_params.vaBase = 0x1000;
+    owned_params.vaSize = 0x1fffffb000000ull;
+    const NvHandle vaspace = m.dev->rm().alloc(m.nvrm->client(), m.dev->device(), FERMI_VASPACE_A, owned_params,
+                                               vaspace_params_size(m.nvrm->branch()));
     NvMemoryVirtualAllocationParams bound{};
-    bound.limit = 0x1ffffffffffffull;
-    bound.hVASpace = m.dev->vaspace();
+    bound.limit = 0;  // up to the VA space's own limit
+    bound.hVASpace = vaspace;
     NvHandle dma = m.dev->rm().alloc(m.nvrm->client(), m.dev->device(), NV01_MEMORY_VIRTUAL, bound);
     RmError owned = rm_error([&] { m.nvrm->map_memory_dma(m.dev->device(), dma, memory, 0, 0x1000, 0x3000000000, false); });
     CHECK(owned.status() == NV_ERR_NOT_SUPPORTED);
@@ -241,4 +249,112 @@ TEST_CASE("nvrm HCQ: both driver branches' layouts (570: 48-byte VA space, 56-by
         CHECK(std::memcmp(dst.cpu(), src.cpu(), 0x3000) == 0);
         CHECK_FALSE(dev->failed());
     }
+}
+
+TEST_CASE("nvrm GPU: the PBDMA reads GPPut from hUserdMemory's pages, not from whatever the client mapped at the ring") {
+    // kernel_channel_gv100.c kchannelGetUserdInfo: USERD = physical address of hUserdMemory[0] + userdOffset[0].
+    Machine m;
+    constexpr uint64_t kRingVa = 0x2000000000, kOtherVa = 0x2000200000, kUserd = 0x1000;
+    NvHandle ring = m.dev->alloc_vram(0x2000, 0x1000), other = m.dev->alloc_vram(0x2000, 0x1000);
+    m.nvrm->map_memory_dma(m.dev->device(), m.dev->virtual_memory(), ring, 0, 0x2000, kRingVa, false);
+    m.nvrm->map_memory_dma(m.dev->device(), m.dev->virtual_memory(), other, 0, 0x2000, kOtherVa, false);
+    auto* ring_cpu = static_cast<std::byte*>(m.nvrm->map_memory(m.dev->device(), ring, 0, 0x2000, nullptr, 1));
+    auto* other_cpu = static_cast<std::byte*>(m.nvrm->map_memory(m.dev->device(), other, 0, 0x2000, nullptr, 1));
+    std::memset(ring_cpu, 0, 0x2000);
+    std::memset(other_cpu, 0, 0x2000);
+    // USERD named in `other`, while the ring (and the USERD the client writes) is in `ring`.
+    RmChannel ch = m.dev->create_channel({m.dev->classes().copy, other, kRingVa, 64, kUserd});
+    // One control NOP GP entry (length 0, opcode NOP): GPGet moves past it once the PBDMA sees GPPut 1.
+    const uint32_t put = 1;
+    std::memcpy(ring_cpu + kUserd + 0x8c, &put, 4);
+    m.gpu->engines().doorbell(ch.work_submit_token);
+    m.gpu->engines().wait_idle(ch.work_submit_token, std::chrono::milliseconds(50));
+    CHECK(m.gpu->engines().gp_get(ch.work_submit_token) == 0);
+    // GPPut in hUserdMemory's USERD: the entry runs, and GPGet comes back there.
+    std::memcpy(other_cpu + kUserd + 0x8c, &put, 4);
+    m.gpu->engines().doorbell(ch.work_submit_token);
+    REQUIRE(m.gpu->engines().wait_idle(ch.work_submit_token, std::chrono::seconds(5)));
+    CHECK(m.gpu->engines().gp_get(ch.work_submit_token) == 1);
+    uint32_t get = 0;
+    std::memcpy(&get, other_cpu + kUserd + 0x88, 4);
+    CHECK(get == 1);
+    m.nvrm->unmap_memory(ring_cpu, 0x2000);
+    m.nvrm->unmap_memory(other_cpu, 0x2000);
+}
+
+TEST_CASE("nvrm GPU: unmapping a buffer drops the CPU mapping before RM frees the object") {
+    Machine m;
+    auto platform = NvrmPlatform::open(m.files, 0, 16ull << 20);
+    auto rm = RmDevice::open(platform->transport(), platform->client(), platform->branch(), platform->device_instance(),
+                             platform->vaspace_owner());
+    platform->attach(*rm);
+    const GpuVirtualAddress va(0x1000000000);
+    std::byte* cpu = platform->map(va, 0x2000, {.cpu_access = true});
+    REQUIRE(cpu != nullptr);
+    const NvHandle memory = platform->memory_object(va);
+    CHECK(memory != 0);
+    platform->unmap(va, 0x2000);
+    CHECK(m.rm->class_of(platform->client(), memory) == 0);
+    CHECK(m.files.unmaps_after_free() == 0);
+    platform->detach();
+}
+
+namespace {
+
+std::vector<std::byte> data_file(const std::string& name) {
+    std::ifstream f(std::string(BAREGPU_TEST_DATA_DIR) + "/" + name, std::ios::binary);
+    std::vector<char> raw((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    REQUIRE(raw.size() > 64);
+    std::vector<std::byte> bytes(raw.size());
+    std::memcpy(bytes.data(), raw.data(), raw.size());
+    return bytes;
+}
+
+// An H100 behind the simulated nvidia.ko 580 (as sim-nvrm:h100), driven by NvHcqDevice.
+struct H100 {
+    std::shared_ptr<sim::nvgpu::RmModel> rm;
+    std::shared_ptr<sim::nvgpu::NvrmGpu> gpu;
+    std::unique_ptr<sim::nvgpu::FakeNvidia> files;
+    std::shared_ptr<NvHcqDevice> dev;
+    H100() {
+        sim::nvgpu::RmModelOptions o;
+        o.driver_version = "580.142";
+        o.classes = {HOPPER_USERMODE_A, HOPPER_CHANNEL_GPFIFO_A, HOPPER_DMA_COPY_A, HOPPER_COMPUTE_A};
+        rm = std::make_shared<sim::nvgpu::RmModel>(o);
+        gpu = std::make_shared<sim::nvgpu::NvrmGpu>(rm, sim::nvgpu::NvrmGpuOptions{"test-h100", 256ull << 20});
+        files = std::make_unique<sim::nvgpu::FakeNvidia>(rm, 0x2330, gpu);
+        NvHcqOptions options;
+        options.name = "test-h100";
+        dev = NvHcqDevice::create(NvrmPlatform::open(*files, 0, 128ull << 20), options);
+    }
+    ~H100() {
+        dev.reset();
+        files.reset();
+        gpu.reset();
+    }
+};
+
+}  // namespace
+
+TEST_CASE("nvrm GPU: a cubin's launch follows its .nv.info (QMD V04 registers, barriers, shared memory; parameters at PARAM_CBANK)") {
+    // tests/nv/data/axpy_fill_sm90.cubin: `nvcc -cubin -arch=sm_90 axpy_fill.cu` (CUDA 13.0.88). The model reads the
+    // same file itself and checks the launch against it; SASS is not executed.
+    H100 h;
+    const std::vector<std::byte> sm90 = data_file("axpy_fill_sm90.cubin");
+    h.gpu->engines().add_cubin(sm90);
+    auto axpy = h.dev->load_program(sm90, "axpy");
+    CHECK(axpy->info().kernarg_size == 24);  // out, in (u64), n (s32), a (f32)
+    CHECK(axpy->info().num_buffers == 2);
+    CHECK(axpy->info().num_values == 2);
+    hcq::Buffer out = h.dev->allocate(4096), in = h.dev->allocate(4096);
+    hcq::Signal done = h.dev->new_signal(0, "done");
+    float a = 2.0f;
+    uint32_t a_bits;
+    std::memcpy(&a_bits, &a, 4);
+    hcq::KernelArgs args(*axpy, {out, in}, {64u, a_bits});
+    h.dev->compute_queue().exec(*axpy, args, {1, 1, 1}, {64, 1, 1}).signal(done, 1).submit();
+    done.wait(1, std::chrono::seconds(5));
+    CHECK(h.gpu->engines().cubin_launches() == 1);
+    // A cubin for another SM is refused when loaded (the e_flags SM field): sm_89 SASS does not run on sm_90.
+    CHECK_THROWS_WITH(h.dev->load_program(data_file("axpy_fill_sm89.cubin"), "axpy"), Contains("sm"));
 }

@@ -273,3 +273,27 @@ TEST_CASE("PBDMA decodes non-incrementing, increment-once and immediate headers,
     CHECK(rig.read64(sems + 8) == 0x3333);
     CHECK(rig.userd_gp_get() == 2);
 }
+
+TEST_CASE("HOPPER_CHANNEL_GPFIFO_A waits with ACQ_CIRC_GEQ; ACQ_STRICT_GEQ is not one of its operations", "[nv][sim][pbdma]") {
+    // clc86f.h SEM_EXECUTE_OPERATION: ACQUIRE 0, RELEASE 1, ACQ_CIRC_GEQ 3 (uvm_hopper_host.c waits with CIRC_GEQ).
+    for (SemOperation op : {SemOperation::acq_circ_geq, SemOperation::acq_strict_geq}) {
+        Rig rig(16, MmuVersion::v2, 0xc86f);
+        uint64_t sem = rig.map(4096), out = rig.map(4096);
+        rig.write64(sem, 5);
+        auto mem = buffer(64);
+        PushBuffer pb(mem, HostClass::hopper_c86f);
+        pb.semaphore(sem, 5, SemExecute{.operation = op, .payload_64bit = true}).sem_release(out, 1, false);
+        REQUIRE(rig.submit(pb));
+        REQUIRE(rig.engines.wait_idle(kToken, kTimeout));
+        auto f = rig.engines.fault(kToken);
+        if (op == SemOperation::acq_circ_geq) {
+            CHECK_FALSE(f);
+            CHECK(rig.read64(out) == 1);
+        } else {
+            REQUIRE(f);
+            CHECK(f->kind == nvsim::EngineFault::Kind::bad_method);
+            CHECK(f->what.find("clc86f.h") != std::string::npos);
+            CHECK(rig.read64(out) == 0);
+        }
+    }
+}

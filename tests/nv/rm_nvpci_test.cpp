@@ -38,6 +38,15 @@ struct Booted {
 
 }  // namespace
 
+namespace {
+
+// The open sequence's hook that hands GSP-RM the page directory (a root at VRAM 0x400000, 4 entries), as NvpciPlatform does.
+std::function<void(RmDevice&)> page_directory(NvpciTransport& transport, NvHandle client) {
+    return [&transport, client](RmDevice& d) { REQUIRE(transport.set_page_directory(client, d.device(), d.vaspace(), 0x400000, 4) == NV_OK); };
+}
+
+}  // namespace
+
 TEST_CASE("nvpci: the shared open sequence over GSP RPC reaches scheduled channels; GSP-RM's RM saw it all") {
     Booted b;
     NvpciTransport transport(b.gsp->rpc(), "nvpci:sim-nv:ad102");
@@ -45,7 +54,7 @@ TEST_CASE("nvpci: the shared open sequence over GSP RPC reaches scheduled channe
     NvHandle client = rm.alloc_client();
     CHECK(client == 0xc1000000);
     {
-        auto gpu = RmDevice::open(transport, client, RmBranch::r570);
+        auto gpu = RmDevice::open(transport, client, RmBranch::r570, 0, RmVaspaceOwner::driver, page_directory(transport, client));
         CHECK(gpu->classes().compute == ADA_COMPUTE_A);
         NvHandle area = gpu->alloc_vram(0x300000, 0x200000);
         RmChannel compute = gpu->create_channel({gpu->classes().compute, area, 0x1000000000, 0x10000, 0x80000});
@@ -78,7 +87,7 @@ TEST_CASE("nvpci: RM error statuses come back through GSP as RmError naming clas
         CHECK_THAT(e.what(), Contains("nvpci:sim-nv:ad102") && Contains("NV20_SUBDEVICE_0") && Contains("over nvpci"));
     }
     // A 580-layout VA space (56 bytes) to a 570 GSP-RM.
-    auto gpu = RmDevice::open(transport, client, RmBranch::r570);
+    auto gpu = RmDevice::open(transport, client, RmBranch::r570, 0, RmVaspaceOwner::driver, page_directory(transport, client));
     NvVaspaceAllocationParameters vas{};
     try {
         rm.alloc(client, gpu->device(), FERMI_VASPACE_A, vas, 56);
@@ -106,7 +115,7 @@ TEST_CASE("nvpci: a GSP-RM that stops answering gives a TimeoutError naming the 
     b.model->stop_replying(false);
 }
 
-TEST_CASE("nvpci: VASPACE_COPY_SERVER_RESERVED_PDES hands RM the page directory; channels then reach the engines' hooks") {
+TEST_CASE("nvpci: SET_PAGE_DIRECTORY hands RM the page directory (COPY_SERVER_RESERVED_PDES does not); channels then reach the engines") {
     Booted b;
     std::vector<nvsim::RmChannelInfo> announced;
     std::vector<uint32_t> freed;
@@ -115,29 +124,37 @@ TEST_CASE("nvpci: VASPACE_COPY_SERVER_RESERVED_PDES hands RM the page directory;
     NvpciTransport transport(b.gsp->rpc(), "nvpci:sim-nv:ad102");
     Rm rm(transport);
     NvHandle client = rm.alloc_client();
+    // COPY_SERVER_RESERVED_PDES is shape-checked and accepted, but it only edits a server-owned range of RM's own walker
+    // (gpu_vaspace.c): the externally owned VA space still has no page directory, and its context share is refused
+    // (kernel_ctxshare.c: NV_ERR_INVALID_STATE).
+    try {
+        RmDevice::open(transport, client, RmBranch::r570, 0, RmVaspaceOwner::driver, [&](RmDevice& d) {
+            Nv90f1CtrlCopyServerReservedPdesParams p{};
+            p.pageSize = 1ull << 47;
+            p.virtAddrHi = (1ull << 47) - 1;
+            p.numLevelsToCopy = 1;
+            p.levels[0] = {0x400000, 0x1000, 4, 47};  // GMMU_APERTURE_SYS_COH: refused
+            try {
+                rm.control(client, d.vaspace(), NV90F1_CTRL_CMD_VASPACE_COPY_SERVER_RESERVED_PDES, p);
+                FAIL("a system-memory page directory was accepted");
+            } catch (const RmError& e) {
+                CHECK(e.status() == NV_ERR_INVALID_ARGUMENT);
+                CHECK_THAT(e.what(), Contains("NV90F1_CTRL_CMD_VASPACE_COPY_SERVER_RESERVED_PDES"));
+            }
+            d.copy_server_reserved_pdes(0x400000, 0x1000, 47, 0, (1ull << 47) - 1);
+        });
+        FAIL("a context share was made in a VA space without a page directory");
+    } catch (const RmError& e) {
+        CHECK(e.status() == NV_ERR_INVALID_STATE);
+        CHECK_THAT(e.what(), Contains("FERMI_CONTEXT_SHARE_A"));
+    }
     {
-        auto gpu = RmDevice::open(transport, client, RmBranch::r570);
+        auto gpu = RmDevice::open(transport, client, RmBranch::r570, 0, RmVaspaceOwner::driver, [&](RmDevice& d) {
+            CHECK(transport.set_page_directory(client, d.device(), d.vaspace(), 0x400800, 4) == NV_ERR_INVALID_ARGUMENT);
+            CHECK(transport.set_page_directory(client, d.device(), d.subdevice(), 0x400000, 4) == NV_ERR_INVALID_OBJECT_HANDLE);
+            REQUIRE(transport.set_page_directory(client, d.device(), d.vaspace(), 0x400000, 4) == NV_OK);
+        });
         NvHandle area = gpu->alloc_vram(0x300000, 0x200000);
-        // Before the page directory is known, RM accepts the channel but cannot run it.
-        gpu->create_channel({gpu->classes().copy, area, 0x1000000000, 0x100, 0x800});
-        CHECK(announced.empty());
-        // A level outside VRAM (GMMU_APERTURE_SYS_COH = 4) is refused; so is a range not aligned to pageSize.
-        Nv90f1CtrlCopyServerReservedPdesParams p{};
-        p.pageSize = 1ull << 47;
-        p.virtAddrHi = (1ull << 47) - 1;
-        p.numLevelsToCopy = 1;
-        p.levels[0] = {0x400000, 0x1000, 4, 47};
-        try {
-            rm.control(client, gpu->vaspace(), NV90F1_CTRL_CMD_VASPACE_COPY_SERVER_RESERVED_PDES, p);
-            FAIL("a system-memory page directory was accepted");
-        } catch (const RmError& e) {
-            CHECK(e.status() == NV_ERR_INVALID_ARGUMENT);
-            CHECK_THAT(e.what(), Contains("NV90F1_CTRL_CMD_VASPACE_COPY_SERVER_RESERVED_PDES"));
-        }
-        p.levels[0].aperture = GMMU_APERTURE_VIDEO;
-        p.virtAddrLo = 0x1000;
-        CHECK_THROWS_AS(rm.control(client, gpu->vaspace(), NV90F1_CTRL_CMD_VASPACE_COPY_SERVER_RESERVED_PDES, p), RmError);
-        gpu->copy_server_reserved_pdes(0x400000, 0x1000, 47, 0, (1ull << 47) - 1);
         RmChannel ch = gpu->create_channel({gpu->classes().compute, area, 0x1000100000, 0x100, 0x100800});
         REQUIRE(announced.size() == 1);
         CHECK(announced[0].token == ch.work_submit_token);

@@ -57,7 +57,7 @@ TEST_CASE("nvrm: the open sequence reaches two scheduled channels, and closing f
         nvrm->attach_gpu(0);
         CHECK(nvrm->device() == "nvrm:/dev/nvidia0");
 
-        auto gpu = RmDevice::open(*nvrm, nvrm->client(), nvrm->branch());
+        auto gpu = RmDevice::open(*nvrm, nvrm->client(), nvrm->branch(), 0, RmVaspaceOwner::rm);
         CHECK(gpu->classes().compute == ADA_COMPUTE_A);
         CHECK(gpu->classes().copy == AMPERE_DMA_COPY_B);
         CHECK(gpu->classes().gpfifo == AMPERE_CHANNEL_GPFIFO_A);
@@ -88,7 +88,7 @@ TEST_CASE("nvrm: the driver branch picks the layouts, and a layout of the wrong 
     Driver r580("580.65.06");
     auto nvrm = NvrmTransport::open(*r580.files);
     CHECK(nvrm->branch() == RmBranch::r580);
-    auto gpu = RmDevice::open(*nvrm, nvrm->client(), nvrm->branch());  // the 56-byte VA space parameters
+    auto gpu = RmDevice::open(*nvrm, nvrm->client(), nvrm->branch(), 0, RmVaspaceOwner::rm);  // the 56-byte VA space parameters
     CHECK(gpu->vaspace() != 0);
 
     // The 570 layout (48 bytes, no pasid) sent to a 580 RM: NV_ERR_INVALID_ARGUMENT naming the class.
@@ -117,7 +117,7 @@ TEST_CASE("nvrm: a driver branch whose layouts are unknown is refused before any
 TEST_CASE("nvrm: RM's error statuses name the class or control, the object and the status") {
     Driver driver;
     auto nvrm = NvrmTransport::open(*driver.files);
-    auto gpu = RmDevice::open(*nvrm, nvrm->client(), nvrm->branch());
+    auto gpu = RmDevice::open(*nvrm, nvrm->client(), nvrm->branch(), 0, RmVaspaceOwner::rm);
     Rm& rm = gpu->rm();
     NvHandle client = nvrm->client();
 
@@ -138,7 +138,7 @@ TEST_CASE("nvrm: RM's error statuses name the class or control, the object and t
     SECTION("bad parameters: a control with the wrong parameter size") {
         uint32_t too_small = 0;
         RmError e = rm_error([&] { rm.control(client, gpu->device(), NV0080_CTRL_CMD_GPU_GET_CLASSLIST_V2, too_small); });
-        CHECK(e.status() == NV_ERR_INVALID_ARGUMENT);
+        CHECK(e.status() == NV_ERR_INVALID_PARAM_STRUCT);  // resserv rs_resource.c resControlLookup
         CHECK_THAT(e.what(), Contains("NV0080_CTRL_CMD_GPU_GET_CLASSLIST_V2 (0x800292)") &&
                                  Contains("4 bytes"));
     }
@@ -189,7 +189,7 @@ TEST_CASE("nvrm: the GPU must offer the classes we drive; the message lists what
     Driver driver("570.144", {TURING_USERMODE_A, AMPERE_CHANNEL_GPFIFO_A, AMPERE_DMA_COPY_B});  // no compute class
     auto nvrm = NvrmTransport::open(*driver.files);
     try {
-        RmDevice::open(*nvrm, nvrm->client(), nvrm->branch());
+        RmDevice::open(*nvrm, nvrm->client(), nvrm->branch(), 0, RmVaspaceOwner::rm);
         FAIL("opened a GPU without a compute class");
     } catch (const UnsupportedError& e) {
         CHECK_THAT(e.what(), Contains("no compute class") && Contains("ADA_COMPUTE_A") &&
@@ -247,7 +247,7 @@ TEST_CASE("nvrm memory: VRAM mapped for the CPU through a fresh GPU fd, and at a
         Driver driver(version);
         auto nvrm = NvrmTransport::open(*driver.files);
         nvrm->attach_gpu(0);
-        auto gpu = RmDevice::open(*nvrm, nvrm->client(), nvrm->branch());
+        auto gpu = RmDevice::open(*nvrm, nvrm->client(), nvrm->branch(), 0, RmVaspaceOwner::rm);
         NvHandle memory = gpu->alloc_vram(0x200000, 0x200000);
 
         // Two CPU mappings of one object see the same bytes (one backing, as VRAM through BAR1).
@@ -284,7 +284,7 @@ TEST_CASE("nvrm memory: VRAM mapped for the CPU through a fresh GPU fd, and at a
 TEST_CASE("nvrm memory: the 570 NVOS46 layout sent to a 580 driver is refused by the kernel (EINVAL)") {
     Driver driver("580.65.06");
     auto nvrm = NvrmTransport::open(*driver.files);
-    auto gpu = RmDevice::open(*nvrm, nvrm->client(), nvrm->branch());
+    auto gpu = RmDevice::open(*nvrm, nvrm->client(), nvrm->branch(), 0, RmVaspaceOwner::rm);
     int fd = driver.files->open("/dev/nvidiactl", 0);
     nvrm::Nvos46Parameters570 p{};
     CHECK(driver.files->ioctl(fd, nvrm::kIoctlMapMemoryDma570, &p) == -EINVAL);
@@ -299,7 +299,7 @@ TEST_CASE("nvrm memory: host pages as an OS descriptor, and CPU maps RM refuses"
     Driver driver;
     auto nvrm = NvrmTransport::open(*driver.files);
     nvrm->attach_gpu(0);
-    auto gpu = RmDevice::open(*nvrm, nvrm->client(), nvrm->branch());
+    auto gpu = RmDevice::open(*nvrm, nvrm->client(), nvrm->branch(), 0, RmVaspaceOwner::rm);
     alignas(4096) static std::byte host[2 * 4096];
     NvHandle os = nvrm->alloc_os_descriptor(gpu->device(), host, sizeof(host));
     CHECK(driver.rm->class_of(nvrm->client(), os) == NV01_MEMORY_SYSTEM_OS_DESCRIPTOR);
@@ -315,4 +315,89 @@ TEST_CASE("nvrm memory: host pages as an OS descriptor, and CPU maps RM refuses"
     CHECK(not_memory.status() == NV_ERR_INVALID_OBJECT_HANDLE);
     // No fd was leaked by the failed maps (each map opens its own /dev/nvidia0).
     CHECK(driver.files->open_files() == 2);  // /dev/nvidiactl and the attached /dev/nvidia0
+}
+
+TEST_CASE("nvrm: NV01_MEMORY_VIRTUAL bound to a VA space must end inside it (NV_ERR_INVALID_LIMIT otherwise)") {
+    // mem_mgr/virt_mem_range.c vmrangeConstruct: limit < vasLimit + 1 when hVASpace names a VA space.
+    Driver driver;
+    auto nvrm = NvrmTransport::open(*driver.files);
+    nvrm->attach_gpu(0);
+    auto gpu = RmDevice::open(*nvrm, nvrm->client(), nvrm->branch(), 0, RmVaspaceOwner::rm);
+    CHECK(gpu->virtual_memory() != 0);
+    NvMemoryVirtualAllocationParams past{};
+    past.limit = 0x1ffffffffffffull;  // the 49-bit GMMU limit, past the VA space's 0x1fffffb000fff
+    past.hVASpace = gpu->vaspace();
+    RmError e = rm_error([&] { gpu->rm().alloc(nvrm->client(), gpu->device(), NV01_MEMORY_VIRTUAL, past); });
+    CHECK(e.status() == NV_ERR_INVALID_LIMIT);
+    // The same limit without a VA space is checked against the GMMU's range: legal (tinygrad's hDma).
+    NvMemoryVirtualAllocationParams unbound{};
+    unbound.limit = 0x1ffffffffffffull;
+    CHECK(gpu->rm().alloc(nvrm->client(), gpu->device(), NV01_MEMORY_VIRTUAL, unbound) != 0);
+    // RM returns the limit it settled on.
+    NvMemoryVirtualAllocationParams whole{};
+    whole.hVASpace = gpu->vaspace();
+    gpu->rm().alloc(nvrm->client(), gpu->device(), NV01_MEMORY_VIRTUAL, whole);
+    CHECK(whole.limit == 0x1fffffb000fffull);
+}
+
+TEST_CASE("nvrm: GET_CLASSLIST_V2 and GPFIFO_SCHEDULE take their branch's size; any other is NV_ERR_INVALID_PARAM_STRUCT") {
+    // ctrl0080gpu.h NV0080_CTRL_GPU_CLASSLIST_MAX_SIZE 100 (570, 575) / 200 (580); ctrla06fgpfifo.h bSkipEnable from
+    // 575; resserv rs_resource.c resControlLookup refuses a size other than the exported one.
+    CHECK(NvrmTransport::branch_of("570.144") == RmBranch::r570);
+    CHECK(NvrmTransport::branch_of("575.57.08") == RmBranch::r575);
+    CHECK(NvrmTransport::branch_of("580.142") == RmBranch::r580);
+    struct Case {
+        const char* version;
+        uint32_t classlist, schedule;
+    };
+    for (Case c : {Case{"570.144", 404, 2}, Case{"575.57.08", 404, 3}, Case{"580.142", 804, 3}}) {
+        INFO(c.version);
+        Driver driver(c.version);
+        auto nvrm = NvrmTransport::open(*driver.files);
+        auto gpu = RmDevice::open(*nvrm, nvrm->client(), nvrm->branch(), 0, RmVaspaceOwner::rm);
+        CHECK(gpu->classes().compute == ADA_COMPUTE_A);
+        Nv0080CtrlGpuGetClasslistV2Params list{};
+        for (uint32_t size : {404u, 804u}) {
+            if (size == c.classlist) {
+                gpu->rm().control(nvrm->client(), gpu->device(), NV0080_CTRL_CMD_GPU_GET_CLASSLIST_V2, list, size);
+            } else {
+                RmError e = rm_error([&] {
+                    gpu->rm().control(nvrm->client(), gpu->device(), NV0080_CTRL_CMD_GPU_GET_CLASSLIST_V2, list, size);
+                });
+                CHECK(e.status() == NV_ERR_INVALID_PARAM_STRUCT);
+            }
+        }
+        NvHandle area = gpu->alloc_vram(0x200000, 0x200000);
+        gpu->create_channel({gpu->classes().copy, area, 0x1000000000, 1024, 0x100000});
+        gpu->schedule();  // the branch's size
+        NvA06cCtrlGpfifoScheduleParams schedule{1, 0, 0};
+        RmError e = rm_error([&] {
+            gpu->rm().control(nvrm->client(), gpu->channel_group(), NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, schedule, 5 - c.schedule);
+        });
+        CHECK(e.status() == NV_ERR_INVALID_PARAM_STRUCT);
+    }
+}
+
+TEST_CASE("nvrm: the device object names RM's device instance of the GPU (GET_ID_INFO_V2), not 0") {
+    // rmapi/alloc_free.c: NV01_DEVICE_0 of a device instance with no GPU is NV_ERR_INVALID_STATE.
+    sim::nvgpu::RmModelOptions options;
+    options.device_instance = 1;  // a host whose first GPU is another
+    auto rm = std::make_shared<sim::nvgpu::RmModel>(options);
+    sim::nvgpu::FakeNvidia files(rm);
+    auto nvrm = NvrmTransport::open(files);
+    nvrm->attach_gpu(0);
+    CHECK(nvrm->device_instance() == 1);
+    RmError e = rm_error([&] { RmDevice::open(*nvrm, nvrm->client(), nvrm->branch(), 0, RmVaspaceOwner::rm); });
+    CHECK(e.status() == NV_ERR_INVALID_STATE);
+    CHECK_THAT(e.what(), Contains("NV01_DEVICE_0"));
+    auto gpu = RmDevice::open(*nvrm, nvrm->client(), nvrm->branch(), nvrm->device_instance(), RmVaspaceOwner::rm);
+    CHECK(gpu->device() != 0);
+}
+
+TEST_CASE("nvrm: the context share asks RM for an async subcontext (NV_CTXSHARE_ALLOCATION_FLAGS_SUBCONTEXT_ASYNC = 1)") {
+    // nvos.h: SYNC 0, ASYNC 1, SPECIFIED 2 (kernel_channel_group.c asserts ASYNC == 1).
+    Driver driver;
+    auto nvrm = NvrmTransport::open(*driver.files);
+    auto gpu = RmDevice::open(*nvrm, nvrm->client(), nvrm->branch(), 0, RmVaspaceOwner::rm);
+    CHECK(driver.rm->subcontext_mode(nvrm->client(), gpu->context_share()) == 1u);
 }

@@ -101,6 +101,10 @@ TEST_CASE("the simulated booter refuses each inconsistent GspFwWprMeta", "[sim-n
         m.frtsOffset -= 0x100000;
         CHECK(any_contains(check(m), "frtsOffset"));
     }
+    SECTION("WPR2 ending below FRTS (gspFwWprEnd = frtsOffset)") {
+        m.gspFwWprEnd = m.frtsOffset;
+        CHECK(any_contains(check(m), "gspFwWprEnd"));
+    }
     SECTION("heap overlapping GSP FW") {
         m.gspFwHeapSize += 0x200000;
         CHECK(any_contains(check(m), "heap"));

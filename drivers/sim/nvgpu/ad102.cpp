@@ -79,6 +79,16 @@ GpuEngines& Ad102Model::engines() {
 
 std::span<std::byte> Ad102Model::vram() { return port().bar_memory(1); }
 
+void Ad102Model::gsp_took_bar1() {
+    // GSP-RM's init points BAR1 at its own instance block (virtual mode) once, before GSP_INIT_DONE (kern_bus
+    // kbusSetBarsInBar0Window / NV_PBUS_BAR1_BLOCK); where that block lies is GSP-RM's choice, the model's is near the
+    // top of VRAM.
+    if (!rm_ || !rm_->initialized() || bar1_taken_) return;
+    bar1_taken_ = true;
+    regs_[reg::kPbusBar1Block] =
+        reg::kPbusBar1BlockModeVirtual | static_cast<uint32_t>(((options_.vram_bytes - 64 * kMiB) >> 12) & 0x0fffffff);
+}
+
 void Ad102Model::power_on() {
     regs_.clear();
     regs_[SequencerScript::kModifyReg] = SequencerScript::kModifyInitial;
@@ -88,6 +98,7 @@ void Ad102Model::power_on() {
     wpr2_lo_ = wpr2_hi_ = 0;
     frts_offset_ = 0;
     gfw_reads_ = 0;
+    bar1_taken_ = false;
 }
 
 void Ad102Model::function_reset() {
@@ -151,6 +162,7 @@ void Ad102Model::mmio_write(unsigned bar, uint64_t offset, unsigned /*width*/, u
             if (f == &gsp_) run_fwsec();
             else if (rm_->awaiting_resume()) resume_gsp();
             else run_booter();
+            gsp_took_bar1();
         } else if (e == FalconModel::Event::StartRiscv) {
             violation("the CPU started the GSP RISC-V core itself; the booter (SEC2) starts it", where_of(r),
                       kSrcBoot);
@@ -159,14 +171,25 @@ void Ad102Model::mmio_write(unsigned bar, uint64_t offset, unsigned /*width*/, u
     }
     if (r == reg::kGspQueueHead0) {
         rm_->doorbell();
+        gsp_took_bar1();
         if (rm_->unloaded()) {  // UNLOADING_GUEST_DRIVER: GSP-RM tore down; the chip is as after reset
             wpr2_lo_ = wpr2_hi_ = 0;
             frts_offset_ = 0;
             gsp_.power_on();
             sec2_.power_on();
             regs_.erase(reg::kPgc6BsiSecureScratch14);
+            regs_.erase(reg::kPbusBar1Block);
+            bar1_taken_ = false;
         }
         return;
+    }
+    if ((r == reg::kVirtualFunctionDoorbell || r == reg::kVirtualFunctionPrivMmuInvalidate) &&
+        (regs_[reg::kPbusBar1Block] & reg::kPbusBar1BlockModeVirtual) != 0) {
+        // The page tables and channel memory the CPU wrote through BAR1 went through GSP-RM's BAR1 page tables, not to
+        // the VRAM offsets it meant (tinygrad nv/ip.py init_hw writes NV_PBUS_BAR1_BLOCK = physical after INIT_DONE).
+        violation("VRAM used through BAR1 while NV_PBUS_BAR1_BLOCK is in GSP-RM's virtual mode: BAR1 was not put back in "
+                  "physical mode after GSP_INIT_DONE",
+                  where_of(r), "dev_bus.h NV_PBUS_BAR1_BLOCK_MODE; tinygrad nv/ip.py init_hw");
     }
     if (r == reg::kVirtualFunctionDoorbell) {
         if (!engines_ || !engines_->doorbell(v))
@@ -265,7 +288,7 @@ void Ad102Model::run_booter() {
 bool Ad102Model::booter_matches_known_image() {
     const std::string name = "nvidia/ad102/gsp/booter_load-570.144.bin";
     const std::string where = "SEC2 (booter_load)";
-    const char* src = "nouveau include/nvfw/hs.h; nvkm/falcon/fw.c nvkm_falcon_fw_ctor_hs_v2";
+    const char* src = "RM kernel_gsp_booter.c / kernel_gsp_falcon_ga102.c (GA102+ HS boot); nouveau nvkm_falcon_fw_ctor_hs_v2";
     fw::FirmwareFile file;
     try {
         const auto path = options_.firmware_dir.empty() ? sim::firmware_search_path()
@@ -279,19 +302,21 @@ bool Ad102Model::booter_matches_known_image() {
     const fw::nv::HsHeaderV2 h = fw::nv::parse_hs_header_v2(reader);
     const auto data = h.bin.data.bytes;
     const auto imem = sec2_.imem(), dmem = sec2_.dmem();
-    // nvkm_falcon_fw_ctor_hs_v2: non-secure code image[0, os_code_size) at IMEM os_code_offset, app 0
-    // at IMEM align(app offset, 256), boot vector os_code_offset.
+    // GA102+ boots the booter from HS (RM kernel_gsp_booter.c: imemPa 0, imemVa = the app's code offset;
+    // kernel_gsp_falcon_ga102.c: DMATRFFBOFFS = imemVa, BOOTVEC = imemVa; nouveau nvkm_falcon_fw_ctor_hs_v2): secure
+    // app 0 alone at IMEM physical 0, each 256-byte block tagged with its virtual address, started at that address.
     auto imem_holds = [&](uint64_t at, uint64_t from, uint64_t size) {
         return imem.size() >= at + size && from + size <= data.size() &&
                std::memcmp(imem.data() + at, data.data() + from, size) == 0;
     };
-    const bool nmem_ok = imem_holds(h.os_code_offset, 0, h.os_code_size);
-    const bool app_ok = !h.apps.empty() && imem_holds((h.apps[0].offset + 255) & ~uint64_t{255}, h.apps[0].offset,
-                                                      h.apps[0].size);
-    if (!nmem_ok || !app_ok || sec2_.bootvec() != h.os_code_offset) {
-        violation(fmt::format("SEC2 IMEM is not the booter as its load header places it (non-secure code {}, secure "
-                              "app 0 {}, BOOTVEC {:#x} want {:#x})",
-                              nmem_ok ? "ok" : "wrong", app_ok ? "ok" : "wrong", sec2_.bootvec(), h.os_code_offset),
+    const uint32_t va = h.apps.empty() ? 0 : h.apps[0].offset;
+    const bool app_ok = !h.apps.empty() && imem_holds(0, va, h.apps[0].size);
+    bool tags_ok = app_ok;
+    for (uint32_t block = 0; tags_ok && block < h.apps[0].size; block += 256) tags_ok = sec2_.imem_tag(block) == va + block;
+    if (!app_ok || !tags_ok || sec2_.bootvec() != va) {
+        violation(fmt::format("SEC2 IMEM is not the booter as the GA102+ HS boot places it (secure app 0 at IMEM 0 {}, "
+                              "tagged with its virtual address {:#x}: {} (block 0 tag {:#x}), BOOTVEC {:#x} want {:#x})",
+                              app_ok ? "ok" : "wrong", va, tags_ok ? "ok" : "wrong", sec2_.imem_tag(0), sec2_.bootvec(), va),
                   where, src);
         return false;
     }

@@ -88,6 +88,8 @@ private:
     std::unique_ptr<GspRmModel> rm_;
     std::unique_ptr<GpuEngines> engines_;
     uint32_t wpr2_lo_ = 0, wpr2_hi_ = 0;
+    bool bar1_taken_ = false;  // GSP-RM set NV_PBUS_BAR1_BLOCK to its virtual mode
+    void gsp_took_bar1();
     uint64_t frts_offset_ = 0;
     unsigned gfw_reads_ = 0;
     unsigned resets_ = 0;

@@ -57,7 +57,10 @@ BooterVerdict check_wpr_meta(pci::sim::SimPort& port, uint64_t meta_address, uin
          fmt::format("gspFwWprStart {:#x} not 1 MiB aligned below the heap {:#x} with room for the metadata", wpr_start, heap));
     need(non_wpr + non_wpr_size <= wpr_start && non_wpr_size != 0,
          fmt::format("non-WPR heap {:#x}+{:#x} overlaps gspFwWprStart {:#x}", non_wpr, non_wpr_size, wpr_start));
-    need(wpr_end > wpr_start && wpr_end <= frts, fmt::format("gspFwWprEnd {:#x} not in ({:#x}, frtsOffset]", wpr_end, wpr_start));
+    // WPR2 ends where FRTS ends: RM lays FRTS at the top of WPR (kernel_gsp_tu102.c kgspCalculateFbLayout:
+    // frtsOffset = gspFwWprEnd - frtsSize).
+    need(wpr_end > wpr_start && wpr_end == frts + frts_size,
+         fmt::format("gspFwWprEnd {:#x}: WPR2 must end where FRTS ends, {:#x} (frtsOffset + frtsSize)", wpr_end, frts + frts_size));
     need(bl_size != 0 && u64(m, 48) < bl_size && u64(m, 56) < bl_size && u64(m, 64) < bl_size,
          "bootloader code/data/manifest offsets must lie inside sizeOfBootloader");
     std::vector<std::byte> probe(8);

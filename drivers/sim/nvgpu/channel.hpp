@@ -20,10 +20,14 @@ inline constexpr uint64_t kUserdGpPut = 0x8c;
 struct ChannelState {
     uint64_t gpfifo_va = 0;     // GPU VA of the GP entry ring (8 bytes an entry)
     uint32_t gpfifo_entries = 0;
-    uint64_t userd_va = 0;      // GPU VA of the channel's USERD (512 bytes)
+    uint64_t userd_va = 0;      // GPU VA of the channel's USERD (512 bytes), when userd_vram is not set
+    // Where RM placed USERD physically: the VRAM offset of hUserdMemory[0] + userdOffset[0] (kernel_channel_gv100.c
+    // kchannelGetUserdInfo: memdescGetPhysAddr of that memory). The PBDMA reads GPPut there, not through the MMU.
+    std::optional<uint64_t> userd_vram;
     uint64_t page_directory_base = 0;  // VRAM offset of the root page directory
     MmuFormat mmu_format{};
     std::string name;           // for messages, e.g. "channel 3 (runlist 0)"
+    uint32_t host_class = 0;    // the channel's GPFIFO class (0: AMPERE_CHANNEL_GPFIFO_A's rules)
 };
 
 // What stopped a channel: the RM model reports it (e.g. as a ROBUST_CHANNEL error notifier).
@@ -46,5 +50,8 @@ inline constexpr uint32_t kAmpereDmaCopyB = 0xc7b5;  // clc7b5.h
 inline constexpr uint32_t kAmpereComputeA = 0xc6c0;  // clc6c0.h
 inline constexpr uint32_t kAmpereComputeB = 0xc7c0;  // clc7c0.h
 inline constexpr uint32_t kAdaComputeA = 0xc9c0;     // clc9c0.h
+inline constexpr uint32_t kHopperChannelGpfifoA = 0xc86f;  // clc86f.h
+inline constexpr uint32_t kHopperDmaCopyA = 0xc8b5;   // clc8b5.h: the same methods as clc7b5.h for 1-D copies
+inline constexpr uint32_t kHopperComputeA = 0xcbc0;   // clcbc0.h: QMD V04_00
 
 }  // namespace baregpu::sim::nvgpu

@@ -16,6 +16,14 @@
 // STRUCTURE_SIZE 831:830 (0 FOUR_WORDS, 1 ONE_WORD, 2 TWO_WORDS), PAYLOAD_LOWER 863:832, UPPER 895:864,
 // RELEASE1_* the same + 128 bits, DEPENDENT_QMD0_POINTER 511:480 (>> 8), ENABLE 512, ACTION 515:513
 // (1 SCHEDULE, 3 INVALIDATE_COPY_SCHEDULE).
+// HOPPER_COMPUTE_A reads QMD V04_00 (384 bytes; open-gpu-doc clcbc0qmd.h NVCBC0_QMDV04_00_*, as Mesa NVK's nak
+// qmd.rs picks it for Hopper): GRID_WIDTH 1055:1024, HEIGHT 1071:1056, DEPTH 1103:1088, CTA_THREAD_DIMENSION0/1/2
+// 1167:1152 / 1183:1168 / 1199:1184, CONSTANT_BUFFER_VALID(i) 416+4i, CONSTANT_BUFFER_ADDR_LOWER_SHIFTED6(i)
+// 1567+64i:1536+64i, UPPER_SHIFTED6(i) 1586+64i:1568+64i, SIZE_SHIFTED4(i) 1599+64i:1587+64i, PROGRAM_ADDRESS_LOWER
+// 1247:1216, UPPER 1272:1248, RELEASE_ENABLE(i) 320+16i, STRUCTURE_SIZE(i) 322+16i:321+16i, PAYLOAD64B(i) 332+16i,
+// RELEASE_SEMAPHORE0_ADDR_LOWER 671:640, UPPER 696:672, PAYLOAD_LOWER 735:704, UPPER 767:736 (SEMAPHORE1 + 128 bits),
+// DEPENDENT_QMD_ENABLE(0) 368, ACTION(0) 371:369, DEPENDENT_QMD0_POINTER 479:448. A V03 QMD sent to it (or V04 to
+// an Ada class) is refused: the major version is where both keep it, 583:580.
 #include "gpu_engines.hpp"
 #include "gpu_engines_internal.hpp"
 
@@ -36,7 +44,31 @@ namespace baregpu::sim::nvgpu {
 
 namespace {
 constexpr uint32_t SEND_PCAS_A = 0x02b4, SEND_SIGNALING_PCAS2_B = 0x02c0;
-constexpr unsigned kQmdBytes = 256;
+constexpr unsigned kQmdBytes = 384;  // the larger of V03 (256) and V04 (384)
+
+struct Bits {
+    unsigned hi, lo;
+};
+// Where the fields the model reads sit, per version (see the header comment).
+struct QmdLayout {
+    unsigned major, bytes;
+    Bits grid[3], block[3], cb_valid0, cb_lo0, cb_hi0, cb_size0;
+    unsigned cb_shift;
+    Bits program_lo, program_hi;
+    Bits rel_enable[2], rel_payload64[2], rel_structure[2], rel_addr_lo[2], rel_addr_hi[2], rel_payload_lo[2], rel_payload_hi[2];
+    Bits dep_enable, dep_action, dep_pointer;
+    Bits registers, barriers, shared;  // REGISTER_COUNT(_V), BARRIER_COUNT, SHARED_MEMORY_SIZE
+};
+constexpr QmdLayout kV03{3, 256, {{415, 384}, {431, 416}, {463, 448}}, {{607, 592}, {623, 608}, {639, 624}}, {640, 640},
+                         {1055, 1024}, {1072, 1056}, {1087, 1075}, 0, {1567, 1536}, {1584, 1568},
+                         {{823, 823}, {951, 951}}, {{829, 829}, {957, 957}}, {{831, 830}, {959, 958}},
+                         {{799, 768}, {927, 896}}, {{807, 800}, {935, 928}}, {{863, 832}, {991, 960}}, {{895, 864}, {1023, 992}},
+                         {512, 512}, {515, 513}, {511, 480}, {656, 648}, {767, 763}, {561, 544}};
+constexpr QmdLayout kV04{4, 384, {{1055, 1024}, {1071, 1056}, {1103, 1088}}, {{1167, 1152}, {1183, 1168}, {1199, 1184}}, {416, 416},
+                         {1567, 1536}, {1586, 1568}, {1599, 1587}, 6, {1247, 1216}, {1272, 1248},
+                         {{320, 320}, {336, 336}}, {{332, 332}, {348, 348}}, {{322, 321}, {338, 337}},
+                         {{671, 640}, {799, 768}}, {{696, 672}, {824, 800}}, {{735, 704}, {863, 832}}, {{767, 736}, {895, 864}},
+                         {368, 368}, {371, 369}, {479, 448}, {1208, 1200}, {1215, 1211}, {601, 584}};
 constexpr unsigned kMaxDependentDepth = 64;       // model limit on a QMD chain
 constexpr uint64_t kMaxImageBytes = 64ull << 20;   // model limit on a host code object
 constexpr uint32_t kMaxKernargBytes = 4096;
@@ -49,8 +81,120 @@ struct QmdWords {
         unsigned width = hi - lo + 1;
         return width == 32 ? word : (word >> (lo % 32)) & ((1u << width) - 1);
     }
+    uint64_t get(Bits b) const { return get(b.hi, b.lo); }
 };
 }  // namespace
+
+namespace {
+
+// The cubin facts the model reads itself (ELF64 section and symbol tables; .nv.info records EIFMT u8, EIATTR u8,
+// u16 value or size: NVIDIA cuda-gdb's published EIATTR list): EIATTR_PARAM_CBANK 0x0a {sym u32, offset u16, size u16},
+// EIATTR_REGCOUNT 0x2f {sym, value} in .nv.info, EIATTR_NUM_BARRIERS 0x4c (a BVAL), the SM in e_flags 15:8.
+template <class T>
+T le(std::span<const std::byte> b, uint64_t at) {
+    if (at + sizeof(T) > b.size()) throw Error("cubin", fmt::format("read of {} bytes at {:#x} past the file", sizeof(T), at));
+    T v;
+    std::memcpy(&v, b.data() + at, sizeof v);
+    return v;
+}
+
+std::vector<GpuEngines::CubinKernelFacts> read_cubin(std::span<const std::byte> f) {
+    if (f.size() < 64 || std::memcmp(f.data(), "\x7f" "ELF", 4) != 0 || le<uint8_t>(f, 4) != 2 || le<uint16_t>(f, 18) != 190)
+        throw Error("cubin", "not an ELF64 for EM_CUDA (190)");
+    const uint32_t sm = (le<uint32_t>(f, 48) >> 8) & 0xff;
+    const uint64_t shoff = le<uint64_t>(f, 40);
+    const uint16_t shentsize = le<uint16_t>(f, 58), shnum = le<uint16_t>(f, 60), shstrndx = le<uint16_t>(f, 62);
+    struct Sec {
+        std::string name;
+        uint32_t type;
+        uint64_t offset, size;
+        uint32_t link;
+    };
+    std::vector<Sec> secs(shnum);
+    auto str = [&](uint64_t at) {
+        std::string out;
+        while (at < f.size() && f[at] != std::byte{0}) out += static_cast<char>(f[at++]);
+        return out;
+    };
+    for (uint16_t i = 0; i < shnum; ++i) {
+        const uint64_t h = shoff + uint64_t{i} * shentsize;
+        secs[i] = {"", le<uint32_t>(f, h + 4), le<uint64_t>(f, h + 24), le<uint64_t>(f, h + 32), le<uint32_t>(f, h + 40)};
+    }
+    const uint64_t names = secs.at(shstrndx).offset;
+    for (uint16_t i = 0; i < shnum; ++i) secs[i].name = str(names + le<uint32_t>(f, shoff + uint64_t{i} * shentsize));
+    auto find = [&](const std::string& n) -> const Sec* {
+        for (const Sec& s : secs)
+            if (s.name == n) return &s;
+        return nullptr;
+    };
+    // Symbol index -> name (SHT_SYMTAB 2, 24-byte entries, names in its linked string table).
+    std::vector<std::string> symbols;
+    for (const Sec& s : secs) {
+        if (s.type != 2) continue;
+        for (uint64_t at = s.offset; at + 24 <= s.offset + s.size; at += 24) symbols.push_back(str(secs.at(s.link).offset + le<uint32_t>(f, at)));
+    }
+    auto records = [&](const Sec& s, auto&& each) {
+        for (uint64_t at = s.offset; at + 4 <= s.offset + s.size;) {
+            const uint8_t format = le<uint8_t>(f, at), attribute = le<uint8_t>(f, at + 1);
+            const uint16_t value = le<uint16_t>(f, at + 2);
+            each(format, attribute, value, at + 4);
+            at += 4 + (format == 4 ? value : 0);
+        }
+    };
+    std::vector<GpuEngines::CubinKernelFacts> out;
+    for (const Sec& s : secs) {
+        if (!s.name.starts_with(".text.")) continue;
+        GpuEngines::CubinKernelFacts k;
+        k.name = s.name.substr(6);
+        k.sm = sm;
+        const uint64_t head = std::min<uint64_t>(s.size, 128);
+        if (s.offset + head > f.size()) throw Error("cubin", s.name + " past the file");
+        k.text_head.assign(f.begin() + static_cast<ptrdiff_t>(s.offset), f.begin() + static_cast<ptrdiff_t>(s.offset + head));
+        if (const Sec* shared = find(".nv.shared." + k.name)) k.shared_bytes = static_cast<uint32_t>(shared->size);
+        if (const Sec* info = find(".nv.info." + k.name)) {
+            records(*info, [&](uint8_t format, uint8_t attribute, uint16_t value, uint64_t data) {
+                if (attribute == 0x0a && format == 4 && value == 8) {
+                    k.param_offset = le<uint16_t>(f, data + 4);
+                    k.param_size = le<uint16_t>(f, data + 6);
+                }
+                if (attribute == 0x4c && format != 4) k.barriers = value;
+            });
+        }
+        out.push_back(std::move(k));
+    }
+    if (const Sec* info = find(".nv.info")) {
+        records(*info, [&](uint8_t format, uint8_t attribute, uint16_t value, uint64_t data) {
+            if (attribute != 0x2f || format != 4 || value != 8) return;
+            const uint32_t sym = le<uint32_t>(f, data), regs = le<uint32_t>(f, data + 4);
+            for (auto& k : out)
+                if (sym < symbols.size() && symbols[sym] == k.name) k.registers = regs;
+        });
+    }
+    return out;
+}
+
+// The SM each compute class runs.
+uint32_t sm_of_class(uint32_t cls) {
+    switch (cls) {
+        case kAmpereComputeB: return 86;
+        case kAdaComputeA: return 89;
+        case kHopperComputeA: return 90;
+        default: return 0;
+    }
+}
+
+}  // namespace
+
+void GpuEngines::add_cubin(std::span<const std::byte> elf) {
+    std::vector<CubinKernelFacts> kernels = read_cubin(elf);
+    std::lock_guard lock(mutex_);
+    for (auto& k : kernels) cubin_kernels_.push_back(std::move(k));
+}
+
+uint64_t GpuEngines::cubin_launches() const {
+    std::lock_guard lock(mutex_);
+    return cubin_launches_;
+}
 
 GpuEngines::Step GpuEngines::compute_method(Channel& c, unsigned subchannel, uint32_t method, uint32_t data) {
     c.methods[subchannel][method / 4] = data;
@@ -114,21 +258,91 @@ GpuEngines::Step GpuEngines::launch_qmd(Channel& c, unsigned subchannel, uint64_
                              subchannel, why);
         return stop(c, e);
     };
+    const QmdLayout& L = c.classes[subchannel] == kHopperComputeA ? kV04 : kV03;
     QmdWords q;
-    if (auto f = mmu_.read(pdb, format, qmd_va, std::as_writable_bytes(std::span(q.w)))) return mmu_fault(c, *f, "a QMD read");
-    if (q.get(583, 580) != 3 || q.get(579, 576) != 0)
-        return refuse(fmt::format("QMD_MAJOR_VERSION.QMD_VERSION is {}.{}; this class reads V03_00 (clc6c0qmd.h)",
-                                  q.get(583, 580), q.get(579, 576)));
-    const std::array<uint32_t, 3> grid{static_cast<uint32_t>(q.get(415, 384)), static_cast<uint32_t>(q.get(431, 416)),
-                                       static_cast<uint32_t>(q.get(463, 448))};
-    const std::array<uint32_t, 3> block{static_cast<uint32_t>(q.get(607, 592)), static_cast<uint32_t>(q.get(623, 608)),
-                                        static_cast<uint32_t>(q.get(639, 624))};
+    if (auto f = mmu_.read(pdb, format, qmd_va, std::as_writable_bytes(std::span(q.w).first(L.bytes / 4))))
+        return mmu_fault(c, *f, "a QMD read");
+    if (q.get(583, 580) != L.major || q.get(579, 576) != 0)
+        return refuse(fmt::format("QMD_MAJOR_VERSION.QMD_VERSION is {}.{}; this class reads V0{}_00 ({})", q.get(583, 580),
+                                  q.get(579, 576), L.major, L.major == 4 ? "clcbc0qmd.h" : "clc6c0qmd.h"));
+    const std::array<uint32_t, 3> grid{static_cast<uint32_t>(q.get(L.grid[0])), static_cast<uint32_t>(q.get(L.grid[1])),
+                                       static_cast<uint32_t>(q.get(L.grid[2]))};
+    const std::array<uint32_t, 3> block{static_cast<uint32_t>(q.get(L.block[0])), static_cast<uint32_t>(q.get(L.block[1])),
+                                        static_cast<uint32_t>(q.get(L.block[2]))};
     if (block[0] == 0 || block[1] == 0 || block[2] == 0)
         return refuse(fmt::format("CTA_THREAD_DIMENSION {}x{}x{} has a zero", block[0], block[1], block[2]));
-    if (q.get(640, 640) == 0) return refuse("CONSTANT_BUFFER_VALID(0) is not set: the kernargs live in constant buffer 0");
-    const uint64_t cb0 = q.get(1055, 1024) | (q.get(1072, 1056) << 32);
-    const uint64_t cb0_size = q.get(1087, 1075) << 4;
-    const uint64_t program = q.get(1567, 1536) | (q.get(1584, 1568) << 32);
+    if (q.get(L.cb_valid0) == 0) return refuse("CONSTANT_BUFFER_VALID(0) is not set: the kernargs live in constant buffer 0");
+    const uint64_t cb0 = (q.get(L.cb_lo0) | (q.get(L.cb_hi0) << 32)) << L.cb_shift;
+    const uint64_t cb0_size = q.get(L.cb_size0) << 4;
+    const uint64_t program = q.get(L.program_lo) | (q.get(L.program_hi) << 32);
+
+    // After the grid: release semaphores 0 and 1, then dependent QMD 0.
+    auto finish = [&]() -> Step {
+        // Release semaphores 0 and 1.
+        for (unsigned r = 0; r < 2; ++r) {
+            if (q.get(L.rel_enable[r]) == 0) continue;
+            const uint64_t va = q.get(L.rel_addr_lo[r]) | (q.get(L.rel_addr_hi[r]) << 32);
+            const bool payload64 = q.get(L.rel_payload64[r]) != 0;
+            const uint64_t structure = q.get(L.rel_structure[r]);
+            const uint64_t payload = q.get(L.rel_payload_lo[r]) | (payload64 ? q.get(L.rel_payload_hi[r]) << 32 : 0);
+            std::byte b[16];
+            std::memcpy(b, &payload, 8);
+            const uint64_t ts = now_ns();
+            std::memcpy(b + 8, &ts, 8);
+            const size_t bytes = structure == 0 ? 16 : payload64 ? 8 : 4;  // FOUR_WORDS: payload, then the timestamp at +8
+            if (!write_bytes(c, va, std::span<const std::byte>(b, bytes), "a QMD release semaphore")) return Step::fault;
+        }
+        // Dependent QMD 0.
+        if (q.get(L.dep_enable) != 0) {
+            const uint64_t action = q.get(L.dep_action), next = q.get(L.dep_pointer) << 8;
+            if (action != 1 && action != 3)
+                return refuse(fmt::format("DEPENDENT_QMD0_ACTION {} is not modelled (SCHEDULE 1 and "
+                                          "INVALIDATE_COPY_SCHEDULE 3 are)", action));
+            if (depth + 1 >= kMaxDependentDepth)
+                return refuse(fmt::format("dependent QMD chain longer than the model's {}", kMaxDependentDepth));
+            return launch_qmd(c, subchannel, next, depth + 1);
+        }
+        return Step::ok;
+    };
+    // A kernel of a cubin this GPU was given: its launch state against what its SASS needs (not executed).
+    const CubinKernelFacts* sass = nullptr;
+    if (!cubin_kernels_.empty()) {
+        std::array<std::byte, 128> head{};
+        if (!mmu_.read(pdb, format, program, std::span(head))) {
+            for (const CubinKernelFacts& k : cubin_kernels_)
+                if (std::memcmp(head.data(), k.text_head.data(), k.text_head.size()) == 0) sass = &k;
+        }
+    }
+    if (sass != nullptr) {
+        // SASS reaches shared and local memory through the windows SET_SHADER_SHARED_MEMORY_WINDOW_A/B (0x02a0) and
+        // SET_SHADER_LOCAL_MEMORY_WINDOW_A/B (0x07b0) place (clc7c0.h; tinygrad programs both per compute channel). Their
+        // reset value is not public: the model takes 0, so that a channel that never set them is seen.
+        const uint64_t shared_window = uint64_t{c.mthd(subchannel, 0x02a0)} << 32 | c.mthd(subchannel, 0x02a4);
+        const uint64_t local_window = uint64_t{c.mthd(subchannel, 0x07b0)} << 32 | c.mthd(subchannel, 0x07b4);
+        if (shared_window == 0 || local_window == 0)
+            return refuse(fmt::format("kernel '{}' launched before SET_SHADER_SHARED_MEMORY_WINDOW ({:#x}) and "
+                                      "SET_SHADER_LOCAL_MEMORY_WINDOW ({:#x}) were programmed on this subchannel",
+                                      sass->name, shared_window, local_window));
+        const uint32_t sm = sm_of_class(c.classes[subchannel]);
+        if (sass->sm != sm)
+            return refuse(fmt::format("PROGRAM_ADDRESS {:#x} holds kernel '{}' of a cubin for sm_{}; this class runs sm_{}", program,
+                                      sass->name, sass->sm, sm));
+        const uint64_t regs = q.get(L.registers), barriers = q.get(L.barriers), shared = q.get(L.shared);
+        if (regs != sass->registers)
+            return refuse(fmt::format("REGISTER_COUNT {} for kernel '{}', whose SASS uses {} (EIATTR_REGCOUNT)", regs, sass->name,
+                                      sass->registers));
+        if (barriers < sass->barriers)
+            return refuse(fmt::format("BARRIER_COUNT {} for kernel '{}', which uses {} barriers", barriers, sass->name, sass->barriers));
+        if (shared < sass->shared_bytes)
+            return refuse(fmt::format("SHARED_MEMORY_SIZE {} for kernel '{}', which has {} bytes of static shared memory", shared,
+                                      sass->name, sass->shared_bytes));
+        if (cb0_size < uint64_t{sass->param_offset} + sass->param_size)
+            return refuse(fmt::format("constant buffer 0 holds {} bytes; kernel '{}' reads its {} bytes of parameters at +{:#x} "
+                                      "(EIATTR_PARAM_CBANK)", cb0_size, sass->name, sass->param_size, sass->param_offset));
+        ++cubin_launches_;
+        ++c.kernels;
+        return finish();
+    }
 
     baregpu_host_program prog{};
     if (auto f = mmu_.read(pdb, format, program, std::as_writable_bytes(std::span(&prog, 1))))
@@ -200,32 +414,7 @@ GpuEngines::Step GpuEngines::launch_qmd(Channel& c, unsigned subchannel, uint64_
             1, std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - begin).count())));
     ++c.kernels;
 
-    // Release semaphores 0 and 1 (RELEASE1 fields are RELEASE0's + 128 bits).
-    for (unsigned r = 0; r < 2; ++r) {
-        const unsigned o = r * 128;
-        if (q.get(823 + o, 823 + o) == 0) continue;
-        const uint64_t va = q.get(799 + o, 768 + o) | (q.get(807 + o, 800 + o) << 32);
-        const bool payload64 = q.get(829 + o, 829 + o) != 0;
-        const uint64_t structure = q.get(831 + o, 830 + o);
-        const uint64_t payload = q.get(863 + o, 832 + o) | (payload64 ? q.get(895 + o, 864 + o) << 32 : 0);
-        std::byte b[16];
-        std::memcpy(b, &payload, 8);
-        const uint64_t ts = now_ns();
-        std::memcpy(b + 8, &ts, 8);
-        const size_t bytes = structure == 0 ? 16 : payload64 ? 8 : 4;  // FOUR_WORDS: payload, then the timestamp at +8
-        if (!write_bytes(c, va, std::span<const std::byte>(b, bytes), "a QMD release semaphore")) return Step::fault;
-    }
-    // Dependent QMD 0.
-    if (q.get(512, 512) != 0) {
-        const uint64_t action = q.get(515, 513), next = q.get(511, 480) << 8;
-        if (action != 1 && action != 3)
-            return refuse(fmt::format("DEPENDENT_QMD0_ACTION {} is not modelled (SCHEDULE 1 and "
-                                      "INVALIDATE_COPY_SCHEDULE 3 are)", action));
-        if (depth + 1 >= kMaxDependentDepth)
-            return refuse(fmt::format("dependent QMD chain longer than the model's {}", kMaxDependentDepth));
-        return launch_qmd(c, subchannel, next, depth + 1);
-    }
-    return Step::ok;
+    return finish();
 }
 
 }  // namespace baregpu::sim::nvgpu

@@ -246,7 +246,10 @@ void* FakeNvidia::mmap(void* address, size_t length, int prot, int flags, int fd
                 failure = EINVAL;
             } else {
                 void* mapping = ::mmap(address, length, prot, flags, source, static_cast<off_t>(at));
-                if (mapping != MAP_FAILED) return mapping;
+                if (mapping != MAP_FAILED) {
+                    cpu_maps_[mapping] = {map.client, map.memory};
+                    return mapping;
+                }
                 failure = errno;
             }
         }
@@ -262,7 +265,10 @@ void* FakeNvidia::mmap(void* address, size_t length, int prot, int flags, int fd
             failure = -backing;
         } else {
             void* mapping = ::mmap(address, length, prot, flags, backing, static_cast<off_t>(map.offset));
-            if (mapping != MAP_FAILED) return mapping;
+            if (mapping != MAP_FAILED) {
+                cpu_maps_[mapping] = {map.client, map.memory};
+                return mapping;
+            }
             failure = errno;
         }
     }
@@ -270,7 +276,18 @@ void* FakeNvidia::mmap(void* address, size_t length, int prot, int flags, int fd
     return nullptr;
 }
 
-int FakeNvidia::munmap(void* address, size_t length) { return ::munmap(address, length) == 0 ? 0 : -errno; }
+int FakeNvidia::munmap(void* address, size_t length) {
+    {
+        std::lock_guard lock(mutex_);
+        if (auto it = cpu_maps_.find(address); it != cpu_maps_.end()) {
+            // The object is gone while the process still maps it: RM dropped the object's CPU mappings with it
+            // (resserv keeps them per resource, rs_resource.c refRemoveMapping), the VMA outlived them.
+            if (rm_->class_of(it->second.first, it->second.second) == 0) ++unmaps_after_free_;
+            cpu_maps_.erase(it);
+        }
+    }
+    return ::munmap(address, length) == 0 ? 0 : -errno;
+}
 
 ssize_t FakeNvidia::read(int fd, void* buffer, size_t length) {
     std::lock_guard lock(mutex_);

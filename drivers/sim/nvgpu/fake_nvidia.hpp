@@ -42,6 +42,8 @@ public:
     // Fault knob: the next ioctl fails with -error before reaching RM.
     void fail_next_ioctl(int error) { fail_next_ = error; }
     size_t open_files() const;
+    // CPU mappings of RM objects unmapped only after the object was freed (a user mapping outliving its object).
+    unsigned unmaps_after_free() const { return unmaps_after_free_.load(); }
 
 private:
     struct PendingMap {  // NV_ESC_RM_MAP_MEMORY told this fd what its mmap() maps
@@ -64,6 +66,8 @@ private:
     int next_fd_ = 1000;
     std::map<std::pair<uint32_t, uint32_t>, int> backing_;  // RM memory objects' bytes (memfds)
     std::atomic<int> fail_next_{0};
+    std::map<void*, std::pair<uint32_t, uint32_t>> cpu_maps_;  // our mmap()s: address -> (client, memory)
+    std::atomic<unsigned> unmaps_after_free_{0};
 };
 
 }  // namespace baregpu::sim::nvgpu

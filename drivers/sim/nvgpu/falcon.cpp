@@ -27,6 +27,7 @@ void FalconModel::power_on() {
     imem_.assign(kImemBytes, std::byte{0});
     dmem_.assign(kDmemBytes, std::byte{0});
     imem_loaded_ = dmem_loaded_ = 0;
+    imem_tags_.clear();
 }
 
 uint32_t FalconModel::read(uint32_t rel) {
@@ -69,6 +70,7 @@ FalconModel::Event FalconModel::write(uint32_t rel, uint32_t value, std::span<co
             std::memset(imem_.data(), 0, imem_.size());
             std::memset(dmem_.data(), 0, dmem_.size());
             imem_loaded_ = dmem_loaded_ = 0;
+            imem_tags_.clear();
             paraaddr0_ = engidmask_ = ucode_id_ = mod_sel_ = 0;
             bcr_ = reg::kBcrValid;
             // FBIF and DMACTL come back in states a driver must overwrite before DMA (the model's
@@ -163,6 +165,10 @@ void FalconModel::dma(uint32_t cmd, std::span<const std::byte> vram, const Viola
         return;
     }
     std::memcpy(dst.data() + trfmoffs_, vram.data() + src, 256);
+    if (to_imem) {
+        if (imem_tags_.size() <= trfmoffs_ / 256) imem_tags_.resize(trfmoffs_ / 256 + 1);
+        imem_tags_[trfmoffs_ / 256] = trffboffs_;
+    }
     size_t& loaded = to_imem ? imem_loaded_ : dmem_loaded_;
     loaded = std::max<size_t>(loaded, trfmoffs_ + 256);
 }

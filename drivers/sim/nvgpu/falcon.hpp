@@ -33,6 +33,9 @@ public:
 
     // What the owner needs when a program starts.
     std::span<const std::byte> imem() const { return std::span(imem_).first(imem_loaded_); }
+    // The tag (virtual address) of the IMEM block at physical `offset`: the DMATRFFBOFFS of the DMA that filled it
+    // (kernel_gsp_falcon_ga102.c loads HS code with DMATRFFBOFFS = its virtual address).
+    uint32_t imem_tag(uint32_t offset) const { return offset / 256 < imem_tags_.size() ? imem_tags_[offset / 256] : 0; }
     std::span<const std::byte> dmem() const { return std::span(dmem_).first(dmem_loaded_); }
     uint32_t mailbox0() const { return mailbox_[0]; }
     uint32_t mailbox1() const { return mailbox_[1]; }
@@ -62,6 +65,7 @@ private:
     uint32_t os_ = 0, rm_ = 0;
     bool halted_ = false, started_ = false, riscv_active_ = false;
     std::vector<std::byte> imem_, dmem_;
+    std::vector<uint32_t> imem_tags_;  // per 256-byte IMEM block: the DMATRFFBOFFS it was loaded with
     size_t imem_loaded_ = 0, dmem_loaded_ = 0;
 };
 

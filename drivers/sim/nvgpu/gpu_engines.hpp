@@ -69,6 +69,19 @@ public:
 
     const Mmu& mmu() const { return mmu_; }
 
+    // A cubin this GPU was given (what a CUDA program would hand the driver): the model reads its kernels' .text,
+    // .nv.info and .nv.shared itself, so that a launch whose PROGRAM_ADDRESS holds one of those kernels is checked
+    // against what the SASS needs (its SM, registers, barriers, shared memory, parameter bank). SASS is not
+    // executed: a launch that passes counts in cubin_launches() and releases its semaphores. Throws baregpu::Error
+    // for a file that is not an EM_CUDA ELF64.
+    void add_cubin(std::span<const std::byte> elf);
+    uint64_t cubin_launches() const;
+    struct CubinKernelFacts {
+        std::string name;
+        uint32_t sm = 0, registers = 0, barriers = 0, shared_bytes = 0, param_offset = 0, param_size = 0;
+        std::vector<std::byte> text_head;  // the first bytes of its SASS, to recognise it at PROGRAM_ADDRESS
+    };
+
     // Optional hooks, called on the engine thread without the engines' lock: a non-stall
     // interrupt (NON_STALL_INTERRUPT, CE LAUNCH_DMA INTERRUPT_TYPE) and a channel fault.
     void set_hooks(std::function<void(uint32_t token)> nonstall, std::function<void(const EngineFault&)> fault);
@@ -103,6 +116,8 @@ private:
     std::unique_lock<std::mutex>* engine_lock_ = nullptr;  // the engine thread's hold on mutex_
     bool kernel_running_ = false;  // mutex_ is released while CTAs run; channels stay put meanwhile
     std::thread thread_;
+    std::vector<CubinKernelFacts> cubin_kernels_;  // under mutex_
+    uint64_t cubin_launches_ = 0;
 
     void engine_thread();
     const Channel& channel(uint32_t token) const;
@@ -118,6 +133,8 @@ private:
     Step mmu_fault(Channel& c, const MmuFault& f, const char* during);
     bool read64(Channel& c, uint64_t va, uint64_t& out, const char* during);
     bool write_bytes(Channel& c, uint64_t va, std::span<const std::byte> data, const char* during);
+    bool read_userd(Channel& c, uint64_t offset, uint32_t& out, const char* during);
+    bool write_userd(Channel& c, uint64_t offset, uint32_t value, const char* during);
 
     // copy_engine.cpp
     Step copy_method(Channel& c, unsigned subchannel, uint32_t method, uint32_t data);

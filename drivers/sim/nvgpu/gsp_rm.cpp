@@ -266,7 +266,9 @@ void GspRmModel::reply(const gsp::RpcMessage& request, uint32_t rpc_result, std:
     bool sent = true;
     on_queues([&] {
         const uint32_t wp = stat_->header().write_ptr;
-        sent = stat_->send_reply(request.function, rpc_result, request.sequence, payload);
+        // The reply's element carries the status queue's own count, not the request's sequence: kernel RM matches
+        // replies on the function only (kernel_gsp.c _kgspRpcRecvPoll), so a driver that waits for an echo is shown.
+        sent = stat_->send_reply(request.function, rpc_result, kReplySequenceBase + replies_++, payload);
         if (sent && corrupt_next_) {  // a flipped bit in the reply's rpc header spare word: the checksum no longer holds
             corrupt_next_ = false;
             const auto& h = stat_->header();

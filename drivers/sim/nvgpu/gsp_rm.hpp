@@ -93,6 +93,8 @@ private:
     bool unloaded_ = false;
     uint64_t libos_args_ = 0;
     bool corrupt_next_ = false, silent_ = false;
+    static constexpr uint32_t kReplySequenceBase = 0x5000;  // far from any request's sequence
+    uint32_t replies_ = 0;
     uint64_t queue_bus_ = 0, queue_bytes_ = 0;  // the shared region the queues live in
     std::byte* queue_base_ = nullptr;
     std::span<std::byte> cmd_store_, stat_store_;

@@ -151,7 +151,8 @@ NvrmGpu::NvrmGpu(std::shared_ptr<RmModel> rm, NvrmGpuOptions options) : options_
 
     RmEngineHooks e;
     e.channel_allocated = [this](const RmChannelInfo& c) {
-        engines_->register_channel(c.token, {c.gpfifo_va, c.gpfifo_entries, c.userd_va, c.page_directory_base, MmuFormat::v2, c.name});
+        engines_->register_channel(c.token, {c.gpfifo_va, c.gpfifo_entries, c.userd_va, c.userd_vram, c.page_directory_base,
+                                             MmuFormat::v2, c.name, c.gpfifo_class});
         std::lock_guard lock(mutex_);
         tokens_.insert(c.token);
     };
@@ -224,7 +225,9 @@ void NvrmGpu::on_fault(const EngineFault& f) {
     const std::string what = f.kind == Kind::mmu ? fmt::format("MMU Fault: faulted @ {:#x}: {}", f.address, f.what)
                                                  : fmt::format("{} at {:#x}: {}", f.kind == Kind::bad_gp_entry ? "PBDMA error" : "Graphics Exception",
                                                                f.address, f.what);
-    std::string line = fmt::format("NVRM: Xid (PCI:0000:01:00): {}, pid={}, Ch {:08x}, {}", xid, ::getpid(), f.token, what);
+    // It prints the channel id: the work-submit token's low 16 bits (kernel_fifo_ga100.c kfifoGenerateWorkSubmitToken:
+    // chid | runlistId << 16).
+    std::string line = fmt::format("NVRM: Xid (PCI:0000:01:00): {}, pid={}, Ch {:08x}, {}", xid, ::getpid(), f.token & 0xffff, what);
     {
         // Logged before the notifier is written: a driver that sees the notifier finds the line.
         std::lock_guard lock(mutex_);

@@ -23,11 +23,14 @@ constexpr uint32_t SET_OBJECT = 0x0000, NON_STALL_INTERRUPT = 0x0020, SEM_ADDR_L
                    SEM_PAYLOAD_LO = 0x0064, SEM_PAYLOAD_HI = 0x0068, SEM_EXECUTE = 0x006c, WFI = 0x0078;
 constexpr uint32_t kHostMethodEnd = 0x100;
 
-bool class_supported(uint32_t c) {
-    return c == kAmpereDmaCopyA || c == kAmpereDmaCopyB || c == kAmpereComputeA || c == kAmpereComputeB ||
-           c == kAdaComputeA;
+bool is_hopper(const ChannelState& s) { return s.host_class == kHopperChannelGpfifoA; }
+// The engine classes a channel binds: an Ampere/Ada host class the Ampere/Ada ones; HOPPER_CHANNEL_GPFIFO_A the
+// Hopper ones (GH100's class list has no Ampere or Ada compute or copy class: RM's g_gpu_class_list.c).
+bool class_supported(const ChannelState& s, uint32_t c) {
+    if (is_hopper(s)) return c == kHopperDmaCopyA || c == kHopperComputeA;
+    return c == kAmpereDmaCopyA || c == kAmpereDmaCopyB || c == kAmpereComputeA || c == kAmpereComputeB || c == kAdaComputeA;
 }
-bool is_copy_class(uint32_t c) { return c == kAmpereDmaCopyA || c == kAmpereDmaCopyB; }
+bool is_copy_class(uint32_t c) { return c == kAmpereDmaCopyA || c == kAmpereDmaCopyB || c == kHopperDmaCopyA; }
 }  // namespace
 
 GpuEngines::Step GpuEngines::stop(Channel& c, EngineFault f) {
@@ -67,6 +70,31 @@ bool GpuEngines::write_bytes(Channel& c, uint64_t va, std::span<const std::byte>
     return true;
 }
 
+bool GpuEngines::read_userd(Channel& c, uint64_t offset, uint32_t& out, const char* during) {
+    if (c.state.userd_vram) {
+        const uint64_t at = *c.state.userd_vram + offset;
+        if (at + 4 > vram_.size()) return false;
+        std::memcpy(&out, vram_.data() + at, 4);
+        return true;
+    }
+    if (auto f = mmu_.read(c.state.page_directory_base, c.state.mmu_format, c.state.userd_va + offset,
+                           std::as_writable_bytes(std::span(&out, 1)))) {
+        mmu_fault(c, *f, during);
+        return false;
+    }
+    return true;
+}
+
+bool GpuEngines::write_userd(Channel& c, uint64_t offset, uint32_t value, const char* during) {
+    if (c.state.userd_vram) {
+        const uint64_t at = *c.state.userd_vram + offset;
+        if (at + 4 > vram_.size()) return false;
+        std::memcpy(vram_.data() + at, &value, 4);
+        return true;
+    }
+    return write_bytes(c, c.state.userd_va + offset, std::as_bytes(std::span(&value, 1)), during);
+}
+
 void GpuEngines::run_channel(Channel& c) {
     const uint64_t pdb = c.state.page_directory_base;
     const MmuFormat fmt_ = c.state.mmu_format;
@@ -74,10 +102,7 @@ void GpuEngines::run_channel(Channel& c) {
         if (c.fault) return;
         if (!c.in_segment) {
             uint32_t put = 0;
-            if (auto f = mmu_.read(pdb, fmt_, c.state.userd_va + kUserdGpPut, std::as_writable_bytes(std::span(&put, 1)))) {
-                mmu_fault(c, *f, "the USERD GPPut read");
-                return;
-            }
+            if (!read_userd(c, kUserdGpPut, put, "the USERD GPPut read")) return;
             if (put == c.gp_get) {
                 c.status = ChannelStatus::idle;
                 return;
@@ -85,7 +110,7 @@ void GpuEngines::run_channel(Channel& c) {
             if (put >= c.state.gpfifo_entries) {
                 EngineFault e;
                 e.kind = EngineFault::Kind::bad_gp_entry;
-                e.address = c.state.userd_va + kUserdGpPut;
+                e.address = c.state.userd_vram ? *c.state.userd_vram + kUserdGpPut : c.state.userd_va + kUserdGpPut;
                 e.what = fmt::format("USERD GPPut {} is outside the {}-entry GPFIFO (clc56f.h AmpereAControlGPFifo)",
                                      put, c.state.gpfifo_entries);
                 stop(c, e);
@@ -126,8 +151,7 @@ void GpuEngines::run_channel(Channel& c) {
             }
             if (!c.in_segment) {  // NOP entry done
                 c.gp_get = (c.gp_get + 1) % c.state.gpfifo_entries;
-                if (!write_bytes(c, c.state.userd_va + kUserdGpGet, std::as_bytes(std::span(&c.gp_get, 1)), "the USERD GPGet write"))
-                    return;
+                if (!write_userd(c, kUserdGpGet, c.gp_get, "the USERD GPGet write")) return;
                 continue;
             }
         }
@@ -179,8 +203,7 @@ void GpuEngines::run_channel(Channel& c) {
         // The whole segment ran: only now does GPGet move past its entry.
         c.in_segment = false;
         c.gp_get = (c.gp_get + 1) % c.state.gpfifo_entries;
-        if (!write_bytes(c, c.state.userd_va + kUserdGpGet, std::as_bytes(std::span(&c.gp_get, 1)), "the USERD GPGet write"))
-            return;
+        if (!write_userd(c, kUserdGpGet, c.gp_get, "the USERD GPGet write")) return;
     }
 }
 
@@ -215,14 +238,17 @@ GpuEngines::Step GpuEngines::host_method(Channel& c, unsigned subchannel, uint32
     switch (method) {
     case SET_OBJECT: {
         uint32_t cls = data & 0xffff;
-        if (!class_supported(cls)) {
+        if (!class_supported(c.state, cls)) {
             EngineFault e;
             e.kind = EngineFault::Kind::bad_class;
             e.subchannel = subchannel;
             e.method = method;
             e.data = data;
-            e.what = fmt::format("SET_OBJECT on subchannel {} names class {:#x}; this AD102 model has copy classes "
-                                 "0xc6b5/0xc7b5 and compute classes 0xc6c0/0xc7c0/0xc9c0", subchannel, cls);
+            e.what = is_hopper(c.state)
+                         ? fmt::format("SET_OBJECT on subchannel {} names class {:#x}; a Hopper channel binds copy class "
+                                       "0xc8b5 and compute class 0xcbc0", subchannel, cls)
+                         : fmt::format("SET_OBJECT on subchannel {} names class {:#x}; this AD102 model has copy classes "
+                                       "0xc6b5/0xc7b5 and compute classes 0xc6c0/0xc7c0/0xc9c0", subchannel, cls);
             return stop(c, e);
         }
         c.classes[subchannel] = cls;
@@ -257,6 +283,18 @@ GpuEngines::Step GpuEngines::sem_execute(Channel& c, uint32_t data) {
     const bool payload64 = (data >> 24) & 1, timestamp = (data >> 25) & 1;
     const uint64_t mask = payload64 ? ~uint64_t{0} : 0xffffffffull;
     const uint64_t payload = c.sem_payload & mask;
+    // HOPPER_CHANNEL_GPFIFO_A's SEM_EXECUTE_OPERATION has ACQUIRE 0, RELEASE 1 and ACQ_CIRC_GEQ 3 only (clc86f.h;
+    // UVM's Hopper HAL waits with ACQ_CIRC_GEQ, uvm_hopper_host.c): the others are refused as the method they are not.
+    if (is_hopper(c.state) && op != 0 && op != 1 && op != 3) {
+        EngineFault e;
+        e.kind = EngineFault::Kind::bad_method;
+        e.method = SEM_EXECUTE;
+        e.data = data;
+        e.address = c.sem_va;
+        e.what = fmt::format("SEM_EXECUTE OPERATION {} on HOPPER_CHANNEL_GPFIFO_A, which has ACQUIRE, RELEASE and "
+                             "ACQ_CIRC_GEQ only (clc86f.h)", op);
+        return stop(c, e);
+    }
     if (op == 1) {  // RELEASE (after WFI: all prior work is done here already)
         if (c.sem_va % (payload64 ? 8 : 4) != 0) {
             EngineFault e;

@@ -18,7 +18,9 @@ namespace baregpu::sim::nvgpu::reg {
 
 inline constexpr uint32_t kPmcBoot0 = 0x000000;
 inline constexpr uint32_t kPmcBoot42 = 0x000a00;  // ARCHITECTURE 29:24, IMPLEMENTATION 23:20
-inline constexpr uint32_t kPbusBar1Block = 0x001704;
+inline constexpr uint32_t kPbusBar1Block = 0x001704;  // PTR 27:0 (instance >> 12), TARGET 29:28, MODE 31 (1 VIRTUAL)
+inline constexpr uint32_t kPbusBar1BlockModeVirtual = 1u << 31;
+inline constexpr uint32_t kVirtualFunctionPrivMmuInvalidate = 0xb80000 + 0x30b0;  // tu102 dev_vm.h
 inline constexpr uint32_t kPgc6BsiSecureScratch14 = 0x1180f8;  // BOOT_STAGE_3_HANDOFF 26:26
 inline constexpr uint32_t kBootStage3Handoff = 1u << 26;
 inline constexpr uint32_t kPgc6AonSecureScratchGroup05PrivLevelMask = 0x118128;  // READ_PROTECTION_LEVEL0 0:0

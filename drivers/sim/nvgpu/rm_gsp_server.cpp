@@ -5,7 +5,7 @@
 namespace baregpu::sim::nvgpu {
 
 namespace {
-constexpr uint32_t kFnFree = 10, kFnGspRmControl = 76, kFnGspRmAlloc = 103;  // rpc_global_enums.h
+constexpr uint32_t kFnFree = 10, kFnSetPageDirectory = 54, kFnGspRmControl = 76, kFnGspRmAlloc = 103;  // rpc_global_enums.h
 constexpr size_t kAllocHeader = 32, kControlHeader = 24;
 }  // namespace
 
@@ -40,6 +40,13 @@ uint32_t RmGspServer::handle(uint32_t function, std::span<const std::byte> param
                 rm_->free(rm::load<uint32_t>(params, 0), rm::load<uint32_t>(params, 4), rm::load<uint32_t>(params, 8));
             rm::store<uint32_t>(out, 12, status);
             return status;
+        }
+        case kFnSetPageDirectory: {
+            // rpc_set_page_directory_v1E_05: hClient 0, hDevice 4, pasid 8, params at 16 {physAddress 16, numEntries 24,
+            // flags 28, hVASpace 32, chId 36, subDeviceId 40, pasid 44}; 48 bytes (g_rpc-structures.h 570.144).
+            if (params.size() != 48) return rm::kErrInvalidArgument;
+            return rm_->set_page_directory(rm::load<uint32_t>(params, 0), rm::load<uint32_t>(params, 4), rm::load<uint32_t>(params, 32),
+                                           rm::load<uint64_t>(params, 16), rm::load<uint32_t>(params, 24));
         }
         default: reply.clear(); return rm::kErrNotSupported;
     }

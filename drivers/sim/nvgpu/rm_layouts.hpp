@@ -18,6 +18,7 @@ inline constexpr uint32_t kErrInvalidClass = 0x22;
 inline constexpr uint32_t kErrInvalidClient = 0x23;
 inline constexpr uint32_t kErrInvalidLimit = 0x2E;
 inline constexpr uint32_t kErrInvalidOffset = 0x37;
+inline constexpr uint32_t kErrInvalidParamStruct = 0x3A;
 inline constexpr uint32_t kErrInvalidAddress = 0x1E;
 inline constexpr uint32_t kErrInvalidObjectHandle = 0x33;
 inline constexpr uint32_t kErrInvalidObjectNew = 0x34;
@@ -50,8 +51,13 @@ inline constexpr uint32_t kMemoryParams = 128;       // NV_MEMORY_ALLOCATION_PAR
 
 // Field offsets the model reads.
 inline constexpr size_t kDeviceDeviceId = 0;
+inline constexpr size_t kMemoryVirtualOffset = 0, kMemoryVirtualLimit = 8;  // NV_MEMORY_VIRTUAL_ALLOCATION_PARAMS
 inline constexpr size_t kMemoryVirtualVaspace = 16;  // NV_MEMORY_VIRTUAL_ALLOCATION_PARAMS.hVASpace (0: the device's default)
+// kern_gmmu.c: maxVASize of the GMMU (49 bits on MMU v2: Turing to Ada; 57 on v3: Hopper on), what an
+// NV01_MEMORY_VIRTUAL with hVASpace 0 is checked against.
+inline constexpr uint64_t kMaxVaSizeV2 = uint64_t{1} << 49, kMaxVaSizeV3 = uint64_t{1} << 57;
 inline constexpr size_t kVaspaceFlags = 4;           // NV_VASPACE_ALLOCATION_PARAMETERS.flags
+inline constexpr size_t kVaspaceVaSize = 8, kVaspaceVaBase = 40;  // ... vaSize, vaBase
 inline constexpr uint32_t kVaspaceFlagsExternallyOwned = 1u << 3;  // NV_VASPACE_ALLOCATION_FLAGS_IS_EXTERNALLY_OWNED
 inline constexpr size_t kChannelObjectError = 0;     // NV_CHANNEL_ALLOC_PARAMS.hObjectError (the error notifier)
 // clc361.h: the usermode (doorbell) region is 64 KiB (NVC361_NV_USERMODE__SIZE).
@@ -59,7 +65,10 @@ inline constexpr uint64_t kUsermodeBytes = 0x10000;
 // nvgputypes.h NvNotification: timeStamp 0 (8 bytes), info32 8, info16 12, status 14; 16 bytes.
 inline constexpr size_t kNotificationBytes = 16;
 inline constexpr size_t kChannelGroupVaspace = 8, kChannelGroupEngineType = 12;
-inline constexpr size_t kCtxshareVaspace = 0;
+inline constexpr size_t kCtxshareVaspace = 0, kCtxshareFlags = 4, kCtxshareSubctxId = 8;
+// nvos.h NV_CTXSHARE_ALLOCATION_FLAGS_SUBCONTEXT 1:0: SYNC 0, ASYNC 1, SPECIFIED 2 (kernel_channel_group.c
+// ct_asserts SYNC == 0 and ASYNC == 1).
+inline constexpr uint32_t kCtxshareSync = 0, kCtxshareAsync = 1, kCtxshareSpecified = 2;
 inline constexpr size_t kChannelGpFifoOffset = 8, kChannelGpFifoEntries = 16, kChannelContextShare = 24,
                         kChannelUserdMemory0 = 32, kChannelUserdOffset0 = 64, kChannelEngineType = 128;
 inline constexpr size_t kMemorySize = 64, kMemoryAlignment = 72, kMemoryOffset = 80, kMemoryLimit = 88;
@@ -71,8 +80,10 @@ inline constexpr uint32_t kNvos46DmaOffsetFixed = 1u << 15;
 // Controls and their parameter sizes.
 inline constexpr uint32_t kCtrlBuildVersionV2 = 0x13e, kBuildVersionV2Params = 1032;
 inline constexpr uint32_t kCtrlGetIdInfoV2 = 0x205, kGetIdInfoV2Params = 32;
-inline constexpr uint32_t kCtrlGetClasslistV2 = 0x800292, kGetClasslistV2Params = 404;
-inline constexpr uint32_t kCtrlGpfifoSchedule = 0xa06c0101, kGpfifoScheduleParams = 3;
+// GET_CLASSLIST_V2: NV0080_CTRL_GPU_CLASSLIST_MAX_SIZE 100 in 570/575, 200 from 580 (ctrl0080gpu.h per tag).
+inline constexpr uint32_t kCtrlGetClasslistV2 = 0x800292, kGetClasslistV2Params570 = 404, kGetClasslistV2Params580 = 804;
+// GPFIFO_SCHEDULE: {bEnable, bSkipSubmit} in 570, + bSkipEnable from 575 (ctrla06fgpfifo.h per tag).
+inline constexpr uint32_t kCtrlGpfifoSchedule = 0xa06c0101, kGpfifoScheduleParams570 = 2, kGpfifoScheduleParams575 = 3;
 inline constexpr uint32_t kCtrlWorkSubmitToken = 0xc36f0108, kWorkSubmitTokenParams = 4;
 // ctrl90f1.h NV90F1_CTRL_CMD_VASPACE_COPY_SERVER_RESERVED_PDES (570.144): hSubDevice 0, subDeviceId 4,
 // pageSize 8, virtAddrLo 16, virtAddrHi 24, numLevelsToCopy 32, levels[GMMU_FMT_MAX_LEVELS = 6] from 40,

@@ -14,8 +14,8 @@ namespace {
 
 bool is_gpfifo(uint32_t cls) { return cls == kAmpereGpfifo || cls == kHopperGpfifo || cls == kBlackwellGpfifo; }
 bool is_engine(uint32_t cls) {
-    return cls == rm::kAmpereDmaCopyB || cls == kHopperDmaCopyA || cls == kBlackwellDmaCopyB || cls == rm::kAmpereComputeB ||
-           cls == rm::kAdaComputeA || cls == kHopperComputeA || cls == kBlackwellComputeB;
+    return cls == rm::kAmpereDmaCopyB || cls == rm::kHopperDmaCopyA || cls == kBlackwellDmaCopyB || cls == rm::kAmpereComputeB ||
+           cls == rm::kAdaComputeA || cls == rm::kHopperComputeA || cls == kBlackwellComputeB;
 }
 bool is_memory(uint32_t cls) { return cls == kMemoryUser || cls == kMemorySystem; }
 bool is_usermode(uint32_t cls) { return cls == kTuringUsermode || cls == kHopperUsermode; }
@@ -61,12 +61,13 @@ bool control_target_ok(uint32_t cmd, uint32_t cls) {
     }
 }
 
-uint32_t control_size(uint32_t cmd) {
+// The size each control exports for the driver branch `major` (g_*_nvoc.c per tag).
+uint32_t control_size(uint32_t cmd, unsigned major) {
     switch (cmd) {
         case kCtrlBuildVersionV2: return kBuildVersionV2Params;
         case kCtrlGetIdInfoV2: return kGetIdInfoV2Params;
-        case kCtrlGetClasslistV2: return kGetClasslistV2Params;
-        case kCtrlGpfifoSchedule: return kGpfifoScheduleParams;
+        case kCtrlGetClasslistV2: return major >= 580 ? kGetClasslistV2Params580 : kGetClasslistV2Params570;
+        case kCtrlGpfifoSchedule: return major >= 575 ? kGpfifoScheduleParams575 : kGpfifoScheduleParams570;
         case kCtrlWorkSubmitToken: return kWorkSubmitTokenParams;
         case kCtrlCopyServerReservedPdes: return kCopyServerReservedPdesParams;
         default: return 0;
@@ -263,7 +264,8 @@ uint32_t RmModel::alloc_locked(uint32_t client, uint32_t parent, uint32_t* objec
         while (owner.objects.count(owner.next_handle)) ++owner.next_handle;
         handle = owner.next_handle++;
     }
-    if (is_gpfifo(cls)) created.token = next_token_++;
+    // Ampere on: the work-submit token is chid | runlistId << 16 (kernel_fifo_ga100.c kfifoGenerateWorkSubmitToken).
+    if (is_gpfifo(cls)) created.token = next_token_++ | options_.runlist_id << 16;
     owner.objects[handle] = created;
     *object = handle;
     if (is_gpfifo(cls)) channel_allocated(owner, client, handle, params);
@@ -282,23 +284,41 @@ uint32_t RmModel::check_params(Client& client, const Object& parent_object, uint
     switch (cls) {
         case kDevice:
             if (!size_is(kDeviceParams, false)) return kErrInvalidArgument;
-            // One GPU: device instance 0 only.
-            if (load<uint32_t>(params, kDeviceDeviceId) != 0) return kErrInvalidArgument;
+            // rmapi/alloc_free.c (the Device case before the object is built): deviceId >= NV_MAX_DEVICES (32)
+            // is NV_ERR_INVALID_ARGUMENT, a device instance with no GPU NV_ERR_INVALID_STATE. The model has one
+            // GPU, at options().device_instance (what GET_ID_INFO_V2 reports for its gpu_id).
+            if (load<uint32_t>(params, kDeviceDeviceId) >= 32) return kErrInvalidArgument;
+            if (load<uint32_t>(params, kDeviceDeviceId) != options_.device_instance) return kErrInvalidState;
             return kOk;
         case kSubdevice: return size_is(kSubdeviceParams, true) ? kOk : kErrInvalidArgument;
         case kMemoryVirtual: {
             if (!size_is(kMemoryVirtualParams, true)) return kErrInvalidArgument;
             const uint32_t vaspace = params.empty() ? 0 : load<uint32_t>(params, kMemoryVirtualVaspace);
+            // mem_mgr/virt_mem_range.c vmrangeConstruct: the range ends below maxVA — the VA space's vasLimit + 1
+            // when hVASpace names one, else the GMMU's maxVASize — or NV_ERR_INVALID_LIMIT; offset below it, or
+            // NV_ERR_INVALID_OFFSET. limit 0 means "up to maxVA".
+            uint64_t max_va = options_.max_va_size;
             if (vaspace != 0) {
                 const Object* vas = child_of(vaspace, parent);
                 if (!vas || vas->cls != kVaspace) return kErrInvalidObjectHandle;
+                max_va = vas->va_limit + 1;
             }
+            const uint64_t limit = params.empty() ? 0 : load<uint64_t>(params, kMemoryVirtualLimit);
+            if (limit != 0) {
+                if (limit >= max_va) return kErrInvalidLimit;
+                max_va = limit + 1;
+            }
+            if (!params.empty() && load<uint64_t>(params, kMemoryVirtualOffset) >= max_va) return kErrInvalidOffset;
+            if (!params.empty()) store<uint64_t>(params, kMemoryVirtualLimit, max_va - 1);  // the limit returned to the client
             created.vaspace = vaspace;
             return kOk;
         }
         case kVaspace: {
             if (!size_is(vaspace_params_size(), false)) return kErrInvalidArgument;
             created.externally_owned = (load<uint32_t>(params, kVaspaceFlags) & kVaspaceFlagsExternallyOwned) != 0;
+            // gpu_vaspace.c gvaspaceConstruct: vasLimit = vaBase + vaSize - 1 (vaSize 0: the GMMU's whole range).
+            const uint64_t va_base = load<uint64_t>(params, kVaspaceVaBase), va_size = load<uint64_t>(params, kVaspaceVaSize);
+            created.va_limit = va_size != 0 ? va_base + va_size - 1 : options_.max_va_size - 1;
             // RM builds the tables of a VA space it owns (the model: only with a GPU behind it).
             if (!created.externally_owned && memory_hooks_.new_page_directory) {
                 std::optional<uint64_t> pdb = memory_hooks_.new_page_directory();
@@ -326,8 +346,12 @@ uint32_t RmModel::check_params(Client& client, const Object& parent_object, uint
             if (it == client.objects.end() || it->second.cls != kVaspace || it->second.parent != parent_object.parent) {
                 return kErrInvalidObjectHandle;
             }
+            // kernel_ctxshare.c kctxshareapiConstruct: an externally owned VA space must have its page directory
+            // (SET_PAGE_DIRECTORY) before a context share is made in it.
+            if (it->second.externally_owned && !it->second.has_page_directory) return kErrInvalidState;
             if (parent_object.vaspace != 0 && parent_object.vaspace != vaspace) return kErrInvalidArgument;
             created.vaspace = vaspace;
+            created.subcontext = load<uint32_t>(params, kCtxshareFlags) & 3;
             return kOk;
         }
         case kMemoryUser:
@@ -383,6 +407,28 @@ uint32_t RmModel::check_params(Client& client, const Object& parent_object, uint
     return kErrInvalidClass;
 }
 
+uint32_t RmModel::set_page_directory(uint32_t client, uint32_t device, uint32_t vaspace, uint64_t root, uint32_t entries) {
+    std::lock_guard lock(mutex_);
+    uint32_t status = kOk;
+    auto c = clients_.find(client);
+    if (c == clients_.end()) {
+        status = kErrInvalidClient;
+    } else if (auto d = c->second.objects.find(device); d == c->second.objects.end() || d->second.cls != kDevice) {
+        status = kErrInvalidObjectHandle;
+    } else if (auto v = c->second.objects.find(vaspace);
+               v == c->second.objects.end() || v->second.cls != kVaspace || v->second.parent != device) {
+        status = kErrInvalidObjectHandle;
+    } else if (root % 4096 != 0 || entries == 0) {
+        status = kErrInvalidArgument;
+    } else {
+        v->second.page_directory = root;
+        v->second.has_page_directory = true;
+    }
+    log_.push_back(fmt::format("set_page_directory 0x{:x} of 0x{:x} (client 0x{:x}) at {:#x}, {} entries -> 0x{:x}", vaspace, device,
+                               client, root, entries, status));
+    return status;
+}
+
 uint32_t RmModel::control(uint32_t client, uint32_t object, uint32_t cmd, std::span<std::byte> params) {
     std::lock_guard lock(mutex_);
     uint32_t status = control_locked(client, object, cmd, params);
@@ -394,12 +440,13 @@ uint32_t RmModel::control(uint32_t client, uint32_t object, uint32_t cmd, std::s
 uint32_t RmModel::control_locked(uint32_t client, uint32_t object, uint32_t cmd, std::span<std::byte> params) {
     auto c = clients_.find(client);
     if (c == clients_.end()) return kErrInvalidClient;
-    uint32_t expected = control_size(cmd);
-    // control.c: a known command's parameter size is checked before anything else.
-    if (expected != 0 && params.size() != expected) return kErrInvalidArgument;
+    // resserv rs_resource.c resControlLookup: the object, then the command among its class's exported
+    // methods (NV_ERR_NOT_SUPPORTED), then the exported parameter size, exactly (NV_ERR_INVALID_PARAM_STRUCT).
+    const uint32_t expected = control_size(cmd, driver_major());
     auto o = c->second.objects.find(object);
     if (o == c->second.objects.end()) return kErrInvalidObjectHandle;
     if (expected == 0 || !control_target_ok(cmd, o->second.cls)) return kErrNotSupported;
+    if (params.size() != expected) return kErrInvalidParamStruct;
 
     switch (cmd) {
         case kCtrlBuildVersionV2: {
@@ -414,8 +461,8 @@ uint32_t RmModel::control_locked(uint32_t client, uint32_t object, uint32_t cmd,
         }
         case kCtrlGetIdInfoV2: {
             if (load<uint32_t>(params, 0) != options_.gpu_id) return kErrInvalidArgument;
-            store<uint32_t>(params, 8, 0);   // deviceInstance
-            store<uint32_t>(params, 12, 0);  // subDeviceInstance
+            store<uint32_t>(params, 8, options_.device_instance);  // deviceInstance
+            store<uint32_t>(params, 12, 0);                        // subDeviceInstance
             return kOk;
         }
         case kCtrlGetClasslistV2: {
@@ -423,7 +470,8 @@ uint32_t RmModel::control_locked(uint32_t client, uint32_t object, uint32_t cmd,
                                           kContextShare, kVaspace, kChannelGroup};
             list.insert(list.end(), options_.classes.begin(), options_.classes.end());
             store<uint32_t>(params, 0, static_cast<uint32_t>(list.size()));
-            for (size_t i = 0; i < list.size() && i < 100; ++i) store<uint32_t>(params, 4 + 4 * i, list[i]);
+            const size_t room = (params.size() - 4) / 4;
+            for (size_t i = 0; i < list.size() && i < room; ++i) store<uint32_t>(params, 4 + 4 * i, list[i]);
             return kOk;
         }
         case kCtrlGpfifoSchedule: {
@@ -456,8 +504,9 @@ uint32_t RmModel::control_locked(uint32_t client, uint32_t object, uint32_t cmd,
                 if (phys % 4096 != 0 || size == 0 || load<uint32_t>(params, at + kPdesLevelAperture) != kGmmuApertureVideo)
                     return kErrInvalidArgument;  // the model keeps page tables in VRAM only
             }
-            o->second.page_directory = load<uint64_t>(params, kPdesLevels + kPdesLevelPhys);
-            o->second.has_page_directory = true;
+            // It edits only a server-owned range of RM's own page-table walker and returns NV_OK doing nothing when
+            // the VA space has none (gpu_vaspace.c gvaspaceCopyServerReservedPdes): it is not how a client's page
+            // directory reaches RM (SET_PAGE_DIRECTORY is).
             return kOk;
         }
         default: return kErrNotSupported;
@@ -590,15 +639,31 @@ void RmModel::channel_allocated(Client& owner, uint32_t client, uint32_t handle,
     info.token = ch.token;
     info.gpfifo_va = load<uint64_t>(params, kChannelGpFifoOffset);
     info.gpfifo_entries = load<uint32_t>(params, kChannelGpFifoEntries);
-    // Simplification (README): real RM reaches USERD physically (the memory object's pages); the model
-    // has no physical backing for memory objects, so it takes USERD's GPU VA as gpFifoOffset +
+    // Simplification (README) where memory objects have no placement (GSP-RM under nvpci): real RM reaches USERD
+    // physically (the memory object's pages); the model takes USERD's GPU VA as gpFifoOffset +
     // userdOffset[0], i.e. the ring at offset 0 of hUserdMemory[0] mapped contiguously (tinygrad's layout
     // with offset 0: the ring, then USERD).
     info.userd_va = info.gpfifo_va + load<uint64_t>(params, kChannelUserdOffset0);
+    // With RM placing memory (nvidia.ko's RM, memory hooks) USERD is what real RM uses: the physical pages of
+    // hUserdMemory[0] at userdOffset[0] (kernel_channel.c kchannelConstruct → kernel_channel_gv100.c
+    // kchannelGetUserdInfo, memdescGetPhysAddr). Whatever GPU VA the client mapped elsewhere is not looked at.
+    if (auto userd = owner.objects.find(load<uint32_t>(params, kChannelUserdMemory0));
+        userd != owner.objects.end() && userd->second.backing && userd->second.backing->vram)
+        info.userd_vram = userd->second.backing->address + load<uint64_t>(params, kChannelUserdOffset0);
     info.page_directory_base = vas->second.page_directory;
+    info.gpfifo_class = ch.cls;
     info.name = fmt::format("channel {} (handle {:#x} of client {:#x})", ch.token, handle, client);
     hooks_.channel_allocated(info);
     ch.engines_registered = true;
+}
+
+std::optional<uint32_t> RmModel::subcontext_mode(uint32_t client, uint32_t ctxshare) const {
+    std::lock_guard lock(mutex_);
+    auto c = clients_.find(client);
+    if (c == clients_.end()) return std::nullopt;
+    auto o = c->second.objects.find(ctxshare);
+    if (o == c->second.objects.end() || o->second.cls != kContextShare) return std::nullopt;
+    return o->second.subcontext;
 }
 
 uint32_t RmModel::token_of(uint32_t client, uint32_t channel) const {

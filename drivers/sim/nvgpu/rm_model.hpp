@@ -30,6 +30,14 @@ struct RmModelOptions {
     // FERMI_VASPACE_A parameter size the model expects (48 / 56 bytes, nvos.h per tag).
     std::string driver_version = "570.144";
     uint32_t gpu_id = 0x100;  // NV_ESC_CARD_INFO's gpu_id, GET_ID_INFO_V2's key
+    // The GPU's RM device instance (GET_ID_INFO_V2's deviceInstance): NV01_DEVICE_0's deviceId must name it.
+    // Not 0 on a host whose first GPU is another, so a driver that assumes 0 meets NV_ERR_INVALID_STATE.
+    uint32_t device_instance = 0;
+    // The runlist the graphics channels are on: the high half of their work-submit tokens. Which id GR's
+    // runlist has is not public per chip; any non-zero one shows a driver that takes the token for the chid.
+    uint32_t runlist_id = 0;
+    // kern_gmmu.c maxVASize: 2^49 (MMU v2, up to Ada), 2^57 (MMU v3, Hopper on).
+    uint64_t max_va_size = uint64_t{1} << 49;
     // The classes the GPU has (GET_CLASSLIST_V2); default: AD102's compute-relevant ones.
     std::vector<uint32_t> classes;
 };
@@ -42,7 +50,9 @@ struct RmChannelInfo {
     uint64_t gpfifo_va = 0;
     uint32_t gpfifo_entries = 0;
     uint64_t userd_va = 0;
-    uint64_t page_directory_base = 0;  // VRAM offset of the root directory (COPY_SERVER_RESERVED_PDES level 0)
+    std::optional<uint64_t> userd_vram;  // USERD's VRAM offset, when RM placed hUserdMemory[0] (memory hooks)
+    uint32_t gpfifo_class = 0;           // the channel's class (AMPERE/HOPPER_CHANNEL_GPFIFO_A)
+    uint64_t page_directory_base = 0;  // VRAM offset of the root directory (SET_PAGE_DIRECTORY, or RM's own)
     std::string name;
 };
 struct RmEngineHooks {
@@ -84,6 +94,10 @@ public:
     // NV_ESC_RM_ALLOC_MEMORY's OS descriptor (NV01_MEMORY_SYSTEM_OS_DESCRIPTOR): `limit + 1` bytes of
     // host memory at `address` under a device; the caller chooses the handle.
     uint32_t alloc_os_descriptor(uint32_t client, uint32_t parent, uint32_t object, uint64_t address, uint64_t limit);
+    // SET_PAGE_DIRECTORY (GSP RPC 54, rpc_set_page_directory_v1E_05 / NV0080_CTRL_DMA_SET_PAGE_DIRECTORY): the client's
+    // root page directory (VRAM offset `root`, 4 KiB aligned, `entries` > 0) for `vaspace` under `device`; RM then runs
+    // that VA space's channels on it and allows context shares in it.
+    uint32_t set_page_directory(uint32_t client, uint32_t device, uint32_t vaspace, uint64_t root, uint32_t entries);
     // NV_ESC_RM_MAP_MEMORY's checks: `memory` belongs to `device` (device or subdevice handle) and
     // [offset, offset + length) lies inside it.
     uint32_t check_cpu_map(uint32_t client, uint32_t device, uint32_t memory, uint64_t offset, uint64_t length) const;
@@ -112,6 +126,8 @@ public:
     uint32_t class_of(uint32_t client, uint32_t object) const;
     // Every call with its status, "alloc 0xc9c0 under 0xcaf00007 -> 0x22", for test diagnostics.
     std::vector<std::string> log() const;
+    // A context share's NV_CTXSHARE_ALLOCATION_FLAGS_SUBCONTEXT (SYNC 0, ASYNC 1, SPECIFIED 2); none if not one.
+    std::optional<uint32_t> subcontext_mode(uint32_t client, uint32_t ctxshare) const;
     // The work-submit token of a GPFIFO channel (what the doorbell carries), 0 when none.
     uint32_t token_of(uint32_t client, uint32_t channel) const;
     // Channels allocated from now on (in a VA space with a page directory) are announced to the engines.
@@ -135,12 +151,14 @@ private:
         uint32_t vaspace = 0; // channel groups, context shares
         uint64_t host_address = 0;  // OS descriptors
         bool scheduled = false;
-        uint64_t page_directory = 0;      // VA spaces: COPY_SERVER_RESERVED_PDES level 0
+        uint64_t page_directory = 0;      // VA spaces: from SET_PAGE_DIRECTORY, or RM's own tables
         bool has_page_directory = false;
         bool engines_registered = false;  // GPFIFO channels announced through hooks_
         std::optional<RmBacking> backing = std::nullopt;  // memory objects placed by memory_hooks_
         bool externally_owned = false;     // VA spaces: IS_EXTERNALLY_OWNED (the client writes the tables)
         uint32_t error_notifier = 0;       // GPFIFO channels: hObjectError
+        uint64_t va_limit = 0;             // VA spaces: vasLimit
+        uint32_t subcontext = 0;           // context shares: NV_CTXSHARE_ALLOCATION_FLAGS_SUBCONTEXT
     };
     struct Client {
         std::map<uint32_t, Object> objects;  // the client itself included
