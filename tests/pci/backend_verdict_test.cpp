@@ -67,7 +67,7 @@ TEST_CASE("ID tables: the driven chips, their siblings, and what is not known") 
     CHECK_FALSE(find_gpu_family(kVendorNvidia, 0x744c));
 
     CHECK(driven_chips("am") == "Navi31 (RDNA3, GC 11.0.0) and Navi48 (RDNA4, GC 12.0.1)");
-    CHECK(driven_chips("nv") == "AD102 (Ada)");
+    CHECK(driven_chips("nv") == "GH100 (Hopper) and AD102 (Ada)");  // GH100 over nvidia.ko only
     CHECK(driven_chips("qcom") == "nothing");
 }
 
@@ -141,7 +141,7 @@ TEST_CASE("a sibling of a driven chip is named but not driven: no backend, no UR
     CHECK_FALSE(ad104.ready);
     CHECK(ad104.uri.empty());
     CHECK(ad104.transport.empty());
-    CHECK(ad104.reason == "NVIDIA 10de:2782 (AD104) is not driven yet: the nv backend drives AD102 (Ada)");
+    CHECK(ad104.reason == "NVIDIA 10de:2782 (AD104) is not driven yet: the nv backend drives GH100 (Hopper) and AD102 (Ada)");
 }
 
 TEST_CASE("unknown AMD and NVIDIA IDs are not driven; other vendors have no backend") {
@@ -153,7 +153,7 @@ TEST_CASE("unknown AMD and NVIDIA IDs are not driven; other vendors have no back
                           "Navi48 (RDNA4, GC 12.0.1)");
 
     BackendVerdict pascal = judge_backend(input("0000:02:00.0", kVendorNvidia, 0x1d10));
-    CHECK(pascal.reason == "NVIDIA 10de:1d10 is not a GPU baregpu drives: the nv backend drives AD102 (Ada)");
+    CHECK(pascal.reason == "NVIDIA 10de:1d10 is not a GPU baregpu drives: the nv backend drives GH100 (Hopper) and AD102 (Ada)");
 
     BackendVerdict intel = judge_backend(input("0000:00:02.0", 0x8086, 0x56a0, "i915", 1));
     CHECK(intel.backend.empty());
