@@ -19,6 +19,7 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -209,6 +210,14 @@ TEST_CASE("am native run: compiler kernels give the reference results on Navi31 
         CHECK(report.counts.valu > 0);
         CHECK(report.counts.vmem_load > 0);
         CHECK(report.counts.bytes_stored == 32 * 16 * 4);  // the matmul's output, once
+        CHECK(report.modelled_ns > 2000);
+        // The interpreter's speed on this machine (BENCHMARKS.md): wave instructions per host second.
+        std::printf("%s matmul 32x16x64: %llu wave instructions (%llu VALU, %llu VMEM loads), %llu bytes loaded, modelled %.1f us, "
+                    "interpreted in %.2f ms: %.1f M wave instructions/s\n",
+                    t.gfx, (unsigned long long)report.counts.instructions(), (unsigned long long)report.counts.valu,
+                    (unsigned long long)report.counts.vmem_load, (unsigned long long)report.counts.bytes_loaded,
+                    double(report.modelled_ns) / 1000, report.host_seconds * 1000,
+                    double(report.counts.instructions()) / report.host_seconds / 1e6);
     }
 }
 
@@ -285,5 +294,30 @@ TEST_CASE("am native run: an encoding the model does not execute stops the dispa
         CHECK(v.find("VOP2 opcode 60") != std::string::npos);
         REQUIRE(pc_offset != 0);
         CHECK(v.find(fmt::format("program + {:#x}", pc_offset)) != std::string::npos);
+    }
+}
+
+TEST_CASE("am native run: a kernel without its s_waitcnt reads a register its load still owes: a violation") {
+    for (const GpuTarget& t : kTargets) {
+        INFO(t.gfx);
+        Rig rig(t.asic);
+        const Kernel k = only_kernel(Node::make_alu(Op::add, DType::float32, {input({1000}), input({1000})}));
+        int removed = 0;
+        Launch no_wait;
+        no_wait.patch = [&](std::vector<std::byte>& object, const am::AmdgpuCodeObject& parsed) {
+            using sim::amdgpu::rdna::Op;
+            for (auto& [at, in] : instructions(object, parsed, t.gfx)) {
+                if (in.op != Op::s_waitcnt && in.op != Op::s_wait_kmcnt) continue;
+                const uint32_t nop = 0xbf800000;  // s_nop 0 (SOPP opcode 0)
+                std::memcpy(object.data() + at, &nop, 4);
+                ++removed;
+                break;  // the first: the wait for the kernarg loads
+            }
+        };
+        run(rig, k, t.gfx, {std::vector<float>(1000, 1.0f), std::vector<float>(1000, 2.0f)}, 1000, no_wait, false);
+        REQUIRE(removed == 1);
+        const std::string v = rig.violations();
+        INFO(v);
+        CHECK(v.find("before an s_waitcnt lgkmcnt") != std::string::npos);
     }
 }

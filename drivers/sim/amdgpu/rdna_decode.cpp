@@ -39,6 +39,10 @@ const Entry kSop2[] = {
     {45, Op::s_mul_hi_u32, "s_mul_hi_u32"}, {46, Op::s_mul_hi_i32, "s_mul_hi_i32"},
     {48, Op::s_cselect_b32, "s_cselect_b32"}, {49, Op::s_cselect_b64, "s_cselect_b64"},
     {50, Op::s_pack_ll_b32_b16, "s_pack_ll_b32_b16"}, {83, Op::s_add_nc_u64, "s_add_nc_u64", g12},
+    // GC 12's scalar float operations (RDNA4 §14.1.1).
+    {64, Op::s_add_f32, "s_add_f32", g12}, {65, Op::s_sub_f32, "s_sub_f32", g12}, {66, Op::s_min_num_f32, "s_min_num_f32", g12},
+    {67, Op::s_max_num_f32, "s_max_num_f32", g12}, {68, Op::s_mul_f32, "s_mul_f32", g12}, {71, Op::s_fmac_f32, "s_fmac_f32", g12},
+    {84, Op::s_sub_nc_u64, "s_sub_nc_u64", g12}, {85, Op::s_mul_u64, "s_mul_u64", g12},
 };
 const Entry kSop1[] = {
     {0, Op::s_mov_b32, "s_mov_b32"}, {1, Op::s_mov_b64, "s_mov_b64"}, {2, Op::s_cmov_b32, "s_cmov_b32"},
@@ -52,6 +56,10 @@ const Entry kSop1[] = {
     {48, Op::s_and_not1_saveexec_b32, "s_and_not1_saveexec_b32"},
     {50, Op::s_or_not1_saveexec_b32, "s_or_not1_saveexec_b32"}, {71, Op::s_getpc_b64, "s_getpc_b64"},
     {72, Op::s_setpc_b64, "s_setpc_b64"}, {78, Op::s_barrier_signal, "s_barrier_signal", g12},
+    {96, Op::s_ceil_f32, "s_ceil_f32", g12}, {97, Op::s_floor_f32, "s_floor_f32", g12}, {98, Op::s_trunc_f32, "s_trunc_f32", g12},
+    {99, Op::s_rndne_f32, "s_rndne_f32", g12}, {100, Op::s_cvt_f32_i32, "s_cvt_f32_i32", g12},
+    {101, Op::s_cvt_f32_u32, "s_cvt_f32_u32", g12}, {102, Op::s_cvt_i32_f32, "s_cvt_i32_f32", g12},
+    {103, Op::s_cvt_u32_f32, "s_cvt_u32_f32", g12},
 };
 const Entry kSopk[] = {
     {0, Op::s_movk_i32, "s_movk_i32"}, {2, Op::s_cmovk_i32, "s_cmovk_i32"},
@@ -72,6 +80,12 @@ const Entry kSopc[] = {
     {9, Op::s_cmp_ge_u32, "s_cmp_ge_u32"}, {10, Op::s_cmp_lt_u32, "s_cmp_lt_u32"}, {11, Op::s_cmp_le_u32, "s_cmp_le_u32"},
     {12, Op::s_bitcmp0_b32, "s_bitcmp0_b32"}, {13, Op::s_bitcmp1_b32, "s_bitcmp1_b32"},
     {16, Op::s_cmp_eq_u64, "s_cmp_eq_u64"}, {17, Op::s_cmp_lg_u64, "s_cmp_lg_u64"},
+    // GC 12: s_cmp_{lt,eq,le,gt,lg,ge,o,u,nge,nlg,ngt,nle,neq,nlt}_f32 at 65-78 (RDNA4 §14.1.4).
+    {65, Op::s_cmp_f32, "s_cmp_f32", g12}, {66, Op::s_cmp_f32, "s_cmp_f32", g12}, {67, Op::s_cmp_f32, "s_cmp_f32", g12},
+    {68, Op::s_cmp_f32, "s_cmp_f32", g12}, {69, Op::s_cmp_f32, "s_cmp_f32", g12}, {70, Op::s_cmp_f32, "s_cmp_f32", g12},
+    {71, Op::s_cmp_f32, "s_cmp_f32", g12}, {72, Op::s_cmp_f32, "s_cmp_f32", g12}, {73, Op::s_cmp_f32, "s_cmp_f32", g12},
+    {74, Op::s_cmp_f32, "s_cmp_f32", g12}, {75, Op::s_cmp_f32, "s_cmp_f32", g12}, {76, Op::s_cmp_f32, "s_cmp_f32", g12},
+    {77, Op::s_cmp_f32, "s_cmp_f32", g12}, {78, Op::s_cmp_f32, "s_cmp_f32", g12},
 };
 const Entry kSopp[] = {
     {0, Op::s_nop, "s_nop"}, {3, Op::s_sleep, "s_sleep"},
@@ -134,7 +148,13 @@ const Entry kVop3[] = {
     {561, Op::v_med3_f32, "v_med3_num_f32", g12}, {567, Op::v_div_fmas_f32, "v_div_fmas_f32"},
     {576, Op::v_xor3_b32, "v_xor3_b32"}, {582, Op::v_lshl_add_u32, "v_lshl_add_u32"}, {583, Op::v_add_lshl_u32, "v_add_lshl_u32"},
     {597, Op::v_add3_u32, "v_add3_u32"}, {598, Op::v_lshl_or_b32, "v_lshl_or_b32"}, {599, Op::v_and_or_b32, "v_and_or_b32"},
-    {600, Op::v_or3_b32, "v_or3_b32"}, {606, Op::v_maxmin_f32, "v_maxmin_f32", g11}, {607, Op::v_minmax_f32, "v_minmax_f32", g11},
+    {600, Op::v_or3_b32, "v_or3_b32"}, {535, Op::v_alignbyte_b32, "v_alignbyte_b32"}, {577, Op::v_mad_u16, "v_mad_u16"},
+    {580, Op::v_perm_b32, "v_perm_b32"}, {581, Op::v_xad_u32, "v_xad_u32"}, {586, Op::v_min3_i16, "v_min3_i16"},
+    {587, Op::v_min3_u16, "v_min3_u16"}, {589, Op::v_max3_i16, "v_max3_i16"}, {590, Op::v_max3_u16, "v_max3_u16"},
+    {592, Op::v_med3_i16, "v_med3_i16"}, {593, Op::v_med3_u16, "v_med3_u16"}, {595, Op::v_mad_i16, "v_mad_i16"},
+    {601, Op::v_mad_u32_u16, "v_mad_u32_u16"}, {602, Op::v_mad_i32_i16, "v_mad_i32_i16"},
+    {605, Op::v_cndmask_b16, "v_cndmask_b16"}, {610, Op::v_maxmin_u32, "v_maxmin_u32"}, {611, Op::v_minmax_u32, "v_minmax_u32"},
+    {612, Op::v_maxmin_i32, "v_maxmin_i32"}, {613, Op::v_minmax_i32, "v_minmax_i32"}, {606, Op::v_maxmin_f32, "v_maxmin_f32", g11}, {607, Op::v_minmax_f32, "v_minmax_f32", g11},
     {616, Op::v_minmax_f32, "v_minmax_num_f32", g12}, {617, Op::v_maxmin_f32, "v_maxmin_num_f32", g12},
     {764, Op::v_div_scale_f32, "v_div_scale_f32"}, {766, Op::v_mad_u64_u32, "v_mad_u64_u32"},
     {767, Op::v_mad_i64_i32, "v_mad_i64_i32"}, {768, Op::v_add_co_u32, "v_add_co_u32"}, {769, Op::v_sub_co_u32, "v_sub_co_u32"},
@@ -348,6 +368,7 @@ std::optional<Inst> decode(Gen gen, std::span<const uint32_t> w, std::string& wh
         if (in.op == Op::invalid) return unknown("SOPC", in.opcode);
         in.src0 = uint16_t(bits(d, 7, 0));
         in.src1 = uint16_t(bits(d, 15, 8));
+        if (in.op == Op::s_cmp_f32) in.cmp_cond = CmpCond(in.opcode - 64);
         take_literal(in, w, 1, {in.src0, in.src1});
         return finish();
     }

@@ -40,6 +40,8 @@ enum class Op : uint16_t {
     s_min_u32, s_max_i32, s_max_u32, s_and_b32, s_and_b64, s_or_b32, s_or_b64, s_xor_b32, s_xor_b64, s_nand_b32, s_nor_b32,
     s_xnor_b32, s_and_not1_b32, s_and_not1_b64, s_or_not1_b32, s_or_not1_b64, s_bfe_u32, s_bfe_i32, s_bfe_u64, s_bfm_b32,
     s_mul_i32, s_mul_hi_u32, s_mul_hi_i32, s_cselect_b32, s_cselect_b64, s_pack_ll_b32_b16, s_add_nc_u64,
+    s_sub_nc_u64, s_mul_u64, s_add_f32, s_sub_f32, s_min_num_f32, s_max_num_f32, s_mul_f32, s_fmac_f32,
+    s_ceil_f32, s_floor_f32, s_trunc_f32, s_rndne_f32, s_cvt_f32_i32, s_cvt_f32_u32, s_cvt_i32_f32, s_cvt_u32_f32,
     // SOPK
     s_movk_i32, s_cmovk_i32, s_cmpk_eq_i32, s_cmpk_lg_i32, s_cmpk_gt_i32, s_cmpk_ge_i32, s_cmpk_lt_i32, s_cmpk_le_i32,
     s_cmpk_eq_u32, s_cmpk_lg_u32, s_cmpk_gt_u32, s_cmpk_ge_u32, s_cmpk_lt_u32, s_cmpk_le_u32, s_addk_i32, s_mulk_i32,
@@ -47,6 +49,7 @@ enum class Op : uint16_t {
     // SOPC
     s_cmp_eq_i32, s_cmp_lg_i32, s_cmp_gt_i32, s_cmp_ge_i32, s_cmp_lt_i32, s_cmp_le_i32, s_cmp_eq_u32, s_cmp_lg_u32,
     s_cmp_gt_u32, s_cmp_ge_u32, s_cmp_lt_u32, s_cmp_le_u32, s_bitcmp0_b32, s_bitcmp1_b32, s_cmp_eq_u64, s_cmp_lg_u64,
+    s_cmp_f32,  // GC 12: the condition in Inst::cmp_cond
     // SOPP
     s_nop, s_endpgm, s_branch, s_cbranch_scc0, s_cbranch_scc1, s_cbranch_vccz, s_cbranch_vccnz, s_cbranch_execz,
     s_cbranch_execnz, s_barrier, s_barrier_wait, s_sendmsg, s_code_end, s_clause, s_delay_alu, s_set_inst_prefetch_distance,
@@ -68,7 +71,9 @@ enum class Op : uint16_t {
     // VOP3 only
     v_mad_i32_i24, v_mad_u32_u24, v_bfe_u32, v_bfe_i32, v_bfi_b32, v_fma_f32, v_alignbit_b32, v_min3_f32, v_min3_i32,
     v_min3_u32, v_max3_f32, v_max3_i32, v_max3_u32, v_med3_f32, v_med3_i32, v_med3_u32, v_div_fixup_f32, v_div_fmas_f32,
-    v_xor3_b32, v_lshl_add_u32, v_add_lshl_u32, v_add3_u32, v_lshl_or_b32, v_and_or_b32, v_or3_b32, v_maxmin_f32,
+    v_xor3_b32, v_lshl_add_u32, v_add_lshl_u32, v_add3_u32, v_lshl_or_b32, v_and_or_b32, v_or3_b32, v_alignbyte_b32,
+    v_mad_u16, v_mad_i16, v_mad_u32_u16, v_mad_i32_i16, v_perm_b32, v_xad_u32, v_min3_i16, v_min3_u16, v_max3_i16, v_max3_u16,
+    v_med3_i16, v_med3_u16, v_cndmask_b16, v_maxmin_u32, v_minmax_u32, v_maxmin_i32, v_minmax_i32, v_maxmin_f32,
     v_minmax_f32, v_div_scale_f32, v_mad_u64_u32, v_mad_i64_i32, v_add_co_u32, v_sub_co_u32, v_subrev_co_u32,
     v_add_nc_u16, v_sub_nc_u16, v_mul_lo_u16, v_lshlrev_b16, v_lshrrev_b16, v_ashrrev_i16, v_ldexp_f32, v_mul_lo_u32,
     v_mul_hi_u32, v_mul_hi_i32, v_lshrrev_b64, v_ashrrev_i64, v_readlane_b32, v_writelane_b32,

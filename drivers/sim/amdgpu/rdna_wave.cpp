@@ -57,6 +57,37 @@ float from_half(uint16_t h) {
 
 int exponent(float x) { return int((u32(x) >> 23) & 0xff); }  // the biased exponent field
 
+// Float to integer: truncation, NaN gives 0, out of range saturates (RDNA3 §16 V_CVT_U32_F32, V_CVT_I32_F32).
+uint32_t cvt_u32(float x) { return std::isnan(x) || x <= 0.0f ? 0u : x >= 4294967296.0f ? 0xffffffffu : uint32_t(x); }
+uint32_t cvt_i32(float x) {
+    return std::isnan(x) ? 0u : x <= -2147483648.0f ? 0x80000000u : x >= 2147483648.0f ? 0x7fffffffu : uint32_t(int32_t(x));
+}
+
+// The 16 float conditions of VOPC and (GC 12) SOPC, "ordered" ones false on NaN (RDNA3 §16 V_CMP_*_F32).
+bool float_compare(CmpCond c, float x, float y) {
+    const bool un = std::isnan(x) || std::isnan(y);
+    switch (c) {
+        case CmpCond::f: return false;
+        case CmpCond::lt: return x < y;
+        case CmpCond::eq: return x == y;
+        case CmpCond::le: return x <= y;
+        case CmpCond::gt: return x > y;
+        case CmpCond::lg: return x < y || x > y;
+        case CmpCond::ge: return x >= y;
+        case CmpCond::o: return !un;
+        case CmpCond::u: return un;
+        case CmpCond::nge: return !(x >= y);
+        case CmpCond::nlg: return !(x < y || x > y);
+        case CmpCond::ngt: return !(x > y);
+        case CmpCond::nle: return !(x <= y);
+        case CmpCond::neq: return !(x == y);
+        case CmpCond::nlt: return !(x < y);
+        case CmpCond::t: return true;
+        case CmpCond::ne: return x != y;
+    }
+    return false;
+}
+
 // A VALU source: one value per lane (a VGPR) or one for all (a scalar, constant or literal),
 // with the VOP3 float input modifiers as masks.
 struct Operand {
@@ -90,6 +121,15 @@ struct Wave {
     bool scc = false;
     uint64_t pc = 0;
     enum class State { run, barrier, done } state = State::run;
+    // Loads whose data a real wave may not have yet: each until the s_waitcnt (GC 12: s_wait_*)
+    // that covers it. Reading or writing their registers before then is a missing wait.
+    struct Pending {
+        enum class Kind : uint8_t { vm_load, smem, ds } kind;
+        bool sgpr;
+        uint16_t first, count;
+        uint64_t pc;
+    };
+    std::vector<Pending> pending;
     uint32_t& exec() { return s[kExec]; }
     uint32_t& vcc() { return s[kVcc]; }
     uint32_t* vr(unsigned r) { return &v[size_t(r) * kLanes]; }
@@ -137,8 +177,40 @@ private:
     }
 
     // ---- operands ----
+    // A register a load still owes (see Wave::pending): the wave would see the old value, or the
+    // load's data would land after the new one (RDNA3 §4.4 "Data Dependency Resolution", s_waitcnt).
+    bool ready(bool sgpr, unsigned first, unsigned count) {
+        for (const Wave::Pending& p : w_->pending)
+            if (p.sgpr == sgpr && first < unsigned(p.first + p.count) && p.first < first + count) {
+                static constexpr const char* kCounter[] = {"vmcnt (GC 12: loadcnt)", "lgkmcnt (GC 12: kmcnt)", "lgkmcnt (GC 12: dscnt)"};
+                return fail(fmt::format("uses {}{} before an s_waitcnt {} covers the load at PC {:#x} (program + {:#x}) that writes it",
+                                        sgpr ? "s" : "v", std::max(first, unsigned(p.first)), kCounter[size_t(p.kind)], p.pc,
+                                        p.pc - program_.entry()));
+            }
+        return true;
+    }
+    void issue(Wave::Pending::Kind kind, bool sgpr, unsigned first, unsigned count) {
+        w_->pending.push_back({kind, sgpr, uint16_t(first), uint16_t(count), w_->pc});
+    }
+    // The wait: at most `n` loads of `kind` stay outstanding (the oldest retire first: VMEM loads
+    // and LDS return in order; SMEM loads may return out of order, so only a count of 0 retires them).
+    void wait(Wave::Pending::Kind kind, unsigned n) {
+        auto& p = w_->pending;
+        unsigned have = 0;
+        for (const auto& e : p) have += e.kind == kind;
+        for (auto it = p.begin(); it != p.end() && have > n;) {
+            if (it->kind == kind && (kind != Wave::Pending::Kind::smem || n == 0)) {
+                it = p.erase(it);
+                --have;
+            } else {
+                ++it;
+            }
+        }
+    }
+
     bool sread(uint16_t c, uint32_t& out) {
         Wave& w = *w_;
+        if (c < kSgprs && !w.pending.empty() && !ready(true, c, 1)) return false;
         if (c < 128) {
             out = c == kNull ? 0 : w.s[c];
             return true;
@@ -165,6 +237,7 @@ private:
     bool sread64(uint16_t c, uint64_t& out) {
         if (c < 128) {
             if (c + 1 >= 128) return fail(fmt::format("64-bit scalar operand at code {} runs off the register file", c));
+            if (c < kSgprs && !w_->pending.empty() && !ready(true, c, 2)) return false;
             out = uint64_t(c == kNull ? 0 : w_->s[c]) | uint64_t(c == kNull ? 0 : w_->s[c + 1]) << 32;
             return true;
         }
@@ -178,12 +251,14 @@ private:
     bool swrite(uint16_t c, uint32_t value) {
         if (c >= 128) return fail(fmt::format("scalar destination code {} is not writeable", c));
         if (c == kNull) return true;
+        if (c < kSgprs && !w_->pending.empty() && !ready(true, c, 1)) return false;
         w_->s[c] = value;
         return true;
     }
     bool swrite64(uint16_t c, uint64_t value) {
         if (c + 1 >= 128) return fail(fmt::format("64-bit scalar destination code {} is not writeable", c));
         if (c == kNull) return true;
+        if (c < kSgprs && !w_->pending.empty() && !ready(true, c, 2)) return false;
         w_->s[c] = uint32_t(value);
         w_->s[c + 1] = uint32_t(value >> 32);
         return true;
@@ -191,7 +266,7 @@ private:
     bool vreg(unsigned r, unsigned count = 1) {
         if (r + count > w_->vgprs)
             return fail(fmt::format("v{} is beyond the {} VGPRs COMPUTE_PGM_RSRC1.VGPRS allocated", r + count - 1, w_->vgprs));
-        return true;
+        return w_->pending.empty() || ready(false, r, count);
     }
     bool src(uint16_t c, Operand& o, unsigned index = 0, bool mods = false) {
         if (c >= 256) {
@@ -330,7 +405,25 @@ private:
                 // MSG_DEALLOC_VGPRS (3): the wave frees its VGPRs before s_endpgm (RDNA3 §4.6 "sendmsg").
                 if ((in.simm & 0xff) != 3) return fail(fmt::format("s_sendmsg {:#x} is not modelled", in.simm));
                 break;
-            default: break;  // s_nop, s_waitcnt and its kin, s_delay_alu, s_clause, ...: no effect in a model that completes each instruction
+            // s_waitcnt: vmcnt SIMM16[15:10], lgkmcnt [9:4] (RDNA3 §4.4); lgkmcnt counts SMEM and LDS.
+            case Op::s_waitcnt: {
+                const uint16_t k = uint16_t(in.simm);
+                wait(Wave::Pending::Kind::vm_load, (k >> 10) & 0x3f);
+                wait(Wave::Pending::Kind::smem, (k >> 4) & 0x3f);
+                wait(Wave::Pending::Kind::ds, (k >> 4) & 0x3f);
+                break;
+            }
+            // GC 12's separate counters (RDNA4 §4.4); the combined forms: loadcnt or storecnt in
+            // SIMM16[13:8], dscnt in [5:0].
+            case Op::s_wait_loadcnt: wait(Wave::Pending::Kind::vm_load, uint16_t(in.simm) & 0x3f); break;
+            case Op::s_wait_kmcnt: wait(Wave::Pending::Kind::smem, uint16_t(in.simm) & 0x1f); break;
+            case Op::s_wait_dscnt: wait(Wave::Pending::Kind::ds, uint16_t(in.simm) & 0x3f); break;
+            case Op::s_wait_loadcnt_dscnt:
+                wait(Wave::Pending::Kind::vm_load, (uint16_t(in.simm) >> 8) & 0x3f);
+                wait(Wave::Pending::Kind::ds, uint16_t(in.simm) & 0x3f);
+                break;
+            case Op::s_wait_storecnt_dscnt: wait(Wave::Pending::Kind::ds, uint16_t(in.simm) & 0x3f); break;
+            default: break;  // s_nop, s_delay_alu, s_clause, store counters...: no effect in a model that completes each instruction
         }
         // SOPP branch target: PC + 4 + SIMM16 * 4 (RDNA3 §4.2).
         w.pc = taken ? next + int64_t(in.simm) * 4 : next;
@@ -348,7 +441,10 @@ private:
         // The address is dword aligned: the two low bits are ignored (RDNA3 §6.1).
         const uint64_t va = (base + int64_t(in.offset) + soff) & ~uint64_t{3};
         counts_.bytes_loaded += 4u * n;
-        return load(va, &w.s[in.dst], 4 * n);
+        if (!w.pending.empty() && !ready(true, in.dst, n)) return false;
+        if (!load(va, &w.s[in.dst], 4 * n)) return false;
+        issue(Wave::Pending::Kind::smem, true, in.dst, n);
+        return true;
     }
 
     bool salu(const Inst& in) {
@@ -361,6 +457,7 @@ private:
         auto wr_scc = [&](uint32_t d) { w.scc = d != 0; return swrite(in.dst, d); };
         auto wr64_scc = [&](uint64_t d) { w.scc = d != 0; return swrite64(in.dst, d); };
         const uint16_t k = uint16_t(in.simm);
+        uint32_t k32 = 0;
         switch (in.op) {
             // SOP1
             case Op::s_mov_b32: return sread(in.src0, a) && wr(a);
@@ -492,6 +589,23 @@ private:
             case Op::s_cselect_b64: return r2_64() && swrite64(in.dst, w.scc ? a64 : b64);
             case Op::s_pack_ll_b32_b16: return r2() && wr((a & 0xffff) | (b << 16));
             case Op::s_add_nc_u64: return r2_64() && swrite64(in.dst, a64 + b64);
+            case Op::s_sub_nc_u64: return r2_64() && swrite64(in.dst, a64 - b64);
+            case Op::s_mul_u64: return r2_64() && swrite64(in.dst, a64 * b64);
+            case Op::s_add_f32: return r2() && wr(u32(f32(a) + f32(b)));
+            case Op::s_sub_f32: return r2() && wr(u32(f32(a) - f32(b)));
+            case Op::s_mul_f32: return r2() && wr(u32(f32(a) * f32(b)));
+            case Op::s_min_num_f32: return r2() && wr(u32(fmin_(f32(a), f32(b))));
+            case Op::s_max_num_f32: return r2() && wr(u32(fmax_(f32(a), f32(b))));
+            case Op::s_fmac_f32: return r2() && sread(in.dst, k32) && wr(u32(std::fma(f32(a), f32(b), f32(k32))));
+            case Op::s_ceil_f32: return sread(in.src0, a) && wr(u32(std::ceil(f32(a))));
+            case Op::s_floor_f32: return sread(in.src0, a) && wr(u32(std::floor(f32(a))));
+            case Op::s_trunc_f32: return sread(in.src0, a) && wr(u32(std::trunc(f32(a))));
+            case Op::s_rndne_f32: return sread(in.src0, a) && wr(u32(std::nearbyint(f32(a))));
+            case Op::s_cvt_f32_i32: return sread(in.src0, a) && wr(u32(float(int32_t(a))));
+            case Op::s_cvt_f32_u32: return sread(in.src0, a) && wr(u32(float(a)));
+            case Op::s_cvt_i32_f32: return sread(in.src0, a) && wr(cvt_i32(f32(a)));
+            case Op::s_cvt_u32_f32: return sread(in.src0, a) && wr(cvt_u32(f32(a)));
+            case Op::s_cmp_f32: if (!r2()) return false; w.scc = float_compare(in.cmp_cond, f32(a), f32(b)); return true;
             // SOPK
             case Op::s_movk_i32: return wr(uint32_t(in.simm));
             case Op::s_cmovk_i32: return !w.scc || wr(uint32_t(in.simm));
@@ -519,7 +633,19 @@ private:
                 return wr(r);
             }
             case Op::s_mulk_i32: return sread(in.dst, a) && wr(a * uint32_t(in.simm));
-            case Op::s_waitcnt_vscnt: case Op::s_waitcnt_vmcnt: case Op::s_waitcnt_expcnt: case Op::s_waitcnt_lgkmcnt: return true;
+            // SOPK forms: the count is SGPR + SIMM16 (null: the immediate).
+            case Op::s_waitcnt_vmcnt: case Op::s_waitcnt_lgkmcnt: {
+                if (!sread(in.dst, a)) return false;
+                const unsigned n = a + uint16_t(in.simm);
+                if (in.op == Op::s_waitcnt_vmcnt) {
+                    wait(Wave::Pending::Kind::vm_load, n);
+                } else {
+                    wait(Wave::Pending::Kind::smem, n);
+                    wait(Wave::Pending::Kind::ds, n);
+                }
+                return true;
+            }
+            case Op::s_waitcnt_vscnt: case Op::s_waitcnt_expcnt: return true;
             // SOPC
             case Op::s_cmp_eq_i32: case Op::s_cmp_eq_u32: if (!r2()) return false; w.scc = a == b; return true;
             case Op::s_cmp_lg_i32: case Op::s_cmp_lg_u32: if (!r2()) return false; w.scc = a != b; return true;
@@ -584,29 +710,7 @@ private:
             });
         } else {
             const CmpCond c = in.cmp_cond;
-            auto fcmp = [c](float x, float y) {
-                const bool un = std::isnan(x) || std::isnan(y);
-                switch (c) {
-                    case CmpCond::f: return false;
-                    case CmpCond::lt: return x < y;
-                    case CmpCond::eq: return x == y;
-                    case CmpCond::le: return x <= y;
-                    case CmpCond::gt: return x > y;
-                    case CmpCond::lg: return x < y || x > y;
-                    case CmpCond::ge: return x >= y;
-                    case CmpCond::o: return !un;
-                    case CmpCond::u: return un;
-                    case CmpCond::nge: return !(x >= y);
-                    case CmpCond::nlg: return !(x < y || x > y);
-                    case CmpCond::ngt: return !(x > y);
-                    case CmpCond::nle: return !(x <= y);
-                    case CmpCond::neq: return !(x == y);
-                    case CmpCond::nlt: return !(x < y);
-                    case CmpCond::t: return true;
-                    case CmpCond::ne: return x != y;
-                }
-                return false;
-            };
+            auto fcmp = [c](float x, float y) { return float_compare(c, x, y); };
             auto icmp = [c](auto x, auto y) {
                 switch (c) {
                     case CmpCond::f: return false;
@@ -722,7 +826,8 @@ private:
         }
         // Three 32-bit sources at most; the carry/condition mask where the operation has one.
         if (!src(in.src0, a, 0, fl)) return false;
-        const bool two = in.enc != Encoding::vop1;
+        // The VOP1 operations (also in their VOP3 form) have one source: the others' fields are unused.
+        const bool two = !(in.op >= Op::v_nop && in.op <= Op::v_frexp_mant_f32);
         if (two && !src(in.src1, b, 1, fl)) return false;
         const bool three = in.enc == Encoding::vop3 && in.op >= Op::v_mad_i32_i24 && in.op <= Op::v_minmax_f32;
         if (three && !src(in.src2, c, 2, fl)) return false;
@@ -751,6 +856,15 @@ private:
             });
             return true;
         };
+        auto h3 = [&](auto op) {
+            const unsigned s0 = (in.opsel & 1) ? 16 : 0, s1 = (in.opsel & 2) ? 16 : 0, s2 = (in.opsel & 4) ? 16 : 0,
+                           sd = (in.opsel & 8) ? 16 : 0;
+            lanes([&](unsigned l) {
+                const uint16_t r = uint16_t(op(uint16_t(a.raw(l) >> s0), uint16_t(b.raw(l) >> s1), uint16_t(c.raw(l) >> s2)));
+                d[l] = (d[l] & ~(0xffffu << sd)) | uint32_t(r) << sd;
+            });
+            return true;
+        };
         auto carry_op = [&](auto op) {  // op(x, y, carry_in, carry_out&) -> result
             uint32_t out = 0;
             lanes([&](unsigned l) {
@@ -766,19 +880,8 @@ private:
             case Op::v_cvt_f32_i32: return i1([](uint32_t x) { return u32(float(int32_t(x))); });
             case Op::v_cvt_f32_u32: return i1([](uint32_t x) { return u32(float(x)); });
             case Op::v_cvt_f32_ubyte0: return i1([](uint32_t x) { return u32(float(x & 0xff)); });
-            // Float to integer: truncation, NaN gives 0, out of range saturates (RDNA3 §16 V_CVT_U32_F32).
-            case Op::v_cvt_u32_f32:
-                lanes([&](unsigned l) {
-                    const float x = a.f(l);
-                    d[l] = std::isnan(x) || x <= 0.0f ? 0u : x >= 4294967296.0f ? 0xffffffffu : uint32_t(x);
-                });
-                return true;
-            case Op::v_cvt_i32_f32:
-                lanes([&](unsigned l) {
-                    const float x = a.f(l);
-                    d[l] = std::isnan(x) ? 0u : x <= -2147483648.0f ? 0x80000000u : x >= 2147483648.0f ? 0x7fffffffu : uint32_t(int32_t(x));
-                });
-                return true;
+            case Op::v_cvt_u32_f32: lanes([&](unsigned l) { d[l] = cvt_u32(a.f(l)); }); return true;
+            case Op::v_cvt_i32_f32: lanes([&](unsigned l) { d[l] = cvt_i32(a.f(l)); }); return true;
             case Op::v_cvt_f16_f32: {
                 const unsigned sd = (in.opsel & 8) ? 16 : 0;
                 lanes([&](unsigned l) { d[l] = (d[l] & ~(0xffffu << sd)) | uint32_t(to_half(out_mods(a.f(l)))) << sd; });
@@ -922,6 +1025,63 @@ private:
             case Op::v_lshl_or_b32: return i3([](uint32_t x, uint32_t y, uint32_t z) { return (x << (y & 31)) | z; });
             case Op::v_and_or_b32: return i3([](uint32_t x, uint32_t y, uint32_t z) { return (x & y) | z; });
             case Op::v_or3_b32: return i3([](uint32_t x, uint32_t y, uint32_t z) { return x | y | z; });
+            case Op::v_alignbyte_b32:
+                return i3([](uint32_t x, uint32_t y, uint32_t z) { return uint32_t((uint64_t(x) << 32 | y) >> (8 * (z & 3))); });
+            case Op::v_xad_u32: return i3([](uint32_t x, uint32_t y, uint32_t z) { return (x ^ y) + z; });
+            // V_PERM_B32: each byte of S2 selects a byte of {S0, S1} (0-7), a sign fill from bit 15/31
+            // of S1 or S0 (8-11), 0x00 (12) or 0xff (13+) (RDNA3 §16 V_PERM_B32).
+            case Op::v_perm_b32:
+                return i3([](uint32_t x, uint32_t y, uint32_t z) {
+                    const uint64_t v = uint64_t(x) << 32 | y;
+                    uint32_t r = 0;
+                    for (int i = 0; i < 4; ++i) {
+                        const uint32_t sel = (z >> (8 * i)) & 0xff;
+                        uint32_t byte;
+                        if (sel < 8) byte = uint32_t(v >> (8 * sel)) & 0xff;
+                        else if (sel == 8) byte = (y >> 15) & 1 ? 0xff : 0;
+                        else if (sel == 9) byte = (y >> 31) & 1 ? 0xff : 0;
+                        else if (sel == 10) byte = (x >> 15) & 1 ? 0xff : 0;
+                        else if (sel == 11) byte = (x >> 31) & 1 ? 0xff : 0;
+                        else if (sel == 12) byte = 0;
+                        else byte = 0xff;
+                        r |= byte << (8 * i);
+                    }
+                    return r;
+                });
+            case Op::v_mad_u16: case Op::v_mad_i16: return h3([](uint16_t x, uint16_t y, uint16_t z) { return x * y + z; });
+            case Op::v_mad_u32_u16: {
+                const unsigned s0 = (in.opsel & 1) ? 16 : 0, s1 = (in.opsel & 2) ? 16 : 0;
+                lanes([&](unsigned l) { d[l] = uint32_t(uint16_t(a.raw(l) >> s0)) * uint16_t(b.raw(l) >> s1) + c.raw(l); });
+                return true;
+            }
+            case Op::v_mad_i32_i16: {
+                const unsigned s0 = (in.opsel & 1) ? 16 : 0, s1 = (in.opsel & 2) ? 16 : 0;
+                lanes([&](unsigned l) {
+                    d[l] = uint32_t(int32_t(int16_t(a.raw(l) >> s0)) * int16_t(b.raw(l) >> s1)) + c.raw(l);
+                });
+                return true;
+            }
+            case Op::v_min3_i16: return h3([](uint16_t x, uint16_t y, uint16_t z) { return std::min({int16_t(x), int16_t(y), int16_t(z)}); });
+            case Op::v_min3_u16: return h3([](uint16_t x, uint16_t y, uint16_t z) { return std::min({x, y, z}); });
+            case Op::v_max3_i16: return h3([](uint16_t x, uint16_t y, uint16_t z) { return std::max({int16_t(x), int16_t(y), int16_t(z)}); });
+            case Op::v_max3_u16: return h3([](uint16_t x, uint16_t y, uint16_t z) { return std::max({x, y, z}); });
+            case Op::v_med3_i16: return h3([](uint16_t x, uint16_t y, uint16_t z) { return med3i(int16_t(x), int16_t(y), int16_t(z)); });
+            case Op::v_med3_u16: return h3([](uint16_t x, uint16_t y, uint16_t z) { return med3i(x, y, z); });
+            case Op::v_cndmask_b16: {
+                // S2 is the lane mask (an SGPR), S0/S1 the 16-bit halves opsel picks.
+                const unsigned s0 = (in.opsel & 1) ? 16 : 0, s1 = (in.opsel & 2) ? 16 : 0, sd = (in.opsel & 8) ? 16 : 0;
+                lanes([&](unsigned l) {
+                    const uint16_t r = ((c.k >> l) & 1) ? uint16_t(b.raw(l) >> s1) : uint16_t(a.raw(l) >> s0);
+                    d[l] = (d[l] & ~(0xffffu << sd)) | uint32_t(r) << sd;
+                });
+                return true;
+            }
+            case Op::v_maxmin_u32: return i3([](uint32_t x, uint32_t y, uint32_t z) { return std::min(std::max(x, y), z); });
+            case Op::v_minmax_u32: return i3([](uint32_t x, uint32_t y, uint32_t z) { return std::max(std::min(x, y), z); });
+            case Op::v_maxmin_i32:
+                return i3([](uint32_t x, uint32_t y, uint32_t z) { return uint32_t(std::min(std::max(int32_t(x), int32_t(y)), int32_t(z))); });
+            case Op::v_minmax_i32:
+                return i3([](uint32_t x, uint32_t y, uint32_t z) { return uint32_t(std::max(std::min(int32_t(x), int32_t(y)), int32_t(z))); });
             // Division helpers (RDNA3 §16 V_DIV_SCALE_F32, V_DIV_FMAS_F32, V_DIV_FIXUP_F32): the
             // compiler's f32 division is rcp + Newton steps between a scale and a fixup.
             case Op::v_div_fmas_f32:
@@ -988,7 +1148,7 @@ private:
         std::array<uint32_t, kLanes> rx{}, ry{};
         auto one = [&](Op op, uint16_t s0, uint16_t s1, uint16_t dst, std::array<uint32_t, kLanes>& out) {
             Operand a, b;
-            if (!src(s0, a) || !src(s1, b) || !vreg(dst)) return false;
+            if (!src(s0, a) || (op != Op::v_mov_b32 && !src(s1, b)) || !vreg(dst)) return false;
             const uint32_t* d = w.vr(dst);
             const float K = f32(in.literal);
             const uint32_t vcc = w.vcc();
@@ -1089,9 +1249,14 @@ private:
                 if (ret) w.vr(in.dst)[l] = old;
             });
             counts_.lds_bytes += 8ull * unsigned(std::popcount(w.exec()));
+            if (ok && ret) issue(Wave::Pending::Kind::ds, false, in.dst, 1);
             return ok;
         };
         const uint32_t off = uint32_t(in.offset);
+        auto lds_issue = [&](unsigned n) {
+            issue(Wave::Pending::Kind::ds, false, in.dst, n);
+            return true;
+        };
         switch (in.op) {
             case Op::ds_store_b8: return store(1, off, in.data0);
             case Op::ds_store_b16: return store(2, off, in.data0);
@@ -1101,16 +1266,17 @@ private:
             case Op::ds_store_b128: return store(16, off, in.data0);
             // The 2addr forms: two dwords at offset0 * 4 and offset1 * 4 (RDNA3 §16 DS_STORE_2ADDR_B32).
             case Op::ds_store_2addr_b32: return store(4, uint32_t(in.offset) * 4, in.data0) && store(4, uint32_t(in.offset1) * 4, in.data1);
-            case Op::ds_load_b32: return load(4, off, in.dst, false);
-            case Op::ds_load_b64: return load(8, off, in.dst, false);
-            case Op::ds_load_b96: return load(12, off, in.dst, false);
-            case Op::ds_load_b128: return load(16, off, in.dst, false);
-            case Op::ds_load_u8: return load(1, off, in.dst, false);
-            case Op::ds_load_i8: return load(1, off, in.dst, true);
-            case Op::ds_load_u16: return load(2, off, in.dst, false);
-            case Op::ds_load_i16: return load(2, off, in.dst, true);
+            case Op::ds_load_b32: return load(4, off, in.dst, false) && lds_issue(1);
+            case Op::ds_load_b64: return load(8, off, in.dst, false) && lds_issue(2);
+            case Op::ds_load_b96: return load(12, off, in.dst, false) && lds_issue(3);
+            case Op::ds_load_b128: return load(16, off, in.dst, false) && lds_issue(4);
+            case Op::ds_load_u8: return load(1, off, in.dst, false) && lds_issue(1);
+            case Op::ds_load_i8: return load(1, off, in.dst, true) && lds_issue(1);
+            case Op::ds_load_u16: return load(2, off, in.dst, false) && lds_issue(1);
+            case Op::ds_load_i16: return load(2, off, in.dst, true) && lds_issue(1);
             case Op::ds_load_2addr_b32:
-                return load(4, uint32_t(in.offset) * 4, in.dst, false) && load(4, uint32_t(in.offset1) * 4, uint16_t(in.dst + 1), false);
+                return load(4, uint32_t(in.offset) * 4, in.dst, false) && load(4, uint32_t(in.offset1) * 4, uint16_t(in.dst + 1), false) &&
+                       lds_issue(2);
             case Op::ds_add_u32: return rmw([](uint32_t x, uint32_t y) { return x + y; }, false);
             case Op::ds_add_rtn_u32: return rmw([](uint32_t x, uint32_t y) { return x + y; }, true);
             case Op::ds_sub_u32: return rmw([](uint32_t x, uint32_t y) { return x - y; }, false);
@@ -1157,6 +1323,7 @@ private:
                     d[l] = v;
                 });
                 counts_.bytes_loaded += uint64_t(bytes) * active;
+                if (ok) issue(Wave::Pending::Kind::vm_load, false, in.dst, 1);
                 return ok;
             }
             case Op::m_load_b32: case Op::m_load_b64: case Op::m_load_b96: case Op::m_load_b128: {
@@ -1168,6 +1335,7 @@ private:
                     for (unsigned i = 0; i < n; ++i) w.vr(in.dst + i)[l] = v[i];
                 });
                 counts_.bytes_loaded += 4ull * n * active;
+                if (ok) issue(Wave::Pending::Kind::vm_load, false, in.dst, n);
                 return ok;
             }
             case Op::m_store_b8: case Op::m_store_b16: case Op::m_store_b32: case Op::m_store_b64: case Op::m_store_b96:
@@ -1215,6 +1383,7 @@ private:
         });
         counts_.bytes_loaded += 4ull * active;
         counts_.bytes_stored += 4ull * active;
+        if (ok && in.glc) issue(Wave::Pending::Kind::vm_load, false, in.dst, 1);
         return ok;
     }
 };
