@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Runs `baregpu bench --device cpu --quick --json` (every suite: hcq, then tensor) and checks the
-output's shape (the same for every suite): {"device": str, "results": [{"name", "value", "unit", ...}]},
+output's shape (the same for every suite): {"device": str, "isa": "x86-64", "results": [{"name", "value", "unit", ...}]},
 with every HCQ and tensor result present, in its unit, its value a positive number, and every
 tensor result carrying a numeric compile_ms and of_peak. Then `--suite tensor` alone must bring
 its own copy_h2d/copy_d2h. Speed is not checked here.
@@ -22,7 +22,7 @@ def main():
         print(f"FAIL: baregpu bench exited with {run.returncode}")
         return 1
     out = json.loads(run.stdout)
-    if out.get("device") != "cpu" or not isinstance(out.get("results"), list):
+    if out.get("device") != "cpu" or out.get("isa") != "x86-64" or not isinstance(out.get("results"), list):
         print(f"FAIL: bad shape: {run.stdout[:200]}")
         return 1
     names = {}

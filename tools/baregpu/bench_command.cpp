@@ -22,7 +22,7 @@ constexpr const char* kUsage =
     "  --suite    which benchmarks (default: all; suites: hcq, tensor)\n"
     "  --device   device name, e.g. cpu or am:0000:03:00.0 (default: $BAREGPU_DEVICE, else the first GPU that opens,\n"
     "             else cpu; the choice and why each GPU was passed over go to stderr)\n"
-    "  --json     print {\"device\": ..., \"results\": [{\"name\", \"value\", \"unit\", ...}]}\n"
+    "  --json     print {\"device\": ..., \"isa\": ..., \"results\": [{\"name\", \"value\", \"unit\", ...}]}\n"
     "  --quick    fewer, smaller runs (a smoke test, not a measurement)\n"
     "  --repeats  runs per figure; the median is reported (default 15; tensor: a third, at least 3)\n"
     "  --only     only results whose names start with these (comma-separated), e.g. hcq_submit\n"
@@ -33,13 +33,18 @@ int usage(const std::string& problem) {
     return 2;
 }
 
-// {"device": ..., "results": [{"name", "value", "unit", <extra numbers and flags>}]}: the same
-// shape for every suite; names, once published, stay.
-std::string to_json(const std::string& device, const std::vector<bench::Result>& results) {
+// {"device": ..., "isa": ..., "results": [{"name", "value", "unit", <extra numbers and flags>}]}: the
+// same shape for every suite; names, once published, stay. "isa" is the kind of code the device ran
+// ("x86-64" for host code, "gfx1100" / "gfx1201" for a GPU's own).
+std::string isa_name(const std::string& arch) { return arch == "x86_64" ? "x86-64" : arch; }
+
+std::string to_json(const std::string& device, const std::string& isa, const std::vector<bench::Result>& results) {
     JsonWriter w;
     w.begin_object();
     w.key("device");
     w.value(device);
+    w.key("isa");
+    w.value(isa);
     w.key("results");
     w.begin_array();
     for (const bench::Result& r : results) {
@@ -156,7 +161,7 @@ int bench_command(std::span<const std::string_view> args) {
             hcq::Profiler::write_chrome_trace(profile);
             std::fprintf(stderr, "baregpu bench: profiler trace written to %s\n", profile.c_str());
         }
-        std::string text = json ? to_json(dev->name(), results) : to_text(dev->name(), results);
+        std::string text = json ? to_json(dev->name(), isa_name(dev->arch()), results) : to_text(dev->name(), results);
         std::fputs(text.c_str(), stdout);
         return 0;
     } catch (const std::exception& e) {
