@@ -3,6 +3,7 @@
 #include "bench/hcq_bench.hpp"
 #include "bench/tensor_bench.hpp"
 #include "hcq/profiler.hpp"
+#include "drivers/registry.hpp"
 #include "hcq/registry.hpp"
 #include "tools/baregpu/json_writer.hpp"
 
@@ -143,6 +144,8 @@ int bench_command(std::span<const std::string_view> args) {
         } else {
             dev = hcq::open_device(device);
         }
+        // A simulated chip that interprets its own machine code counts what each kernel did.
+        if (registry::sim_shader_counters(*dev)) options.shader_counters = [dev] { return *registry::sim_shader_counters(*dev); };
         std::vector<bench::Result> results;
         if (suite != "tensor") results = bench::run_hcq_suite(*dev, options);
         if (suite != "hcq") {

@@ -10,7 +10,7 @@ namespace baregpu::sim::amdgpu {
 namespace {
 
 constexpr const char* kRsrc = "LLVM AMDGPUUsage.rst, \"compute_pgm_rsrc1/2 for GFX6-GFX12\" and \"Initial Kernel Execution State\"";
-constexpr uint64_t kPage = 4096;
+constexpr uint64_t kGpuPage = 4096;
 
 // The shader's view of memory: VMID 0 through the GC hub, one translation per 4 KiB page per
 // dispatch (the page tables cannot change while the model's lock is held).
@@ -38,10 +38,10 @@ private:
         auto t = gmc_.translate(page_va, VmClient::gfx);
         if (!t) return {};
         if (t->system) {
-            std::byte* h = chip_.port != nullptr ? chip_.port->dma_host_memory(BusAddress(t->address), kPage) : nullptr;
+            std::byte* h = chip_.port != nullptr ? chip_.port->dma_host_memory(BusAddress(t->address), kGpuPage) : nullptr;
             return {h, t->writeable};
         }
-        if (t->address + kPage > chip_.vram().size()) return {};
+        if (t->address + kGpuPage > chip_.vram().size()) return {};
         return {chip_.vram().data() + t->address, t->writeable};
     }
     Chip& chip_;
@@ -53,9 +53,9 @@ bool fetch_code(void* ctx, uint64_t va, std::span<uint32_t> words) {
     auto* memory = static_cast<GpuMemory*>(ctx);
     for (size_t i = 0; i < words.size(); ++i) {
         const uint64_t a = va + 4 * i;
-        std::byte* p = memory->page(a & ~(kPage - 1), false);
+        std::byte* p = memory->page(a & ~(kGpuPage - 1), false);
         if (p == nullptr) return false;
-        std::memcpy(&words[i], p + (a & (kPage - 1)), 4);
+        std::memcpy(&words[i], p + (a & (kGpuPage - 1)), 4);
     }
     return true;
 }
@@ -135,6 +135,9 @@ NativeExecutor::Outcome NativeExecutor::run(const Dispatch& d, std::string& what
     last_.counts = counts;
     last_.modelled_ns = uint64_t(std::max(issue, memory_ns)) + 2000;
     last_.host_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+    totals_.counts.add(counts);
+    totals_.modelled_ns += last_.modelled_ns;
+    totals_.host_seconds += last_.host_seconds;
     chip_.spend(last_.modelled_ns);
     if (on_report) on_report(last_);
     return Outcome::done;

@@ -48,11 +48,13 @@ public:
     // Called after every completed native dispatch (tests, the cost report).
     std::function<void(const NativeDispatchReport&)> on_report;
     const NativeDispatchReport& last_report() const { return last_; }
+    // Every native dispatch since the model was made, summed (program 0): what a bench run costs.
+    const NativeDispatchReport& totals() const { return totals_; }
 
 private:
     Chip& chip_;
     Gmc& gmc_;
-    NativeDispatchReport last_;
+    NativeDispatchReport last_, totals_;
 };
 
 }  // namespace baregpu::sim::amdgpu

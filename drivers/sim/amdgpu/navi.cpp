@@ -351,6 +351,11 @@ NativeDispatchReport NaviModel::native_report() const {
     return impl_->native.last_report();
 }
 
+NativeDispatchReport NaviModel::native_totals() const {
+    std::lock_guard lock(mutex_);
+    return impl_->native.totals();
+}
+
 NaviModel::ComputeQueueStatus NaviModel::compute_queue(uint32_t pipe, uint32_t queue) const {
     std::lock_guard lock(mutex_);
     return impl_->cp.status(pipe, queue);

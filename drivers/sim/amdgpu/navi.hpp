@@ -78,6 +78,8 @@ public:
     void set_dispatch_hook(DispatchHook hook);
     // What the last dispatch of the chip's own machine code did (native_exec.hpp): counts and time.
     NativeDispatchReport native_report() const;
+    // Every native dispatch's counts and modelled time, summed.
+    NativeDispatchReport native_totals() const;
     // While set, a compute dispatch never completes: its queue stays on the DISPATCH_DIRECT
     // (rptr does not pass it, nothing after it runs, status().waiting) until cleared, or until
     // the queue is dequeued or the chip reset.
