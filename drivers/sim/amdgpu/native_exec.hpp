@@ -8,9 +8,9 @@
 //  * COMPUTE_PGM_RSRC2 (same document, "compute_pgm_rsrc2"): SCRATCH_EN [0], USER_SGPR [5:1],
 //    TGID_X/Y/Z_EN [7], [8], [9], TG_SIZE_EN [10], TIDIG_COMP_CNT [12:11], LDS_SIZE [23:15] in
 //    512-byte granules on GC 11/12 (Mesa src/amd/common/ac_gpu_info.c lds_encode_granularity).
-//  * COMPUTE_USER_DATA_0..15: the first USER_SGPR SGPRs; then the enabled workgroup ids and
-//    TG_SIZE in the next SGPRs; v0 the packed work-item ids (AMDGPUUsage "Initial Kernel
-//    Execution State"; GC 12 also puts the ids in TTMP9 / TTMP7).
+//  * COMPUTE_USER_DATA_0..15: the first USER_SGPR SGPRs; then (GC 11) the enabled workgroup ids
+//    and TG_SIZE in the next SGPRs; v0 the packed work-item ids (AMDGPUUsage "Initial Kernel
+//    Execution State"; GC 12 always puts the ids in TTMP9 / TTMP7, its architected SGPRs).
 //  * COMPUTE_DISPATCH_INITIATOR.CS_W32_EN [15]: wave32; wave64 is refused (not modelled).
 // Code, kernargs and buffers are read and written through the VMID 0 page tables (gmc.hpp); an
 // unmapped access posts the GC page fault to the IH ring and hangs the queue, as a host-code

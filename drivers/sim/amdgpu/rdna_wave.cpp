@@ -1440,18 +1440,20 @@ bool run_workgroup(Program& program, Memory& memory, const WaveSetup& setup, std
         w.vgprs = setup.vgprs;
         w.v.assign(size_t(setup.vgprs) * kLanes, 0);
         w.pc = program.entry();
-        // SGPR initialization (AMDGPUUsage "Initial Kernel Execution State", GC 11 rows): the user
-        // SGPRs, then the enabled workgroup ids X, Y, Z, then the workgroup info.
+        // SGPR initialization (AMDGPUUsage "Initial Kernel Execution State"): the user SGPRs, then on
+        // GC 11 the enabled workgroup ids X, Y, Z, then the workgroup info. GC 12 has "architected
+        // SGPRs": the ids are always in TTMP9 (X) and TTMP7 (Y [15:0], Z [31:16]) and take no SGPRs
+        // (LLVM D143707 / PR 76140: SIISelLowering allocates no system SGPRs for them, reads TTMP7/9).
         unsigned n = 0;
         for (; n < setup.user_sgpr_count; ++n) w.s[n] = setup.user_sgprs[n];
-        for (int i = 0; i < 3; ++i)
-            if (setup.tgid_en[i]) w.s[n++] = group[size_t(i)];
-        if (setup.tg_size_en) w.s[n++] = nwaves << 6;  // TG_SIZE: wave count in bits 11:6 (first-wave bit 31 left clear)
-        // GC 12 ("architected SGPRs"): the ids are also in TTMP9 (X) and TTMP7 (Y | Z << 16).
-        if (program.gen() == Gen::gfx12) {
-            if (setup.tgid_en[0]) w.s[108 + 9] = group[0];
-            w.s[108 + 7] = (setup.tgid_en[1] ? group[1] & 0xffff : 0) | (setup.tgid_en[2] ? group[2] << 16 : 0);
+        if (program.gen() == Gen::gfx11) {
+            for (int i = 0; i < 3; ++i)
+                if (setup.tgid_en[i]) w.s[n++] = group[size_t(i)];
+        } else {
+            w.s[108 + 9] = group[0];
+            w.s[108 + 7] = (group[1] & 0xffff) | group[2] << 16;
         }
+        if (setup.tg_size_en) w.s[n++] = nwaves << 6;  // TG_SIZE: wave count in bits 11:6 (first-wave bit 31 left clear)
         // v0: the work-item ids packed X [9:0], Y [19:10], Z [29:20], as many as TIDIG_COMP_CNT enables.
         uint32_t exec = 0;
         for (unsigned l = 0; l < kLanes; ++l) {
