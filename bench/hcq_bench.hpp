@@ -12,6 +12,7 @@
 
 #include "hcq/device.hpp"
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -32,6 +33,10 @@ struct Options {
     bool quick = false;  // fewer and smaller runs (tests)
     // Run only results whose name starts with one of these (empty: all).
     std::vector<std::string> only;
+    // Cumulative counters of the device's shader work, where something counts it (a simulated
+    // chip's interpreter: drivers/registry.hpp sim_shader_counters). When set, every tensor result
+    // gets each counter's per-run change as "shader_<name>" (counts, bytes; "shader_modelled_ns").
+    std::function<std::map<std::string, double>()> shader_counters;
     bool wants(const std::string& name) const {
         if (only.empty()) return true;
         for (const auto& o : only) {

@@ -107,14 +107,19 @@ struct Suite {
         double c0 = rt.compile_ms();
         run();
         compile_ms = rt.compile_ms() - c0;
+        const auto before = options.shader_counters ? options.shader_counters() : std::map<std::string, double>{};
         std::vector<double> s;
         for (int i = 0; i < repeats; ++i) {
             double t0 = wall_seconds();
             run();
             s.push_back(wall_seconds() - t0);
         }
+        shader_per_run.clear();
+        if (options.shader_counters)
+            for (const auto& [k, v] : options.shader_counters()) shader_per_run["shader_" + k] = (v - before.at(k)) / repeats;
         return s;
     }
+    std::map<std::string, double> shader_per_run;  // the last time()'s shader counters per run
 
     // A result from per-run seconds: value = work / median seconds (rate) or median ms.
     void add(const std::string& name, const std::string& unit, const std::vector<double>& secs, double compile_ms,
@@ -139,6 +144,8 @@ struct Suite {
         r.numbers["compile_ms"] = compile_ms;
         r.numbers["runs"] = double(secs.size());
         r.numbers["n"] = n;
+        r.numbers.insert(shader_per_run.begin(), shader_per_run.end());
+        shader_per_run.clear();
         progress(r);
         results.push_back(std::move(r));
     }
@@ -162,7 +169,7 @@ std::vector<Result> run_tensor_suite(const std::shared_ptr<hcq::Device>& device,
     const bool q = options.quick;
     TempCacheDir cache;  // before the Runtime: its compiler reads $BAREGPU_CACHE_DIR
     auto rt = std::make_shared<Runtime>(device);
-    Suite s{*rt, rt, options, q ? 2 : std::max(3, options.repeats / 3), {}, 0, 0};
+    Suite s{*rt, rt, options, q ? 2 : std::max(3, options.repeats / 3), {}, 0, 0, {}};
 
     // Peaks first, in the same run.
     PeakFma fma = measure_peak_fma(q ? 2 : 5, q ? 2'000'000 : 20'000'000);

@@ -75,7 +75,7 @@ CompiledKernel Compiler::compile(const Kernel& kernel, bool refresh, const TileS
             out.object = assemble_cubin(ptxas_, ptx, target_.cpu);
         }
     } else if (starts_with(target_.triple, "amdgcn")) {
-        out.object = emit_amdgpu_object(kernel, target_.cpu);
+        out.object = emit_amdgpu_code_object(kernel, target_.cpu);  // linked: what a device loads
     } else {
         out.object = emit_cpu_object(kernel, target_, tile);
     }

@@ -33,7 +33,7 @@ class Compiler {
 public:
     // Code for the CPU device (the host), cached in KernelCache::default_directory().
     Compiler();
-    // x86_64 (CPU ABI), amdgcn-amd-amdhsa (emit_amdgpu_object) or nvptx64-nvidia-cuda
+    // x86_64 (CPU ABI), amdgcn-amd-amdhsa (emit_amdgpu_code_object: linked) or nvptx64-nvidia-cuda
     // (emit_ptx, then ptxas when present).
     Compiler(Target target, KernelCache cache);
 

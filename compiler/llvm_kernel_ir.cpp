@@ -139,7 +139,14 @@ public:
         fn_->addFnAttr("target-cpu", target.cpu);
         if (flavor == KernelFlavor::amdgpu) {
             fn_->setCallingConv(llvm::CallingConv::AMDGPU_KERNEL);
-            fn_->addFnAttr("amdgpu-flat-work-group-size", fmt::format("1,{}", kAmdgpuBlock));
+            // The kernel computes gid = group * kAmdgpuBlock + item: it must be launched with exactly
+            // that block. reqd_work_group_size (the OpenCL attribute's metadata) becomes the code
+            // object's .reqd_workgroup_size, which the loader passes on as KernelInfo::required_block
+            // (LLVM AMDGPUUsage "Code Object V3 Metadata": .reqd_workgroup_size).
+            fn_->addFnAttr("amdgpu-flat-work-group-size", fmt::format("{},{}", kAmdgpuBlock, kAmdgpuBlock));
+            llvm::Metadata* block[] = {llvm::ConstantAsMetadata::get(c32(int32_t(kAmdgpuBlock))),
+                                       llvm::ConstantAsMetadata::get(c32(1)), llvm::ConstantAsMetadata::get(c32(1))};
+            fn_->setMetadata("reqd_work_group_size", llvm::MDNode::get(ctx_, block));
         } else {
             // A kernel entry (.entry, its arguments in .param space) by the calling convention
             // and, for tools that read only it, the nvvm.annotations "kernel" entry; maxntid

@@ -12,6 +12,7 @@
 
 #include "hcq/registry.hpp"
 
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -81,6 +82,11 @@ std::vector<std::string> sim_iommu_faults(hcq::Device& device);
 // Removes every peer mapping from the device's IOMMU domain behind its driver's back (a platform
 // tearing them down): the next peer DMA faults. Returns how many went.
 size_t drop_sim_peer_mappings(hcq::Device& device);
+// The shader work a sim-am device's chip has interpreted (its own machine code, isa=native),
+// summed since the model was made: wave instructions by unit ("salu", "smem", "valu", "vmem_load",
+// "vmem_store", "lds", "branch", "other", "instructions"), "bytes_loaded", "bytes_stored",
+// "modelled_ns" (drivers/sim/amdgpu/native_exec.hpp's time model). nullopt for other devices.
+std::optional<std::map<std::string, double>> sim_shader_counters(hcq::Device& device);
 bool inject_kgsl_wait_error(hcq::Device& device, int err);
 bool inject_kgsl_fault(hcq::Device& device, const std::string& why);
 // Removes the device from its simulated bus (sim-am, sim-nv): `gone` false is a surprise removal

@@ -162,8 +162,9 @@ pci::Backend read_access(detail::UriOptions& u, const hcq::DeviceUri& uri) {
 // "am:usb:sim". On a simulated chip kernels run as host code by the model (ARCHITECTURE.md, code objects).
 std::shared_ptr<hcq::Device> open_am_hcq(const hcq::DeviceUri& uri) {
     am::AmHcqOptions options;
-    // Host code on a simulated chip by default: what the model runs. isa=native loads the chip's own
-    // AMDGPU code objects (checked and uploaded; the model cannot execute them).
+    // Host code on a simulated chip by default (the HCQ acceptance suite's test kernels exist as
+    // x86-64 objects only). isa=native loads the chip's own AMDGPU code objects, which the model runs
+    // in its RDNA3/RDNA4 interpreter.
     const bool simulated = uri.scheme() == "sim-am" || uri.name() == "am:usb:sim";
     std::string isa = simulated ? "host" : "native";
     std::optional<std::string> bus_name;
@@ -171,7 +172,8 @@ std::shared_ptr<hcq::Device> open_am_hcq(const hcq::DeviceUri& uri) {
     detail::ring_options(u, options);
     detail::memory_options(u, options);
     u.count("compute_queues", options.compute_queues, "compute HQDs, 1-8")
-        .choice("isa", isa, {"host", "native"}, "host (x86-64 code objects the model runs) or native (AMDGPU code objects)")
+        .choice("isa", isa, {"host", "native"}, "host (x86-64 code objects the model runs as host code) or native (AMDGPU code objects; a model "
+                "interprets them)")
         .bytes("peer_va", options.peer_va_bytes, "bytes of the window peers are mapped in");
     if (uri.scheme() == "sim-am") u.text("bus", bus_name, detail::kBusHelp);
     const pci::Backend access = read_access(u, uri);
@@ -261,6 +263,18 @@ std::vector<std::string> am_firmware_dirs(std::string_view uri) {
     std::vector<std::string> out;
     for (const std::filesystem::path& dir : path.directories()) out.push_back(dir.string());
     return out;
+}
+
+std::optional<std::map<std::string, double>> sim_shader_counters(hcq::Device& device) {
+    std::optional<detail::SimPartsRef> ref = detail::sim_parts_of(&device);
+    if (!ref || ref->parts.navi == nullptr) return std::nullopt;
+    const sim::amdgpu::NativeDispatchReport t = ref->parts.navi->native_totals();
+    const auto& c = t.counts;
+    return std::map<std::string, double>{
+        {"salu", double(c.salu)}, {"smem", double(c.smem)}, {"valu", double(c.valu)}, {"vmem_load", double(c.vmem_load)},
+        {"vmem_store", double(c.vmem_store)}, {"lds", double(c.lds)}, {"branch", double(c.branch)}, {"other", double(c.other)},
+        {"instructions", double(c.instructions())}, {"bytes_loaded", double(c.bytes_loaded)},
+        {"bytes_stored", double(c.bytes_stored)}, {"modelled_ns", double(t.modelled_ns)}};
 }
 
 bool is_am_uri(std::string_view uri) { return uri.starts_with("am:") || uri.starts_with("sim-am:"); }

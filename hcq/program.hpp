@@ -33,6 +33,9 @@ struct KernelInfo {
     uint32_t private_bytes = 0;          // scratch per work-item (0: none)
     uint32_t max_threads_per_group = 0;  // the largest block.x*y*z the kernel supports
     uint32_t registers = 0;              // per work-item, where the ISA reports it (0 otherwise)
+    // The block the kernel must be launched with (a GPU kernel's reqd_workgroup_size); 0 0 0: any
+    // block up to max_threads_per_group.
+    std::array<uint32_t, 3> required_block{};
 
     static constexpr uint32_t buffer_offset(uint32_t index) { return 8 * index; }
     uint32_t value_offset(uint32_t index) const { return 8u * num_buffers + 4u * index; }

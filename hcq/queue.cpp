@@ -126,6 +126,12 @@ void Queue::check_launch(const KernelInfo& k, Dim3 grid, Dim3 block) const {
                                                 device_->name(), k.name, grid.x, grid.y, grid.z, block.x, block.y, block.z,
                                                 max_threads, lim.max_grid.x, lim.max_grid.y, lim.max_grid.z));
     }
+    const auto& r = k.required_block;
+    if (r[0] != 0 && (block.x != r[0] || block.y != r[1] || block.z != r[2])) {
+        throw std::invalid_argument(fmt::format("{}: kernel '{}' requires a block of {}x{}x{} (its code object's "
+                                                ".reqd_workgroup_size); launched with {}x{}x{}: launch ceil(n / {}) groups of it",
+                                                device_->name(), k.name, r[0], r[1], r[2], block.x, block.y, block.z, r[0]));
+    }
 }
 
 void Queue::record_exec(const KernelArgs& args, Dim3 grid, Dim3 block) {

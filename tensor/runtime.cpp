@@ -41,15 +41,27 @@ std::shared_ptr<Runtime> Runtime::default_runtime() {
     return rt;
 }
 
-Runtime::Runtime(std::shared_ptr<hcq::Device> device) : device_(std::move(device)) {
+namespace {
+
+// The compiler for what the device runs: the host (x86-64 devices) or an AMDGPU code object for the
+// device's gfx target.
+compiler::Compiler compiler_for(const hcq::Device& device) {
+    const std::string& arch = device.arch();
+    if (arch == "x86_64") return compiler::Compiler();
+    if (arch.rfind("gfx", 0) == 0)
+        return compiler::Compiler(compiler::Target{"amdgcn-amd-amdhsa", arch, ""},
+                                  compiler::KernelCache(compiler::KernelCache::default_directory()));
+    throw UnsupportedError(device.name(), fmt::format("the compiler generates code for x86_64 and AMDGPU (gfx*) devices only so far; "
+                                                      "this device runs {}", arch));
+}
+
+}  // namespace
+
+Runtime::Runtime(std::shared_ptr<hcq::Device> device) : device_(std::move(device)), compiler_(compiler_for(*device_)) {
     if (const char* search = std::getenv("BAREGPU_TILE_SEARCH"); search && *search) {
         const std::string v = search;
         if (v != "0" && v != "1") throw Error("", fmt::format("BAREGPU_TILE_SEARCH={}: expected 1 (search tile shapes) or 0", v));
         tile_search_ = v == "1";
-    }
-    if (device_->arch() != "x86_64") {
-        throw UnsupportedError(device_->name(), fmt::format("the compiler generates code for x86_64 devices only so far; this device "
-                                                            "runs {}", device_->arch()));
     }
 }
 
@@ -178,11 +190,25 @@ void Runtime::realize(const NodeRef& node) {
             item.output->realized = std::move(out);
             continue;
         }
-        // About 16K element-operations per workgroup, at most one group per output element.
-        int64_t work = k.output_elements() * k.reduce_elements();
-        auto groups = uint32_t(std::clamp<int64_t>(work / 16384, 1, std::min<int64_t>(k.output_elements(), 256)));
+        // GPU code (a required block): one work-item per output element, in groups of that block
+        // (the kernel computes gid = group * block + item). CPU code: about 16K element-operations per
+        // workgroup of one thread, at most one group per output element.
+        hcq::Dim3 block{1};
+        uint32_t groups = 0;
+        auto launch_shape = [&](const hcq::Program& program) {
+            const auto& required = program.info().required_block;
+            if (required[0] != 0) {
+                block = hcq::Dim3{required[0], required[1], required[2]};
+                groups = uint32_t((k.output_elements() + required[0] - 1) / required[0]);
+            } else {
+                block = hcq::Dim3{1};
+                int64_t work = k.output_elements() * k.reduce_elements();
+                groups = uint32_t(std::clamp<int64_t>(work / 16384, 1, std::min<int64_t>(k.output_elements(), 256)));
+            }
+        };
         // Submit `program` on the timeline; the value that says it finished.
         auto submit = [&](hcq::Program& program) {
+            launch_shape(program);
             hcq::KernelArgs args(program);
             args.buffer(0, out);
             for (size_t i = 0; i < item.inputs.size(); ++i) args.buffer(uint32_t(i + 1), item.inputs[i]->realized);
@@ -190,7 +216,7 @@ void Runtime::realize(const NodeRef& node) {
             if (!queue_) queue_.emplace(device_->compute_queue());
             queue_->reset();
             uint64_t v = device_->next_timeline();
-            queue_->wait(device_->timeline(), v - 1).exec(program, args, hcq::Dim3{groups}, hcq::Dim3{1}).signal(device_->timeline(), v).submit();
+            queue_->wait(device_->timeline(), v - 1).exec(program, args, hcq::Dim3{groups}, block).signal(device_->timeline(), v).submit();
             return v;
         };
         auto time = [&](hcq::Program& program) {

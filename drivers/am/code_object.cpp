@@ -264,6 +264,15 @@ KernelMetadata parse_kernel_metadata(const MsgValue& map, std::string_view sourc
     k.sgpr_count = f.get_uint(".sgpr_count");
     k.vgpr_count = f.get_uint(".vgpr_count");
     k.max_flat_workgroup_size = f.get_uint(".max_flat_workgroup_size");
+    if (const MsgValue* reqd = lookup(map, ".reqd_workgroup_size")) {
+        if (reqd->kind != MsgValue::Kind::array || reqd->items.size() != 3)
+            throw CodeObjectError(fmt::format("{}: .reqd_workgroup_size: expected an array of 3", f.context()));
+        for (size_t i = 0; i < 3; ++i) {
+            if (reqd->items[i].kind != MsgValue::Kind::uint || reqd->items[i].u == 0 || reqd->items[i].u > 1024)
+                throw CodeObjectError(fmt::format("{}: .reqd_workgroup_size[{}]: expected 1..1024", f.context(), i));
+            k.reqd_workgroup_size[i] = reqd->items[i].u;
+        }
+    }
     if (const MsgValue* args = lookup(map, ".args")) {
         if (args->kind != MsgValue::Kind::array)
             throw CodeObjectError(fmt::format("{}: .args: expected an array, found {}", f.context(), kind_name(args->kind)));

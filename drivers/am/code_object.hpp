@@ -12,6 +12,7 @@
 
 #include "base/error.hpp"
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -75,6 +76,7 @@ struct KernelMetadata {
     uint64_t sgpr_count = 0;
     uint64_t vgpr_count = 0;
     uint64_t max_flat_workgroup_size = 0;
+    std::array<uint64_t, 3> reqd_workgroup_size{};  // .reqd_workgroup_size; 0 0 0 when absent
     std::vector<KernelArgMetadata> args;
 };
 

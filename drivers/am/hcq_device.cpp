@@ -395,6 +395,7 @@ std::shared_ptr<hcq::Program> AmHcqDevice::load_native(std::span<const std::byte
     info.static_shared_bytes = k.descriptor.group_segment_fixed_size;
     info.max_threads_per_group = static_cast<uint32_t>(std::min<uint64_t>(md.max_flat_workgroup_size, kMaxThreads));
     info.registers = static_cast<uint32_t>(md.vgpr_count);
+    for (size_t i = 0; i < 3; ++i) info.required_block[i] = static_cast<uint32_t>(md.reqd_workgroup_size[i]);
 
     hcq::Buffer code = memory().allocate(object.image.size(), {.cpu_access = true}, nullptr);
     std::memcpy(code.cpu(), object.image.data(), object.image.size());

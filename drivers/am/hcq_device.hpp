@@ -5,7 +5,7 @@
 // through the BAR0 mapping (tinygrad runtime/support/am/ip.py AM_GFX, AM_SDMA; ops_amd.py queues).
 //
 // Kernel ISA: `gfx1100` / `gfx1201` on silicon (AMDGPU HSA code objects, code_object.hpp; a
-// simulated chip takes them too with `isa=native`, but cannot run them); on a simulated chip the
+// simulated chip takes them too with `isa=native` and runs them in its interpreter); on a simulated chip the
 // registry asks for host code (KernelIsa::host) by default: code objects are x86-64 ELF objects from the same compiler, uploaded
 // behind a baregpu_host_program descriptor (drivers/hostcode/host_program.h) that the
 // simulated MEC runs per workgroup (ARCHITECTURE.md, "Code objects and ISAs").

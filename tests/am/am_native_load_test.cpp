@@ -1,8 +1,8 @@
 // drivers/am's loader for the chip's own ISA: a real gfx1100 code object from the
 // compiler (linked by ld.lld) is accepted by AmHcqDevice::load_program on a device with
 // isa=native — the kernel's metadata becomes its KernelInfo and its descriptor the dispatch state
-// — and malformed or foreign objects are refused with an error naming the problem. The simulated
-// chip cannot run gfx code, so nothing is dispatched here (tests/am/am_hcq_test.cpp runs kernels).
+// — and malformed or foreign objects are refused with an error naming the problem. Nothing is
+// dispatched here (tests/am/am_native_run_test.cpp runs such kernels on the simulated chips).
 #include "base/error.hpp"
 #include "compiler/amdgpu_codegen.hpp"
 #include "compiler/scheduler.hpp"
@@ -58,11 +58,14 @@ TEST_CASE("am native: a real gfx1100 code object from the compiler is accepted b
     CHECK(p.launch().wave32);
     CHECK(p.launch().code_address % 256 == 0);
     CHECK(p.kernarg_sgpr() == parsed.kernel.user_sgprs.kernarg_segment_ptr.value());
-    // A launch records (the packets are built from that state) even though the model cannot run it.
+    // A launch records (the packets are built from that state).
     hcq::Buffer out = dev->allocate(4000), a = dev->allocate(4000), b = dev->allocate(4000), c = dev->allocate(4000);
     auto q = dev->compute_queue();
     q.exec(*program, hcq::KernelArgs(*program, {out, a, b, c}), {4}, {256});
     CHECK(q.size() == 1);
+    // The compiler's kernels require their block (.reqd_workgroup_size): any other is refused.
+    CHECK(info.required_block == std::array<uint32_t, 3>{256, 1, 1});
+    CHECK_THROWS_WITH(q.exec(*program, hcq::KernelArgs(*program, {out, a, b, c}), {16}, {64}), Catch::Contains("requires a block of 256x1x1"));
 }
 
 TEST_CASE("am native: malformed and foreign code objects are refused with what is wrong") {
@@ -89,8 +92,8 @@ TEST_CASE("am native: malformed and foreign code objects are refused with what i
 
 TEST_CASE("am native: a kernel that enables the dispatch pointer gets an hsa_kernel_dispatch_packet_t") {
     // tinygrad ops_amd.py AMDComputeQueue.exec builds one after the kernargs for such kernels; without
-    // it the SGPRs hold 0 and the kernel's first read of its launch is a fault at VA 0. The simulated
-    // chip runs no GPU ISA, so a dispatch hook catches the user SGPRs and the test reads the packet.
+    // it the SGPRs hold 0 and the kernel's first read of its launch is a fault at VA 0. A dispatch
+    // hook catches the user SGPRs (the kernel itself does not read the packet) and the test reads it.
     for (am::SkipStep skip : {am::SkipStep::none, am::SkipStep::dispatch_packet}) {
         namespace fs = std::filesystem;
         std::string tmpl = (fs::temp_directory_path() / "am-dispatch-ptr-XXXXXX").string();
@@ -124,7 +127,7 @@ TEST_CASE("am native: a kernel that enables the dispatch pointer gets an hsa_ker
             model.set_dispatch_hook([&](const sim::amdgpu::Dispatch& d) { seen.push_back(d); });
             hcq::Buffer out = dev->allocate(4000), a = dev->allocate(4000), b = dev->allocate(4000), c = dev->allocate(4000);
             hcq::Signal done = dev->new_signal(0, "done");
-            dev->compute_queue().exec(*program, hcq::KernelArgs(*program, {out, a, b, c}), {4, 2, 1}, {64, 2, 1}).signal(done, 1).submit();
+            dev->compute_queue().exec(*program, hcq::KernelArgs(*program, {out, a, b, c}), {4, 2, 1}, {256, 1, 1}).signal(done, 1).submit();
             done.wait(1, std::chrono::seconds(5));
             REQUIRE(seen.size() == 1);
             const uint64_t packet_va = seen[0].sgpr_pair(0), kernargs = seen[0].sgpr_pair(p.kernarg_sgpr() + 2);
@@ -137,10 +140,10 @@ TEST_CASE("am native: a kernel that enables the dispatch pointer gets an hsa_ker
             std::array<uint32_t, 16> packet{};
             REQUIRE(model.gpu_read(packet_va, std::as_writable_bytes(std::span(packet))));
             CHECK((packet[0] >> 16 & 3) == 3);                // setup.dimensions
-            CHECK(packet[1] == (64u | 2u << 16));             // workgroup_size_x/y
+            CHECK(packet[1] == (256u | 1u << 16));            // workgroup_size_x/y (the kernel requires 256x1x1)
             CHECK((packet[2] & 0xffff) == 1);                 // workgroup_size_z
-            CHECK(packet[3] == 4 * 64);                       // grid_size_x, in work-items
-            CHECK(packet[4] == 2 * 2);
+            CHECK(packet[3] == 4 * 256);                      // grid_size_x, in work-items
+            CHECK(packet[4] == 2 * 1);
             CHECK(packet[5] == 1);
             CHECK(packet[7] == launch.lds_bytes);              // group_segment_size
             CHECK((uint64_t{packet[11]} << 32 | packet[10]) == kernargs);  // kernarg_address

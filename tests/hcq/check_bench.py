@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Runs `baregpu bench --device cpu --quick --json` (every suite: hcq, then tensor) and checks the
-output's shape (the same for every suite): {"device": str, "results": [{"name", "value", "unit", ...}]},
+output's shape (the same for every suite): {"device": str, "isa": "x86-64", "results": [{"name", "value", "unit", ...}]},
 with every HCQ and tensor result present, in its unit, its value a positive number, and every
 tensor result carrying a numeric compile_ms and of_peak. Then `--suite tensor` alone must bring
-its own copy_h2d/copy_d2h. Speed is not checked here.
+its own copy_h2d/copy_d2h; on sim-am:navi31?isa=native "isa" is "gfx1100" and results carry the
+chip's shader counts. Speed is not checked here.
 
 Usage: check_bench.py BAREGPU
 """
@@ -22,7 +23,7 @@ def main():
         print(f"FAIL: baregpu bench exited with {run.returncode}")
         return 1
     out = json.loads(run.stdout)
-    if out.get("device") != "cpu" or not isinstance(out.get("results"), list):
+    if out.get("device") != "cpu" or out.get("isa") != "x86-64" or not isinstance(out.get("results"), list):
         print(f"FAIL: bad shape: {run.stdout[:200]}")
         return 1
     names = {}
@@ -83,6 +84,21 @@ def main():
             return 1
         if {r["name"] for r in json.loads(prof.stdout)["results"]} != {"matmul_512"}:
             print(f"FAIL: --profile changed what was measured: {prof.stdout[:200]}")
+            return 1
+    # A simulated chip running its own machine code: "isa" says so, and each result carries what the
+    # chip's interpreter counted per run (instructions by unit, bytes, modelled time).
+    with tempfile.TemporaryDirectory() as tmp:
+        env = dict(os.environ, BAREGPU_SIM_STATE_DIR=tmp)
+        sim = subprocess.run([sys.argv[1], "bench", "--suite", "tensor", "--device", "sim-am:navi31?isa=native", "--quick",
+                              "--json", "--only", "reduce_sum"], capture_output=True, text=True, timeout=300, env=env)
+        if sim.returncode != 0:
+            print(f"FAIL: bench on sim-am:navi31?isa=native exited with {sim.returncode}: {sim.stderr}")
+            return 1
+        out = json.loads(sim.stdout)
+        r = out["results"][0] if out.get("results") else {}
+        if out.get("isa") != "gfx1100" or not r.get("shader_valu", 0) > 0 or not r.get("shader_vmem_load", 0) > 0 \
+                or not r.get("shader_bytes_loaded", 0) >= 4 * 1024 or not r.get("shader_modelled_ns", 0) > 0:
+            print(f"FAIL: sim-am:navi31?isa=native: no isa gfx1100 or no shader counts: {sim.stdout[:600]}")
             return 1
     bad = subprocess.run([sys.argv[1], "bench", "--suite", "nosuch"], capture_output=True, text=True, timeout=60)
     if bad.returncode != 2 or "unknown suite" not in bad.stderr:

@@ -3,6 +3,7 @@
 #include "bench/hcq_bench.hpp"
 #include "bench/tensor_bench.hpp"
 #include "hcq/profiler.hpp"
+#include "drivers/registry.hpp"
 #include "hcq/registry.hpp"
 #include "tools/baregpu/json_writer.hpp"
 
@@ -23,7 +24,7 @@ constexpr const char* kUsage =
     "  --suite    which benchmarks (default: all; suites: hcq, tensor)\n"
     "  --device   device name, e.g. cpu or am:0000:03:00.0 (default: $BAREGPU_DEVICE, else the first GPU that opens,\n"
     "             else cpu; the choice and why each GPU was passed over go to stderr)\n"
-    "  --json     print {\"device\": ..., \"results\": [{\"name\", \"value\", \"unit\", ...}]}\n"
+    "  --json     print {\"device\": ..., \"isa\": ..., \"results\": [{\"name\", \"value\", \"unit\", ...}]}\n"
     "  --quick    fewer, smaller runs (a smoke test, not a measurement)\n"
     "  --repeats  runs per figure; the median is reported (default 15; tensor: a third, at least 3)\n"
     "  --only     only results whose names start with these (comma-separated), e.g. hcq_submit\n"
@@ -34,13 +35,18 @@ int usage(const std::string& problem) {
     return 2;
 }
 
-// {"device": ..., "results": [{"name", "value", "unit", <extra numbers and flags>}]}: the same
-// shape for every suite; names, once published, stay.
-std::string to_json(const std::string& device, const std::vector<bench::Result>& results) {
+// {"device": ..., "isa": ..., "results": [{"name", "value", "unit", <extra numbers and flags>}]}: the
+// same shape for every suite; names, once published, stay. "isa" is the kind of code the device ran
+// ("x86-64" for host code, "gfx1100" / "gfx1201" for a GPU's own).
+std::string isa_name(const std::string& arch) { return arch == "x86_64" ? "x86-64" : arch; }
+
+std::string to_json(const std::string& device, const std::string& isa, const std::vector<bench::Result>& results) {
     JsonWriter w;
     w.begin_object();
     w.key("device");
     w.value(device);
+    w.key("isa");
+    w.value(isa);
     w.key("results");
     w.begin_array();
     for (const bench::Result& r : results) {
@@ -144,6 +150,8 @@ int bench_command(std::span<const std::string_view> args) {
         } else {
             dev = hcq::open_device(device);
         }
+        // A simulated chip that interprets its own machine code counts what each kernel did.
+        if (registry::sim_shader_counters(*dev)) options.shader_counters = [dev] { return *registry::sim_shader_counters(*dev); };
         std::vector<bench::Result> results;
         if (suite != "tensor") results = bench::run_hcq_suite(*dev, options);
         if (suite != "hcq") {
@@ -166,7 +174,7 @@ int bench_command(std::span<const std::string_view> args) {
             }
         }
         // The results first: a trace that cannot be written (a full disk) does not lose them.
-        std::string text = json ? to_json(dev->name(), results) : to_text(dev->name(), results);
+        std::string text = json ? to_json(dev->name(), isa_name(dev->arch()), results) : to_text(dev->name(), results);
         std::fputs(text.c_str(), stdout);
         std::fflush(stdout);
         if (!profile.empty()) {

@@ -4,6 +4,7 @@
 #include "drivers/sim/amdgpu/discovery_image.hpp"
 #include "drivers/sim/amdgpu/gc.hpp"
 #include "drivers/sim/amdgpu/host_exec.hpp"
+#include "drivers/sim/amdgpu/native_exec.hpp"
 #include "drivers/sim/amdgpu/ih.hpp"
 #include "drivers/sim/amdgpu/pm4_engine.hpp"
 #include "drivers/sim/amdgpu/psp.hpp"
@@ -35,8 +36,9 @@ struct NaviModel::Impl {
         : asic(asic_info(o.asic)), file(o.asic, o.state_dir, o.ephemeral), firmware(asic, o.firmware_dir), chip(asic, file),
           catalog(asic), psp(chip, firmware), smu(chip, firmware), ih(chip), gmc(chip, ih), gc(chip, catalog, firmware),
           registers(chip, psp, smu, gmc, ih, gc), cp(chip, gmc, ih), sdma(chip, gmc),
-          host(chip, gmc, file.fd(), StateFile::vram_file_offset()) {
+          host(chip, gmc, file.fd(), StateFile::vram_file_offset()), native(chip, gmc) {
         cp.executor = &host;
+        cp.native = &native;
         cp.gc_regs = &gc;
         sdma.gc_regs = &gc;
         host.sh_mem_config = [this] { return gc.sh_mem_config(0); };  // VMID 0 runs every kernel
@@ -56,6 +58,7 @@ struct NaviModel::Impl {
     ComputeEngine cp;
     SdmaEngine sdma;
     HostExecutor host;
+    NativeExecutor native;
 };
 
 std::unique_ptr<pci::sim::SimDeviceModel> make_model(const ModelOptions& options) {
@@ -341,6 +344,16 @@ bool NaviModel::gpu_write(uint64_t va, std::span<const std::byte> data, VmClient
 void NaviModel::set_dispatch_hook(DispatchHook hook) {
     std::lock_guard lock(mutex_);
     impl_->cp.on_dispatch = std::move(hook);
+}
+
+NativeDispatchReport NaviModel::native_report() const {
+    std::lock_guard lock(mutex_);
+    return impl_->native.last_report();
+}
+
+NativeDispatchReport NaviModel::native_totals() const {
+    std::lock_guard lock(mutex_);
+    return impl_->native.totals();
 }
 
 NaviModel::ComputeQueueStatus NaviModel::compute_queue(uint32_t pipe, uint32_t queue) const {

@@ -15,6 +15,7 @@
 #include "drivers/pci/sim_device_model.hpp"
 #include "drivers/sim/amdgpu/asic.hpp"
 #include "drivers/sim/amdgpu/gmc.hpp"
+#include "drivers/sim/amdgpu/native_exec.hpp"
 #include "drivers/sim/amdgpu/pm4_engine.hpp"
 #include "drivers/sim/amdgpu/sdma_engine.hpp"
 
@@ -75,6 +76,10 @@ public:
     // kernel (host_exec.hpp), on the engine thread with the model's lock held: the hook must not
     // call back into the model. An empty hook restores execution.
     void set_dispatch_hook(DispatchHook hook);
+    // What the last dispatch of the chip's own machine code did (native_exec.hpp): counts and time.
+    NativeDispatchReport native_report() const;
+    // Every native dispatch's counts and modelled time, summed.
+    NativeDispatchReport native_totals() const;
     // While set, a compute dispatch never completes: its queue stays on the DISPATCH_DIRECT
     // (rptr does not pass it, nothing after it runs, status().waiting) until cleared, or until
     // the queue is dequeued or the chip reset.

@@ -2,6 +2,8 @@
 
 #include "drivers/sim/amdgpu/gc.hpp"
 #include "drivers/sim/amdgpu/host_exec.hpp"
+#include "drivers/sim/amdgpu/native_exec.hpp"
+#include "drivers/hostcode/host_program.h"
 
 #include <cstring>
 #include <exception>
@@ -38,7 +40,8 @@ uint32_t fixed_payload(uint32_t op) {
 // base 0x1260 (sienna_cichlid_ip_offset.h) + offset - PACKET3_SET_SH_REG_START (Linux nvd.h).
 constexpr uint32_t sh(uint32_t gc_offset) { return gc_offset + 0x1260 - pm4::kSetShRegStart; }
 constexpr uint32_t kShNumThreadX = sh(0x1ba7), kShPgmLo = sh(0x1bac), kShPgmHi = sh(0x1bad),
-                   kShPgmRsrc1 = sh(0x1bb2), kShPgmRsrc2 = sh(0x1bb3), kShUserData0 = sh(0x1be0);
+                   kShPgmRsrc1 = sh(0x1bb2), kShPgmRsrc2 = sh(0x1bb3), kShPgmRsrc3 = sh(0x1bc8),
+                   kShUserData0 = sh(0x1be0);
 
 // The dwords a packet with this header occupies: type 3 is count + 2, except the one-dword NOP
 // (count 0x3FFF, pm4_engine.hpp); other types are one dword (and refused by execute()).
@@ -413,6 +416,7 @@ ComputeEngine::Step ComputeEngine::execute(Queue& q, const std::vector<uint32_t>
             for (int i = 0; i < 16; ++i) d.user_sgprs[i] = q.sh[kShUserData0 + i];
             d.pgm_rsrc1 = q.sh[kShPgmRsrc1];
             d.pgm_rsrc2 = q.sh[kShPgmRsrc2];
+            d.pgm_rsrc3 = q.sh[kShPgmRsrc3];
             if (!(d.initiator & 1)) return bad("DISPATCH_DIRECT without COMPUTE_DISPATCH_INITIATOR.COMPUTE_SHADER_EN");
             if (d.program == 0) return bad("DISPATCH_DIRECT with COMPUTE_PGM_LO/HI unset (program address 0)");
             for (int i = 0; i < 3; ++i)
@@ -425,7 +429,7 @@ ComputeEngine::Step ComputeEngine::execute(Queue& q, const std::vector<uint32_t>
                 on_dispatch(d);
                 return Step::next;
             }
-            if (executor == nullptr) return bad("DISPATCH_DIRECT with no way to run kernels", kHostProgram);
+            if (executor == nullptr && native == nullptr) return bad("DISPATCH_DIRECT with no way to run kernels", kHostProgram);
             if (d.program % 64 == 0 && gmc_.translate(d.program, VmClient::gfx)) {
                 // The instruction cache keeps what a dispatch fetched until GLI_INV | GL2_INV: new code
                 // the CPU wrote at an address it holds is not what would run. (An unmapped or misaligned
@@ -440,11 +444,28 @@ ComputeEngine::Step ComputeEngine::execute(Queue& q, const std::vector<uint32_t>
                                            hex(d.program)),
                                kIcache);
             }
+            // A host-code descriptor (drivers/hostcode/host_program.h, the model's own contract) runs on
+            // the host executor; anything else is the chip's machine code.
+            uint32_t magic = 0;
+            if (gmc_.translate(d.program, VmClient::gfx) && !read(q, d.program, std::as_writable_bytes(std::span(&magic, 1))))
+                return Step::stop;
+            const bool host_program = magic == BAREGPU_HOST_PROGRAM_MAGIC || native == nullptr;
+            if (host_program && executor == nullptr) return bad("DISPATCH_DIRECT of a host program with no host executor", kHostProgram);
             std::string what;
             HostExecutor::Outcome outcome = HostExecutor::Outcome::refused;
+            std::string refused_source;
             running_ = q.pipe * 8 + q.queue;
             try {
-                outcome = executor->run(d, what);
+                if (host_program) {
+                    outcome = executor->run(d, what);
+                    refused_source = executor->refused_source.empty() ? std::string(kHostProgram) : executor->refused_source;
+                } else {
+                    const NativeExecutor::Outcome o = native->run(d, what);
+                    outcome = o == NativeExecutor::Outcome::done    ? HostExecutor::Outcome::done
+                              : o == NativeExecutor::Outcome::fault ? HostExecutor::Outcome::fault
+                                                                    : HostExecutor::Outcome::refused;
+                    refused_source = native->refused_source;
+                }
             } catch (const std::exception& e) {
                 // The host ran out of something (mappings, memory): the dispatch cannot run.
                 what = fmt::format("the model could not run the dispatch: {}", e.what());
@@ -456,8 +477,7 @@ ComputeEngine::Step ComputeEngine::execute(Queue& q, const std::vector<uint32_t>
             switch (outcome) {
                 case HostExecutor::Outcome::done: ++q.dispatches; return Step::next;
                 case HostExecutor::Outcome::fault: q.hung = true; return Step::stop;  // latched and in the IH ring
-                case HostExecutor::Outcome::refused:
-                    return bad(what, executor->refused_source.empty() ? std::string(kHostProgram) : executor->refused_source);
+                case HostExecutor::Outcome::refused: return bad(what, refused_source.empty() ? std::string(kHostProgram) : refused_source);
             }
             return Step::stop;
         }

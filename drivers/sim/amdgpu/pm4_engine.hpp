@@ -46,7 +46,7 @@ struct Dispatch {
     std::array<uint32_t, 3> block{};       // COMPUTE_NUM_THREAD_X/Y/Z.NUM_THREAD_FULL
     std::array<uint32_t, 16> user_sgprs{};  // COMPUTE_USER_DATA_0..15
     uint32_t initiator = 0;                // COMPUTE_DISPATCH_INITIATOR
-    uint32_t pgm_rsrc1 = 0, pgm_rsrc2 = 0;
+    uint32_t pgm_rsrc1 = 0, pgm_rsrc2 = 0, pgm_rsrc3 = 0;
     // The kernarg pointer, read from the user SGPRs at `index` (a pair): the caller knows where
     // its kernel descriptor puts it.
     uint64_t sgpr_pair(unsigned index) const {
@@ -71,6 +71,7 @@ inline constexpr uint8_t kSrcIdCpEop = 181;
 }  // namespace pm4
 
 class HostExecutor;
+class NativeExecutor;
 class GcRegs;
 
 class ComputeEngine {
@@ -86,6 +87,8 @@ public:
     // DISPATCH_DIRECT: the hook when one is set (tests), else the host-code executor runs it.
     DispatchHook on_dispatch;
     HostExecutor* executor = nullptr;
+    // The chip's own machine code (native_exec.hpp): every program that is not a host-code descriptor.
+    NativeExecutor* native = nullptr;
     // The banked GC registers (the MEC pipes' program counters); unset in unit use: not checked.
     GcRegs* gc_regs = nullptr;
     // Fault injection: while set, a dispatch never completes (the queue stays on it, waiting).

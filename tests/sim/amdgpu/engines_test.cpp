@@ -852,20 +852,20 @@ TEST_CASE("sim-am engines: host-code dispatch faults and refusals hang the queue
         CHECK(e.rig.vram32(kIhRing + 16) == static_cast<uint32_t>(system_va >> 12));
         CHECK(e.rig.rd(e.rig.r.gc_fault_addr_lo) == static_cast<uint32_t>(system_va >> 12));
     }
-    SECTION("a descriptor without the host-program magic is a violation") {
+    SECTION("a program without the host-program magic is the chip's machine code: not launched as wave64") {
         e.write_program(0x12345678);
         e.submit(ExecRig::dispatch() + release_mem(kSignal, 1, 0, 1));
-        CHECK(e.rig.has_violation("is not a host program"));
+        CHECK(e.rig.has_violation("CS_W32_EN"));
         no_run();
     }
-    SECTION("an unmapped descriptor is a violation and a page fault") {
+    SECTION("an unmapped program is a page fault") {
         const uint64_t unmapped = kVa + (1ull << 30);
         auto w = ExecRig::dispatch();
         w[2] = static_cast<uint32_t>(unmapped >> 8);
         w[3] = static_cast<uint32_t>(unmapped >> 40);
         e.submit(w + release_mem(kSignal, 1, 0, 1));
-        CHECK(e.rig.has_violation("host program descriptor"));
         CHECK(e.ih_wptr() == 32);
+        CHECK(e.rig.rd(e.rig.r.gc_fault_addr_lo) == static_cast<uint32_t>(unmapped >> 12));
         no_run();
     }
     SECTION("a kernarg_size that differs from the kernel's") {

@@ -1,0 +1,328 @@
+// The simulated Navi31 and Navi48 run the compiler's own gfx1100 / gfx1201 machine code behind the
+// real dispatch path: drivers/am (isa=native) loads the code object and records the dispatch,
+// the simulated MEC takes the program, RSRC1/2 and user SGPRs from the COMPUTE_* registers and
+// its RDNA3/RDNA4 interpreter (drivers/sim/amdgpu/rdna_*.cpp) runs every wave through the GPU page
+// tables. Results are compared with a plain C++ reference; a kernel with one opcode flipped must
+// give a wrong result, a launch without the workgroup-id enable must give a wrong result, and an
+// encoding the model does not know must stop the dispatch with a violation naming opcode and PC.
+#include "compiler/amdgpu_codegen.hpp"
+#include "compiler/scheduler.hpp"
+#include "drivers/am/code_object.hpp"
+#include "drivers/am/hcq_device.hpp"
+#include "drivers/am/program.hpp"
+#include "drivers/pci/sim_bus.hpp"
+#include "drivers/sim/amdgpu/native_exec.hpp"
+#include "drivers/sim/amdgpu/navi.hpp"
+#include "drivers/sim/amdgpu/rdna_decode.hpp"
+#include "tests/hcq/support.hpp"
+
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <unistd.h>
+
+using namespace baregpu;
+using namespace baregpu::compiler;
+namespace fs = std::filesystem;
+
+namespace {
+
+NodeRef input(Shape shape, DType t = DType::float32) { return Node::make_buffer({}, t, std::move(shape)); }
+
+Kernel only_kernel(NodeRef root) {
+    auto items = schedule(std::move(root));
+    REQUIRE(items.size() == 1);
+    return *items[0].kernel;
+}
+
+struct GpuTarget {
+    sim::amdgpu::Asic asic;
+    const char* gfx;
+};
+const GpuTarget kTargets[] = {{sim::amdgpu::Asic::navi31, "gfx1100"}, {sim::amdgpu::Asic::navi48, "gfx1201"}};
+
+// A freshly booted chip of its own (state dir, lock key) with drivers/am on it, isa=native.
+struct Rig {
+    fs::path root;
+    std::shared_ptr<pci::sim::SimBus> bus;
+    sim::amdgpu::NaviModel* model = nullptr;
+    std::shared_ptr<am::AmHcqDevice> dev;
+
+    explicit Rig(sim::amdgpu::Asic asic) {
+        std::string tmpl = (fs::temp_directory_path() / "am-native-run-XXXXXX").string();
+        REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
+        root = tmpl;
+        fs::create_directories(root / "locks");
+        ::setenv("BAREGPU_LOCK_DIR", (root / "locks").c_str(), 1);
+        bus = std::make_shared<pci::sim::SimBus>();
+        sim::amdgpu::ModelOptions mo;
+        mo.asic = asic;
+        mo.state_dir = (root / "state").string();
+        const pci::PciAddress address = bus->attach(sim::amdgpu::make_model(mo));
+        model = &dynamic_cast<sim::amdgpu::NaviModel&>(bus->model(address));
+        am::AmOptions o;
+        o.lock_key = "sim-am-native-run-" + root.filename().string();
+        am::AmHcqOptions ho;
+        ho.isa = am::KernelIsa::native;
+        ho.keepalive = bus;
+        dev = am::AmHcqDevice::create(am::AmDevice::open(bus->open(address), o), ho);
+    }
+    ~Rig() {
+        dev.reset();
+        std::error_code ec;
+        fs::remove_all(root, ec);
+    }
+    std::string violations() const {
+        std::string out;
+        for (const auto& v : bus->violations()) out += v.describe() + "\n";
+        return out;
+    }
+};
+
+// Runs `kernel`'s code object (after `patch`) with float inputs on the rig, one work-item per
+// output element in workgroups of 256 (the compiler's gid = group * 256 + item).
+struct Launch {
+    std::function<void(std::vector<std::byte>& object, const am::AmdgpuCodeObject& parsed)> patch;
+    std::function<void(am::pm4::KernelDispatch&)> change;
+};
+std::vector<float> run(Rig& rig, const Kernel& kernel, const std::string& gfx, const std::vector<std::vector<float>>& inputs,
+                       size_t outputs, const Launch& launch = {}, bool expect_done = true) {
+    std::vector<std::byte> object = emit_amdgpu_code_object(kernel, gfx);
+    const am::AmdgpuCodeObject parsed = am::parse_code_object(object, gfx, kernel.name());
+    if (launch.patch) launch.patch(object, parsed);
+    auto loaded = rig.dev->load_program(object, kernel.name());
+    std::shared_ptr<hcq::Program> program = loaded;
+    if (launch.change) {
+        const auto& p = dynamic_cast<const am::AmProgram&>(*loaded);
+        am::pm4::KernelDispatch l = p.launch();
+        launch.change(l);
+        program = std::make_shared<am::AmProgram>(*rig.dev, loaded->info(), p.code(), l, p.kernarg_sgpr());
+    }
+    std::vector<hcq::Buffer> buffers;
+    buffers.push_back(rig.dev->allocate(outputs * 4));
+    test::upload(*rig.dev, buffers[0], std::vector<float>(outputs, -7.0f));
+    for (const auto& in : inputs) {
+        buffers.push_back(rig.dev->allocate(in.size() * 4));
+        test::upload(*rig.dev, buffers.back(), in);
+    }
+    hcq::KernelArgs args(*program);
+    for (size_t i = 0; i < buffers.size(); ++i) args.buffer(uint32_t(i), buffers[i]);
+    hcq::Signal done = rig.dev->new_signal(0, "done");
+    const uint32_t groups = uint32_t((outputs + 255) / 256);
+    rig.dev->compute_queue().exec(*program, args, {groups}, {256}).signal(done, 1).submit();
+    if (!expect_done) {
+        CHECK_THROWS(done.wait(1, std::chrono::milliseconds(500)));
+        return {};
+    }
+    done.wait(1, std::chrono::seconds(20));
+    return test::download<float>(*rig.dev, buffers[0], outputs);
+}
+
+// Equal within `rel` of the reference's magnitude (at least 1): the kernels' float
+// sequences (division, exp2, sums in another order) round differently from the host's.
+bool near(float x, float ref, double rel) { return std::fabs(double(x) - ref) <= rel * std::max(1.0, std::fabs(double(ref))); }
+
+std::vector<float> ramp(size_t n, float scale, float offset) {
+    std::vector<float> v(n);
+    for (size_t i = 0; i < n; ++i) v[i] = float(i % 97) * scale + offset;
+    return v;
+}
+
+// The code words of the kernel's entry in the object file, instruction by instruction, until
+// s_endpgm: (file offset, decoded instruction).
+std::vector<std::pair<size_t, sim::amdgpu::rdna::Inst>> instructions(const std::vector<std::byte>& object,
+                                                                      const am::AmdgpuCodeObject& parsed, const std::string& gfx) {
+    const uint64_t entry = parsed.kernel.entry_address;
+    size_t file = 0;
+    for (const am::LoadSegment& s : parsed.segments)
+        if (entry >= s.vaddr && entry < s.vaddr + s.file_size) file = size_t(s.offset + (entry - s.vaddr));
+    REQUIRE(file != 0);
+    const auto gen = gfx == "gfx1100" ? sim::amdgpu::rdna::Gen::gfx11 : sim::amdgpu::rdna::Gen::gfx12;
+    std::vector<std::pair<size_t, sim::amdgpu::rdna::Inst>> out;
+    while (file + 4 <= object.size()) {
+        std::array<uint32_t, 3> w{};
+        std::memcpy(w.data(), object.data() + file, std::min<size_t>(12, object.size() - file));
+        std::string why;
+        auto in = sim::amdgpu::rdna::decode(gen, w, why);
+        INFO(why);
+        REQUIRE(in);
+        out.emplace_back(file, *in);
+        if (in->op == sim::amdgpu::rdna::Op::s_endpgm) break;
+        file += 4u * in->words;
+    }
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("am native run: compiler kernels give the reference results on Navi31 (gfx1100) and Navi48 (gfx1201)") {
+    for (const GpuTarget& t : kTargets) {
+        INFO(t.gfx);
+        Rig rig(t.asic);
+        const size_t n = 1000;
+        const auto a = ramp(n, 0.5f, -3.0f), b = ramp(n, -0.25f, 1.0f), c = ramp(n, 0.125f, 2.0f);
+        {
+            // a + b * c
+            auto out = run(rig, only_kernel(Node::make_alu(Op::add, DType::float32,
+                                                            {input({1000}), Node::make_alu(Op::mul, DType::float32, {input({1000}), input({1000})})})),
+                           t.gfx, {a, b, c}, n);
+            for (size_t i = 0; i < n; ++i) REQUIRE(near(out[i], a[i] + b[i] * c[i], 1e-6));
+        }
+        {
+            // a / b, sqrt, exp2, max: the division and transcendental sequences
+            auto div = run(rig, only_kernel(Node::make_alu(Op::div, DType::float32, {input({1000}), input({1000})})), t.gfx, {a, c}, n);
+            for (size_t i = 0; i < n; ++i) REQUIRE(near(div[i], a[i] / c[i], 1e-6));
+            auto e = run(rig, only_kernel(Node::make_alu(Op::exp2, DType::float32, {input({1000})})), t.gfx, {b}, n);
+            for (size_t i = 0; i < n; ++i) REQUIRE(near(e[i], std::exp2(b[i]), 1e-5));
+            auto s = run(rig, only_kernel(Node::make_alu(Op::sqrt, DType::float32, {input({1000})})), t.gfx, {c}, n);
+            for (size_t i = 0; i < n; ++i) REQUIRE(near(s[i], std::sqrt(c[i]), 1e-6));
+        }
+        {
+            // Row sums and a matmul: loops, 64-bit address arithmetic, reductions.
+            const auto x = ramp(100 * 37, 0.01f, -0.2f);
+            auto sums = run(rig, only_kernel(Node::make_reduce(Op::reduce_sum, input({100, 37}), {1})), t.gfx, {x}, 100);
+            for (size_t r = 0; r < 100; ++r) {
+                float ref = 0;
+                for (size_t k = 0; k < 37; ++k) ref += x[r * 37 + k];
+                REQUIRE(near(sums[r], ref, 1e-5));
+            }
+            NodeRef ma = input({32, 64}), mb = input({64, 16});
+            auto av = Node::make_view(ma, ShapeTracker::contiguous({32, 64}).reshape({32, 1, 64}).expand({32, 16, 64}));
+            auto bv = Node::make_view(mb, ShapeTracker::contiguous({64, 16}).permute({1, 0}).reshape({1, 16, 64}).expand({32, 16, 64}));
+            const auto A = ramp(32 * 64, 0.03f, -1.0f), B = ramp(64 * 16, -0.02f, 0.5f);
+            auto mm = run(rig, only_kernel(Node::make_reduce(Op::reduce_sum, Node::make_alu(Op::mul, DType::float32, {av, bv}), {2})),
+                          t.gfx, {A, B}, 32 * 16);
+            for (size_t i = 0; i < 32; ++i)
+                for (size_t j = 0; j < 16; ++j) {
+                    float ref = 0;
+                    for (size_t k = 0; k < 64; ++k) ref += A[i * 64 + k] * B[k * 16 + j];
+                    REQUIRE(near(mm[i * 16 + j], ref, 1e-4));
+                }
+        }
+        INFO(rig.violations());
+        CHECK(rig.bus->violations().empty());
+        const auto& report = rig.model->native_report();
+        CHECK(report.counts.valu > 0);
+        CHECK(report.counts.vmem_load > 0);
+        CHECK(report.counts.bytes_stored == 32 * 16 * 4);  // the matmul's output, once
+        CHECK(report.modelled_ns > 2000);
+        // The interpreter's speed on this machine (BENCHMARKS.md): wave instructions per host second.
+        std::printf("%s matmul 32x16x64: %llu wave instructions (%llu VALU, %llu VMEM loads), %llu bytes loaded, modelled %.1f us, "
+                    "interpreted in %.2f ms: %.1f M wave instructions/s\n",
+                    t.gfx, (unsigned long long)report.counts.instructions(), (unsigned long long)report.counts.valu,
+                    (unsigned long long)report.counts.vmem_load, (unsigned long long)report.counts.bytes_loaded,
+                    double(report.modelled_ns) / 1000, report.host_seconds * 1000,
+                    double(report.counts.instructions()) / report.host_seconds / 1e6);
+    }
+}
+
+TEST_CASE("am native run: one opcode flipped (v_add_f32 -> v_sub_f32) gives a wrong result") {
+    for (const GpuTarget& t : kTargets) {
+        INFO(t.gfx);
+        Rig rig(t.asic);
+        const size_t n = 1000;
+        const auto a = ramp(n, 0.5f, 1.0f), b = ramp(n, 0.25f, 3.0f);
+        const Kernel k = only_kernel(Node::make_alu(Op::add, DType::float32, {input({1000}), input({1000})}));
+        auto good = run(rig, k, t.gfx, {a, b}, n);
+        for (size_t i = 0; i < n; ++i) REQUIRE(good[i] == a[i] + b[i]);
+        int flipped = 0;
+        Launch flip;
+        flip.patch = [&](std::vector<std::byte>& object, const am::AmdgpuCodeObject& parsed) {
+            for (auto& [at, in] : instructions(object, parsed, t.gfx)) {
+                if (in.op != sim::amdgpu::rdna::Op::v_add_f32 || in.enc != sim::amdgpu::rdna::Encoding::vop2) continue;
+                uint32_t w;
+                std::memcpy(&w, object.data() + at, 4);
+                w = (w & ~(0x3fu << 25)) | 4u << 25;  // VOP2 opcode 3 (v_add_f32) -> 4 (v_sub_f32), RDNA3 §15.3.1
+                std::memcpy(object.data() + at, &w, 4);
+                ++flipped;
+            }
+        };
+        auto bad = run(rig, k, t.gfx, {a, b}, n, flip);
+        REQUIRE(flipped == 1);
+        for (size_t i = 0; i < n; ++i) REQUIRE(bad[i] == a[i] - b[i]);
+        CHECK(rig.bus->violations().empty());
+    }
+}
+
+TEST_CASE("am native run: COMPUTE_PGM_RSRC2 without TGID_X_EN gives the wrong result on GC 11 (GC 12's ids are architected)") {
+    for (const GpuTarget& t : kTargets) {
+        INFO(t.gfx);
+        Rig rig(t.asic);
+        const size_t n = 1000;
+        const auto a = ramp(n, 1.0f, 0.0f), b = ramp(n, 2.0f, 1.0f);
+        const Kernel k = only_kernel(Node::make_alu(Op::add, DType::float32, {input({1000}), input({1000})}));
+        Launch no_tgid;
+        no_tgid.change = [](am::pm4::KernelDispatch& l) {
+            REQUIRE((l.rsrc2 >> 7 & 1) == 1);
+            l.rsrc2 &= ~(1u << 7);  // ENABLE_SGPR_WORKGROUP_ID_X
+        };
+        auto out = run(rig, k, t.gfx, {a, b}, n, no_tgid);
+        size_t right = 0;
+        for (size_t i = 0; i < n; ++i) right += out[i] == a[i] + b[i];
+        if (std::string(t.gfx) == "gfx1100") {
+            // The kernel reads its group id from the SGPR after USER_SGPR; without the enable that SGPR
+            // is not loaded: every workgroup computes the same (wrong) slice.
+            CHECK(right <= 256);
+            CHECK(right < n);
+        } else {
+            CHECK(right == n);  // gfx1201 reads TTMP9, which GC 12 always loads
+        }
+    }
+}
+
+TEST_CASE("am native run: an encoding the model does not execute stops the dispatch with its opcode and PC") {
+    for (const GpuTarget& t : kTargets) {
+        INFO(t.gfx);
+        Rig rig(t.asic);
+        const Kernel k = only_kernel(Node::make_alu(Op::add, DType::float32, {input({1000}), input({1000})}));
+        size_t pc_offset = 0;
+        Launch unknown;
+        unknown.patch = [&](std::vector<std::byte>& object, const am::AmdgpuCodeObject& parsed) {
+            const auto code = instructions(object, parsed, t.gfx);
+            for (auto& [at, in] : code) {
+                if (in.op != sim::amdgpu::rdna::Op::v_add_f32 || in.enc != sim::amdgpu::rdna::Encoding::vop2) continue;
+                uint32_t w;
+                std::memcpy(&w, object.data() + at, 4);
+                w = (w & ~(0x3fu << 25)) | 0x3cu << 25;  // VOP2 opcode 60: no instruction in the model's tables
+                std::memcpy(object.data() + at, &w, 4);
+                pc_offset = at - code.front().first;
+            }
+        };
+        run(rig, k, t.gfx, {std::vector<float>(1000, 1.0f), std::vector<float>(1000, 2.0f)}, 1000, unknown, false);
+        const std::string v = rig.violations();
+        INFO(v);
+        CHECK(v.find("VOP2 opcode 60") != std::string::npos);
+        REQUIRE(pc_offset != 0);
+        CHECK(v.find(fmt::format("program + {:#x}", pc_offset)) != std::string::npos);
+    }
+}
+
+TEST_CASE("am native run: a kernel without its s_waitcnt reads a register its load still owes: a violation") {
+    for (const GpuTarget& t : kTargets) {
+        INFO(t.gfx);
+        Rig rig(t.asic);
+        const Kernel k = only_kernel(Node::make_alu(Op::add, DType::float32, {input({1000}), input({1000})}));
+        int removed = 0;
+        Launch no_wait;
+        no_wait.patch = [&](std::vector<std::byte>& object, const am::AmdgpuCodeObject& parsed) {
+            using sim::amdgpu::rdna::Op;
+            for (auto& [at, in] : instructions(object, parsed, t.gfx)) {
+                if (in.op != Op::s_waitcnt && in.op != Op::s_wait_kmcnt) continue;
+                const uint32_t nop = 0xbf800000;  // s_nop 0 (SOPP opcode 0)
+                std::memcpy(object.data() + at, &nop, 4);
+                ++removed;
+                break;  // the first: the wait for the kernarg loads
+            }
+        };
+        run(rig, k, t.gfx, {std::vector<float>(1000, 1.0f), std::vector<float>(1000, 2.0f)}, 1000, no_wait, false);
+        REQUIRE(removed == 1);
+        const std::string v = rig.violations();
+        INFO(v);
+        CHECK(v.find("before an s_waitcnt lgkmcnt") != std::string::npos);
+    }
+}
