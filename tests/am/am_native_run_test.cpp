@@ -126,6 +126,8 @@ std::vector<float> run(Rig& rig, const Kernel& kernel, const std::string& gfx, c
 // Equal within `rel` of the reference's magnitude (at least 1): the kernels' float
 // sequences (division, exp2, sums in another order) round differently from the host's.
 bool near(float x, float ref, double rel) { return std::fabs(double(x) - ref) <= rel * std::max(1.0, std::fabs(double(ref))); }
+bool near_1e6(float x, float ref) { return near(x, ref, 1e-6); }
+bool near_1e5(float x, float ref) { return near(x, ref, 1e-5); }
 
 std::vector<float> ramp(size_t n, float scale, float offset) {
     std::vector<float> v(n);
@@ -171,16 +173,16 @@ TEST_CASE("am native run: compiler kernels give the reference results on Navi31 
             auto out = run(rig, only_kernel(Node::make_alu(Op::add, DType::float32,
                                                             {input({1000}), Node::make_alu(Op::mul, DType::float32, {input({1000}), input({1000})})})),
                            t.gfx, {a, b, c}, n);
-            for (size_t i = 0; i < n; ++i) REQUIRE(near(out[i], a[i] + b[i] * c[i], 1e-6));
+            REQUIRE(test::first_difference(out, [&](size_t i) { return a[i] + b[i] * c[i]; }, near_1e6) == "");
         }
         {
             // a / b, sqrt, exp2, max: the division and transcendental sequences
             auto div = run(rig, only_kernel(Node::make_alu(Op::div, DType::float32, {input({1000}), input({1000})})), t.gfx, {a, c}, n);
-            for (size_t i = 0; i < n; ++i) REQUIRE(near(div[i], a[i] / c[i], 1e-6));
+            REQUIRE(test::first_difference(div, [&](size_t i) { return a[i] / c[i]; }, near_1e6) == "");
             auto e = run(rig, only_kernel(Node::make_alu(Op::exp2, DType::float32, {input({1000})})), t.gfx, {b}, n);
-            for (size_t i = 0; i < n; ++i) REQUIRE(near(e[i], std::exp2(b[i]), 1e-5));
+            REQUIRE(test::first_difference(e, [&](size_t i) { return std::exp2(b[i]); }, near_1e5) == "");
             auto s = run(rig, only_kernel(Node::make_alu(Op::sqrt, DType::float32, {input({1000})})), t.gfx, {c}, n);
-            for (size_t i = 0; i < n; ++i) REQUIRE(near(s[i], std::sqrt(c[i]), 1e-6));
+            REQUIRE(test::first_difference(s, [&](size_t i) { return std::sqrt(c[i]); }, near_1e6) == "");
         }
         {
             // Row sums and a matmul: loops, 64-bit address arithmetic, reductions.
@@ -229,7 +231,7 @@ TEST_CASE("am native run: one opcode flipped (v_add_f32 -> v_sub_f32) gives a wr
         const auto a = ramp(n, 0.5f, 1.0f), b = ramp(n, 0.25f, 3.0f);
         const Kernel k = only_kernel(Node::make_alu(Op::add, DType::float32, {input({1000}), input({1000})}));
         auto good = run(rig, k, t.gfx, {a, b}, n);
-        for (size_t i = 0; i < n; ++i) REQUIRE(good[i] == a[i] + b[i]);
+        REQUIRE(test::first_difference(good, [&](size_t i) { return a[i] + b[i]; }) == "");
         int flipped = 0;
         Launch flip;
         flip.patch = [&](std::vector<std::byte>& object, const am::AmdgpuCodeObject& parsed) {
@@ -244,7 +246,7 @@ TEST_CASE("am native run: one opcode flipped (v_add_f32 -> v_sub_f32) gives a wr
         };
         auto bad = run(rig, k, t.gfx, {a, b}, n, flip);
         REQUIRE(flipped == 1);
-        for (size_t i = 0; i < n; ++i) REQUIRE(bad[i] == a[i] - b[i]);
+        REQUIRE(test::first_difference(bad, [&](size_t i) { return a[i] - b[i]; }) == "");
         CHECK(rig.bus->violations().empty());
     }
 }

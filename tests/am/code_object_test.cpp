@@ -4,10 +4,10 @@
 // with what follows from the kernel (its name, its buffers); then each malformation the loader must
 // refuse is made from a real object and its message checked; then a fuzz loop. Exits 77 (meson:
 // skipped) with a message when the LLVM tools or ld.lld are not installed.
-#define CATCH_CONFIG_RUNNER
 #include "compiler/amdgpu_codegen.hpp"
 #include "compiler/scheduler.hpp"
 #include "drivers/am/code_object.hpp"
+#include "tests/skip.hpp"
 
 #include <array>
 #include <catch2/catch.hpp>
@@ -541,21 +541,16 @@ TEST_CASE("code object: mutated objects are rejected or accepted, never crash") 
     CHECK(accepted + rejected == iterations);
 }
 
-int main(int argc, char** argv) {
-    for (const char* tool : {kObjdump, kReadelf}) {
-        if (!have_tool(tool)) {
-            std::printf("SKIPPED: %s is not installed (Debian: apt-get install llvm-19)\n", tool);
-            return 77;
-        }
-    }
+// Without LLVM's tools there is nothing to compare the loader with, nor a linker for the objects.
+const test::SkipUnless needs_llvm_tools{[](int, char**) -> std::string {
+    for (const char* tool : {kObjdump, kReadelf})
+        if (!have_tool(tool)) return std::string(tool) + " is not installed (Debian: apt-get install llvm-19)";
     // LLVM 19's code object v5 needs lld 15 or newer (Debian 12's plain `lld` is 14).
     if (!have_tool("ld.lld-19")) {
         auto [version, rc] = run("ld.lld --version");
         std::smatch m;
-        if (rc != 0 || !std::regex_search(version, m, std::regex("LLD (\\d+)")) || std::stoi(m[1]) < 15) {
-            std::printf("SKIPPED: no ld.lld 15 or newer (Debian: apt-get install lld-19)\n");
-            return 77;
-        }
+        if (rc != 0 || !std::regex_search(version, m, std::regex("LLD (\\d+)")) || std::stoi(m[1]) < 15)
+            return "no ld.lld 15 or newer (Debian: apt-get install lld-19)";
     }
-    return Catch::Session().run(argc, argv);
-}
+    return "";
+}};

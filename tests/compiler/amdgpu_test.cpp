@@ -2,10 +2,10 @@
 // disassemble them for the target and llvm-readelf must show the HSA metadata note with the
 // kernel; emit_amdgpu_code_object must give a shared object (ld.lld). Exits 77 (meson: skipped)
 // with a message when the tools are not installed.
-#define CATCH_CONFIG_RUNNER
 #include "base/error.hpp"
 #include "compiler/amdgpu_codegen.hpp"
 #include "compiler/scheduler.hpp"
+#include "tests/skip.hpp"
 
 #include <array>
 #include <catch2/catch.hpp>
@@ -166,12 +166,9 @@ TEST_CASE("amdgpu: emit_amdgpu_code_object links with ld.lld into a shared objec
     unsetenv("BAREGPU_LD_LLD");
 }
 
-int main(int argc, char** argv) {
-    for (const char* tool : {kObjdump, kReadelf}) {
-        if (!have_tool(tool)) {
-            std::printf("SKIPPED: %s is not installed (Debian: apt-get install llvm-19)\n", tool);
-            return 77;
-        }
-    }
-    return Catch::Session().run(argc, argv);
-}
+// Without LLVM's tools there is nothing to check the objects with.
+const test::SkipUnless needs_llvm_tools{[](int, char**) -> std::string {
+    for (const char* tool : {kObjdump, kReadelf})
+        if (!have_tool(tool)) return std::string(tool) + " is not installed (Debian: apt-get install llvm-19)";
+    return "";
+}};

@@ -28,6 +28,8 @@ static_assert(cpu_abi::kDispatchGridOffset == offsetof(baregpu_dispatch, grid));
 
 namespace {
 
+bool within_1e4(float found, double expected) { return std::fabs(found - expected) <= 1e-4 * (1 + std::fabs(expected)); }
+
 // Evaluate a tracker on the host: the storage element of `idx`, or -1 where masked.
 int64_t evaluate(const ShapeTracker& st, std::vector<int64_t> idx) {
     const auto& views = st.views();
@@ -225,7 +227,7 @@ TEST_CASE("codegen: the object loads on the cpu device and runs over any grid") 
         uint64_t v = dev->next_timeline();
         dev->compute_queue().wait(dev->timeline(), v - 1).exec(*prog, hcq::KernelArgs(*prog, {out, a}), {groups}, {1}).signal(dev->timeline(), v).submit();
         auto got = test::download<float>(*dev, out, size_t(n));
-        for (size_t i = 0; i < got.size(); ++i) REQUIRE(got[i] == in[i] * 3 + 1);
+        REQUIRE(test::first_difference(got, [&](size_t i) { return in[i] * 3 + 1; }) == "");
     }
 }
 
@@ -272,7 +274,7 @@ TEST_CASE("codegen: the register-blocked matmul, for AVX-512 and AVX2 register f
             uint64_t v = dev->next_timeline();
             dev->compute_queue().wait(dev->timeline(), v - 1).exec(*prog, hcq::KernelArgs(*prog, {out, da, db}), {groups}, {1}).signal(dev->timeline(), v).submit();
             auto got = test::download<float>(*dev, out, size_t(m * n));
-            for (size_t i = 0; i < got.size(); ++i) REQUIRE(std::fabs(got[i] - want[i]) <= 1e-4 * (1 + std::fabs(want[i])));
+            REQUIRE(test::first_difference(got, [&](size_t i) { return want[i]; }, within_1e4) == "");
         }
     }
     // Every tile shape the tile search may pick computes the same result (AVX-512 and AVX2).
@@ -293,7 +295,7 @@ TEST_CASE("codegen: the register-blocked matmul, for AVX-512 and AVX2 register f
                 uint64_t v = dev->next_timeline();
                 dev->compute_queue().wait(dev->timeline(), v - 1).exec(*prog, hcq::KernelArgs(*prog, {out, da, db}), {groups}, {1}).signal(dev->timeline(), v).submit();
                 auto got = test::download<float>(*dev, out, size_t(m * n));
-                for (size_t i = 0; i < got.size(); ++i) REQUIRE(std::fabs(got[i] - want[i]) <= 1e-4 * (1 + std::fabs(want[i])));
+                REQUIRE(test::first_difference(got, [&](size_t i) { return want[i]; }, within_1e4) == "");
             }
         }
     }

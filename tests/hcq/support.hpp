@@ -3,6 +3,7 @@
 #pragma once
 
 #include "hcq/device.hpp"
+#include "tests/elements.hpp"
 #include "hcq/registry.hpp"
 
 #include <catch2/catch.hpp>
