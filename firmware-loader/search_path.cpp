@@ -35,7 +35,9 @@ void grow(std::vector<std::byte>& out, const std::string& file, const char* form
     if (out.size() >= kMaxFirmwareBytes)
         throw FirmwareError(file, std::string(format) + " stream", 0,
                             "at most " + std::to_string(kMaxFirmwareBytes >> 20) + " MiB decompressed", "more");
-    out.resize(std::min<uint64_t>(std::max<uint64_t>(out.size() * 2, 1 << 20), kMaxFirmwareBytes));
+    // From 64 KiB, doubling: a first buffer of a whole MiB (zeroed) cost more than the decoding of
+    // small or broken streams.
+    out.resize(std::min<uint64_t>(std::max<uint64_t>(out.size() * 2, 64 << 10), kMaxFirmwareBytes));
 }
 
 std::vector<std::byte> unzstd(const std::vector<std::byte>& in, const std::string& file) {

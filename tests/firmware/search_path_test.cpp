@@ -39,10 +39,12 @@ std::vector<std::byte> zstd(const std::vector<std::byte>& in) {
     return out;
 }
 
+// Preset 0: its 256 KiB dictionary, not preset 6's 8 MiB, is what each of the thousands of decodes
+// in the truncation sweep allocates and clears (seconds under ASan); the streams are as valid.
 std::vector<std::byte> xz(const std::vector<std::byte>& in) {
     std::vector<std::byte> out(lzma_stream_buffer_bound(in.size()));
     size_t pos = 0;
-    REQUIRE(lzma_easy_buffer_encode(6, LZMA_CHECK_CRC64, nullptr, reinterpret_cast<const uint8_t*>(in.data()), in.size(),
+    REQUIRE(lzma_easy_buffer_encode(0, LZMA_CHECK_CRC64, nullptr, reinterpret_cast<const uint8_t*>(in.data()), in.size(),
                                     reinterpret_cast<uint8_t*>(out.data()), &pos, out.size()) == LZMA_OK);
     out.resize(pos);
     return out;
