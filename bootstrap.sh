@@ -2,14 +2,16 @@
 # Set up, build and run baregpu on Debian 12. Installs the Debian packages it needs when they
 # are missing (apt-get, through sudo unless already root), configures with Meson, builds.
 #
-#   ./bootstrap.sh run     build, then run the main job: `baregpu devices` (what this machine has),
-#                          then `baregpu bench` on the default device (the first GPU that opens, else cpu)
-#   ./bootstrap.sh test    build, then run every test twice: the normal build and an ASan+UBSan build;
-#                          the long suites (fuzzing, QEMU, soak) run in their brief form; the QEMU
-#                          batch (tests/qemu) runs once, from the normal build, and skips (77)
-#                          saying why when qemu, a kernel or busybox is missing
+#   ./bootstrap.sh run     build the tools, then run the main job: `baregpu devices` (what this
+#                          machine has), then `baregpu bench` on the default device (the first GPU
+#                          that opens, else cpu)
+#   ./bootstrap.sh test    build and run every test in an ASan+UBSan build, then, in the normal
+#                          build (what `run` builds), the tests the sanitizers cannot run and the
+#                          product's bench (meson suite `unsanitized`); the long suites (fuzzing,
+#                          QEMU, soak) run in their brief form; the QEMU batch skips (77) saying why
+#                          when qemu, a kernel or busybox is missing
 #       --long             the long suites at full length
-#       --no-sanitizers    skip the ASan+UBSan pass (local iteration only; CI always runs it)
+#       --no-sanitizers    every test in the normal build instead (local iteration only)
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -34,15 +36,15 @@ install_missing() {
     DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
 }
 
-configure_and_build() {  # dir, extra meson options...
-    local dir=$1
-    shift
+configure_and_build() {  # dir, ninja target ("" for all), extra meson options...
+    local dir=$1 target=$2
+    shift 2
     if [ ! -f "$dir/build.ninja" ]; then
         # Unity blocks of 12 sources: on CI's 2 cores this halves the compile time of a fresh
         # build (headers and template instantiations once per block, not once per file).
         meson setup "$dir" -Dunity=on -Dunity_size=12 "$@"
     fi
-    ninja -C "$dir"
+    ninja -C "$dir" ${target:+"$target"}
 }
 
 cmd=${1:-}
@@ -60,7 +62,7 @@ done
 case "$cmd" in
     run)
         install_missing
-        configure_and_build build
+        configure_and_build build product
         build/tools/baregpu/baregpu devices
         echo
         exec build/tools/baregpu/baregpu bench
@@ -72,21 +74,25 @@ case "$cmd" in
         # One more test than cores: the simulated devices' tests spend about a third of their time
         # waiting (measured: 1.3 of 2 cores busy with one test per core).
         jobs=$(( $(nproc) + 1 ))
-        configure_and_build build
-        meson test -C build --print-errorlogs --num-processes "$jobs"
-        if [ "$sanitizers" = yes ]; then
-            # optimization and debug by name: -Dbuildtype=debug would keep meson.build's default
-            # optimization=2 (which is slower to compile and warns falsely in std::regex under ASan).
-            # The libraries at -O1 (the tests run in them: a third faster than at -O0, for about the
-            # same compile time), the test code at -O0 (tests/meson.build). Built by clang: with the
-            # sanitizers it compiles in about half GCC's time, and checks what GCC's build does not.
-            # clang links the sanitizer runtime into executables only, so shared libraries keep
-            # undefined __asan_* symbols: b_lundef off here (the normal build still enforces the
-            # layering with it, meson.build).
-            CC=clang CXX=clang++ configure_and_build build-asan -Db_sanitize=address,undefined -Db_lundef=false -Doptimization=1 -Ddebug=true
-            ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-                meson test -C build-asan --print-errorlogs --timeout-multiplier 4 --num-processes "$jobs"
+        if [ "$sanitizers" = no ]; then
+            configure_and_build build ""
+            exec meson test -C build --print-errorlogs --num-processes "$jobs"
         fi
+        # Every test once, in the build that checks the most. optimization and debug by name:
+        # -Dbuildtype=debug would keep meson.build's default optimization=2 (slower to compile,
+        # and it warns falsely in std::regex under ASan). The libraries at -O1 (the tests run in
+        # them: a third faster than at -O0, for about the same compile time), the test code at
+        # -O0 (tests/meson.build). Built by clang: with the sanitizers it compiles in about half
+        # GCC's time, and checks what GCC's build does not. clang links the sanitizer runtime into
+        # executables only, so shared libraries keep undefined __asan_* symbols: b_lundef off here
+        # (the normal build enforces the layering with it, meson.build).
+        CC=clang CXX=clang++ configure_and_build build-asan "" -Db_sanitize=address,undefined -Db_lundef=false -Doptimization=1 -Ddebug=true
+        ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+            meson test -C build-asan --print-errorlogs --timeout-multiplier 4 --num-processes "$jobs"
+        # The normal build, as `run` builds it (GCC, -O2, warnings as errors), and what only it
+        # runs: two builds of every test would not fit CI's 15 minutes on two cores.
+        configure_and_build build product
+        meson test -C build --suite unsanitized --print-errorlogs --num-processes "$jobs"
         ;;
     *)
         sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
