@@ -36,15 +36,14 @@ install_missing() {
     DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
 }
 
-configure_and_build() {  # dir, ninja target ("" for all), extra meson options...
-    local dir=$1 target=$2
-    shift 2
+configure() {  # dir, extra meson options...
+    local dir=$1
+    shift
     if [ ! -f "$dir/build.ninja" ]; then
         # Unity blocks of 12 sources: on CI's 2 cores this halves the compile time of a fresh
         # build (headers and template instantiations once per block, not once per file).
         meson setup "$dir" -Dunity=on -Dunity_size=12 "$@"
     fi
-    ninja -C "$dir" ${target:+"$target"}
 }
 
 cmd=${1:-}
@@ -62,7 +61,8 @@ done
 case "$cmd" in
     run)
         install_missing
-        configure_and_build build product
+        configure build
+        ninja -C build product
         build/tools/baregpu/baregpu devices
         echo
         exec build/tools/baregpu/baregpu bench
@@ -75,7 +75,8 @@ case "$cmd" in
         # waiting (measured: 1.3 of 2 cores busy with one test per core).
         jobs=$(( $(nproc) + 1 ))
         if [ "$sanitizers" = no ]; then
-            configure_and_build build ""
+            configure build
+            ninja -C build
             exec meson test -C build --print-errorlogs --num-processes "$jobs"
         fi
         # Every test once, in the build that checks the most. optimization and debug by name:
@@ -85,17 +86,32 @@ case "$cmd" in
         # -O0 (tests/meson.build). Built by clang: with the sanitizers it compiles in about half
         # GCC's time, and checks what GCC's build does not. clang links the sanitizer runtime into
         # executables only, so shared libraries keep undefined __asan_* symbols: b_lundef off here
-        # (the normal build enforces the layering with it, meson.build).
-        CC=clang CXX=clang++ configure_and_build build-asan "" -Db_sanitize=address,undefined -Db_lundef=false -Doptimization=1 -Ddebug=true
+        # (the normal build enforces the layering with it, meson.build). Linked by lld 19 (in the
+        # packages above): the instrumented test programs link in half binutils ld's time.
+        CC=clang CXX=clang++ CC_LD=/usr/bin/ld.lld-19 CXX_LD=/usr/bin/ld.lld-19 \
+            configure build-asan -Db_sanitize=address,undefined -Db_lundef=false -Doptimization=1 -Ddebug=true
+        ninja -C build-asan
+        # The normal build, as `run` builds it (GCC, -O2, warnings as errors), compiles while the
+        # sanitizer tests run, at the lowest priority: they leave about half of the cores idle
+        # (waiting on simulated devices), and their timing stays theirs.
+        configure build
+        nice -n 19 ninja -C build product > build/product-build.log 2>&1 &
+        product=$!
+        trap 'kill "$product" 2>/dev/null || true' EXIT
         ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
             meson test -C build-asan --print-errorlogs --timeout-multiplier 4 --num-processes "$jobs"
-        # The normal build, as `run` builds it (GCC, -O2, warnings as errors), and what only it
-        # runs: two builds of every test would not fit CI's 15 minutes on two cores.
-        configure_and_build build product
+        if ! wait "$product"; then
+            cat build/product-build.log
+            echo "bootstrap: the normal build failed" >&2
+            exit 1
+        fi
+        trap - EXIT
+        # What only the normal build runs: two builds of every test would not fit CI's 15 minutes
+        # on two cores.
         meson test -C build --suite unsanitized --print-errorlogs --num-processes "$jobs"
         ;;
     *)
-        sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
+        sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'
         exit 2
         ;;
 esac
