@@ -7,7 +7,7 @@ that serves several (run with BAREGPU_FUZZ_PARSER=PARSER). Each is seeded with t
 files it parses (read from FIRMWARE_DIR, never written: the licences allow only unmodified
 copies) and with the --seed files named for it, and writes what it finds to CORPUS_DIR/<parser>,
 a build directory. FIRMWARE_DIR and WRITE_SEEDS may be "-" (none). WRITE_SEEDS adds synthetic seeds (a VBIOS, an ELF64, the PSP TOC) to
-CORPUS_DIR/<parser>.seeds. BAREGPU_LONG=full runs each for 300 s, otherwise 2 s. A crash, a sanitizer report or a
+CORPUS_DIR/<parser>.seeds. BAREGPU_LONG=full runs each for 300 s, otherwise 1 s (a smoke run: CI time). A crash, a sanitizer report or a
 leak fails the run and names the input libFuzzer saved.
 """
 import os
@@ -24,7 +24,7 @@ for arg in args:
         extra_seeds.setdefault(parser, []).append(pathlib.Path(path))
     else:
         fuzzers.append(arg)
-seconds = 300 if os.environ.get("BAREGPU_LONG") == "full" else 2
+seconds = 300 if os.environ.get("BAREGPU_LONG") == "full" else 1
 
 # Which real files seed which parser (globs under FIRMWARE_DIR).
 SEEDS = {
