@@ -73,6 +73,11 @@ std::shared_ptr<hcq::Device> open_sim_qcom(const hcq::DeviceUri& uri) {
     options.isa = qcom::KernelIsa::host;
     read_qcom_options(uri, options);
     auto model = std::make_shared<sim::kgsl::SimKgsl>(sim::kgsl::SimKgsl::Options{chip->chip_id});
+    // A sanitizer build's model keeps its SVM range above AddressSanitizer's shadow gap
+    // (drivers/sim/kgsl/sim_kgsl.hpp); elsewhere the driver finds KGSL's real range on its own.
+    if (sim::kgsl::kSanitizerSvmShift != 0) {
+        options.svm_ranges = {{model->svm().begin, model->svm().end, "the simulated KGSL's SVM range, moved above ASan's shadow gap"}};
+    }
     std::shared_ptr<hcq::Device> device = qcom::QcomDevice::create(std::make_shared<SimKgslSyscalls>(model), std::move(options));
     detail::SimParts parts;
     parts.kgsl = model;

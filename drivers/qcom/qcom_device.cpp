@@ -88,31 +88,35 @@ std::shared_ptr<QcomDevice> QcomDevice::create(std::shared_ptr<KgslSyscalls> sys
     if (o.staging_bytes < 4096 || o.staging_bytes % 4096 != 0) {
         throw Error(o.name, fmt::format("staging={} must be a multiple of 4096", o.staging_bytes));
     }
-    return std::make_shared<QcomDevice>(Token{}, std::move(sys), std::move(o));
+    auto device = std::make_unique<KgslDevice>(std::move(sys), o.path, o.name);
+    kgsl::kgsl_devinfo info = device->device_info();
+    uint32_t core = info.chip_id >> 24;
+    if (core != 6 && core != 7) {
+        throw UnsupportedError(o.name, fmt::format("{} (chip_id 0x{:08x}): only Adreno 6xx and 7xx (chip_id core 6 or 7) are supported",
+                                                   adreno_name(info.chip_id), info.chip_id));
+    }
+    // The SVM window: every GPU object is mapped at an address inside it that HCQ chose, and
+    // KGSL takes only addresses inside its SVM range (svm_window.hpp); a smaller range (the older
+    // kernels' 4 GiB) makes the window, and so va, smaller.
+    SvmWindow window = SvmWindow::reserve(*device, o.va_bytes, 64ull << 20, kWindowAlign, o.svm_ranges, o.name);
+    o.va_bytes = window.size();
+    return std::make_shared<QcomDevice>(Token{}, std::move(device), info, std::move(window), std::move(o));
 }
 
-QcomDevice::QcomDevice(Token, std::shared_ptr<KgslSyscalls> sys, QcomOptions options)
-    : Device(options.name, arch_for(options), limits_for(options), peer_group_for(options)), options_(std::move(options)) {
-    kgsl_ = std::make_unique<KgslDevice>(std::move(sys), options_.path, name());
-    info_ = kgsl_->device_info();
+QcomDevice::QcomDevice(Token, std::unique_ptr<KgslDevice> device, const kgsl::kgsl_devinfo& info, SvmWindow window, QcomOptions options)
+    : Device(options.name, arch_for(options), limits_for(options), peer_group_for(options)),
+      options_(std::move(options)),
+      kgsl_(std::move(device)),
+      info_(info),
+      window_(std::move(window)) {
     uint32_t core = info_.chip_id >> 24;
-    if (core != 6 && core != 7) {
-        throw UnsupportedError(name(), fmt::format("{} (chip_id 0x{:08x}): only Adreno 6xx and 7xx (chip_id core 6 or 7) are supported",
-                                                   adreno_name(info_.chip_id), info_.chip_id));
-    }
-    // The SVM window: every GPU object is mapped at an address inside it that HCQ chose.
-    window_bytes_ = options_.va_bytes + kWindowAlign;
-    void* w = ::mmap(nullptr, window_bytes_, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (w == MAP_FAILED) throw Error(name(), fmt::format("cannot reserve 0x{:x} bytes of address space for GPU memory", window_bytes_));
-    window_ = static_cast<std::byte*>(w);
-    uint64_t base = (reinterpret_cast<uint64_t>(window_) + kWindowAlign - 1) & ~(kWindowAlign - 1);
+    uint64_t base = reinterpret_cast<uint64_t>(window_.base());
 
     compute_ctx_ = kgsl_->drawctxt_create(context_flags(options_.priority));
     try {
         copy_ctx_ = kgsl_->drawctxt_create(context_flags(options_.priority));
     } catch (...) {
         kgsl_->drawctxt_destroy(compute_ctx_);
-        ::munmap(window_, window_bytes_);
         throw;
     }
     Parts parts;
@@ -150,7 +154,6 @@ QcomDevice::QcomDevice(Token, std::shared_ptr<KgslSyscalls> sys, QcomOptions opt
         detach();
         kgsl_->drawctxt_destroy(copy_ctx_);
         kgsl_->drawctxt_destroy(compute_ctx_);
-        ::munmap(window_, window_bytes_);
         throw;
     }
     opened();
@@ -177,7 +180,7 @@ QcomDevice::~QcomDevice() {
     imports_.clear();
     detach();
     kgsl_.reset();
-    ::munmap(window_, window_bytes_);
+    window_ = {};
 }
 
 void QcomDevice::sleep_for_signal(const hcq::SignalSlot& slot, uint64_t target, uint64_t deadline_ns) {
