@@ -66,9 +66,12 @@ QcomEngine::QcomEngine(hcq::Device& device, KgslDevice& kgsl, hcq::QueueKind kin
 
 void QcomEngine::restart(uint32_t context_id) {
     std::lock_guard lock(submit_mutex_);
+    std::lock_guard dq(drawqueue_mutex_);
     in_flight_head_ = in_flight_tail_;
+    held_head_ = held_tail_;
     uint64_t submitted = submitted_.load(std::memory_order_acquire);
     base_.store(submitted, std::memory_order_release);
+    queued_.store(submitted, std::memory_order_release);
     completed_.store(submitted, std::memory_order_release);
     context_.store(context_id, std::memory_order_release);
 }
@@ -83,7 +86,9 @@ QcomEngine::~QcomEngine() = default;
 
 void QcomEngine::release() noexcept {
     std::lock_guard lock(submit_mutex_);
+    std::lock_guard dq(drawqueue_mutex_);
     in_flight_head_ = in_flight_tail_;
+    held_head_ = held_tail_;
     ring_ = {};
 }
 
@@ -212,20 +217,62 @@ uint64_t QcomEngine::extend(uint32_t timestamp, uint64_t near) const noexcept {
 
 uint64_t QcomEngine::submit_ib(uint64_t gpuaddr, uint64_t bytes) {
     device_.check_usable();
-    uint32_t ts;
-    try {
-        ts = kgsl_.gpu_command(context_id(), gpuaddr, bytes);
-    } catch (const Error& e) {
-        std::string what = e.what();
-        if (what.starts_with(device_.name() + ": ")) what.erase(0, device_.name().size() + 2);
-        std::string message = fmt::format("{} queue: {}; last retired timestamp {}", name(), what, kgsl_timestamp(completed_ticket()));
-        device_.fail(message);
-        throw DeviceLostError(device_.name(), message);
-    }
-    uint64_t base = base_.load(std::memory_order_relaxed);
-    uint64_t ticket = base + extend(ts, submitted_.load(std::memory_order_relaxed) - base + 1);
+    std::lock_guard dq(drawqueue_mutex_);
+    // KGSL numbers a context's submissions one by one (adreno_dispatch.c get_timestamp:
+    // ++drawctxt->timestamp), so the ticket is known before KGSL takes the IB.
+    uint64_t ticket = submitted_.load(std::memory_order_relaxed) + 1;
+    held_[held_tail_++ % kMaxInFlight] = {gpuaddr, bytes, ticket};
     submitted_.store(ticket, std::memory_order_release);
+    feed_drawqueue_locked();
     return ticket;
+}
+
+void QcomEngine::feed_drawqueue() {
+    std::lock_guard dq(drawqueue_mutex_);
+    feed_drawqueue_locked();
+}
+
+void QcomEngine::feed_drawqueue_locked() {
+    while (held_head_ != held_tail_) {
+        const HeldBack& h = held_[held_head_ % kMaxInFlight];
+        uint64_t queued = queued_.load(std::memory_order_relaxed);
+        // The last known retirement first: a READTIMESTAMP only when that says KGSL is full.
+        uint64_t in_kgsl = queued - completed_.load(std::memory_order_relaxed);
+        if (in_kgsl >= depth_) in_kgsl = queued - completed_ticket();
+        if (in_kgsl >= depth_) return;  // KGSL would block GPU_COMMAND: hand it over later
+        uint32_t ts = 0;
+        int err = kgsl_.try_gpu_command(context_id(), h.ib, h.bytes, ts);
+        if (err == ETIMEDOUT || err == EAGAIN) {
+            // The drawqueue is shallower than assumed (a lowered context_drawqueue_size): remember.
+            depth_ = uint32_t(std::max<uint64_t>(1, std::min<uint64_t>(depth_, in_kgsl)));
+            return;
+        }
+        std::string what;
+        uint64_t base = base_.load(std::memory_order_relaxed);
+        if (err != 0) {
+            what = kgsl_.gpu_command_failure(context_id(), h.ib, h.bytes, err);
+        } else if (uint64_t ticket = base + extend(ts, queued - base + 1); ticket != h.ticket) {
+            what = fmt::format("IOCTL_KGSL_GPU_COMMAND on KGSL context {} returned timestamp {}, expected {}", context_id(), ts,
+                               kgsl_timestamp(h.ticket));
+        }
+        if (!what.empty()) {
+            std::string message = fmt::format("{} queue: {}; last retired timestamp {}", name(), what, kgsl_timestamp(completed_ticket()));
+            device_.fail(message);
+            throw DeviceLostError(device_.name(), message);
+        }
+        queued_.store(h.ticket, std::memory_order_release);
+        ++held_head_;
+    }
+}
+
+uint64_t QcomEngine::held_back() const {
+    std::lock_guard dq(drawqueue_mutex_);
+    return held_tail_ - held_head_;
+}
+
+uint32_t QcomEngine::drawqueue_depth() const {
+    std::lock_guard dq(drawqueue_mutex_);
+    return depth_;
 }
 
 uint64_t QcomEngine::submit(std::span<const std::byte> commands) {
@@ -270,9 +317,9 @@ uint64_t QcomEngine::submit_bound(GpuVirtualAddress commands, uint64_t size) {
 uint64_t QcomEngine::completed_ticket() const noexcept {
     uint32_t ts = 0;
     uint64_t base = base_.load(std::memory_order_acquire);
-    uint64_t submitted = submitted_.load(std::memory_order_acquire) - base;
+    uint64_t queued = queued_.load(std::memory_order_acquire) - base;
     if (kgsl_.read_retired(context_id(), ts) != 0) return completed_.load(std::memory_order_relaxed);
-    uint64_t done = base + std::min(extend(ts, submitted), submitted);
+    uint64_t done = base + std::min(extend(ts, queued), queued);
     completed_.store(done, std::memory_order_relaxed);
     return done;
 }
@@ -291,6 +338,7 @@ void QcomEngine::wait_ticket(uint64_t ticket, hcq::Duration timeout) {
     uint64_t start = hcq::host_now_ns();
     uint64_t deadline = start + uint64_t(std::max<int64_t>(timeout.count(), 0));
     for (;;) {
+        feed_drawqueue();
         if (completed_ticket() >= ticket) return;
         device_.check_usable();
         uint64_t now = hcq::host_now_ns();
@@ -301,7 +349,10 @@ void QcomEngine::wait_ticket(uint64_t ticket, hcq::Duration timeout) {
         }
         // A finite slice, never longer than what is left of the caller's timeout.
         uint32_t ms = std::clamp<uint32_t>(ms_ceil(deadline - now), 1, 100);
-        int err = kgsl_.wait_timestamp(context_id(), kgsl_timestamp(ticket), ms);
+        // Only a timestamp KGSL was given (kgsl_events.c kgsl_add_event: EINVAL past QUEUED); a
+        // held-back ticket is reached through the ones before it.
+        uint64_t target = std::min(ticket, queued());
+        int err = kgsl_.wait_timestamp(context_id(), kgsl_timestamp(target), ms);
         if (err == 0 || err == ETIMEDOUT || err == EINTR || err == EAGAIN) continue;
         std::string message = wait_failure(ticket, err, double(hcq::host_now_ns() - start) / 1e6);
         device_.fail(message);
@@ -310,7 +361,12 @@ void QcomEngine::wait_ticket(uint64_t ticket, hcq::Duration timeout) {
 }
 
 void QcomEngine::sleep_once(uint32_t timeout_ms) noexcept {
-    uint64_t pending = submitted();
+    try {
+        feed_drawqueue();
+    } catch (...) {
+        return;  // the device is in its error state now
+    }
+    uint64_t pending = queued();
     uint64_t done = completed_ticket();
     if (done >= pending) return;
     int err = kgsl_.wait_timestamp(context_id(), kgsl_timestamp(done + 1), timeout_ms);
@@ -363,6 +419,8 @@ std::string QcomEngine::describe() const {
         }
         ring = fmt::format("ring {} of 0x{:x} bytes, wptr=0x{:x} rptr=0x{:x} (the oldest unretired IB), {} bytes pending{}; ", ring_.address().hex(),
                            ring_.size(), head_, rptr, head_ - rptr, doing);
+        uint64_t held = held_back();
+        if (held != 0) ring += fmt::format("{} submissions held back (KGSL's drawqueue holds {}); ", held, drawqueue_depth());
     } else {
         ring = "rptr= wptr= (the ring is being written); ";
     }

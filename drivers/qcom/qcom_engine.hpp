@@ -1,9 +1,14 @@
 // One KGSL draw context as an HCQ engine: HCQ commands encoded as A6xx PM4 (type-4 register
 // writes, type-7 packets with parity), copied into a command ring in GPU memory and submitted as
-// one IB per submission with IOCTL_KGSL_GPU_COMMAND. Tickets are the context's KGSL timestamps
-// (u32, per context) extended to 64 bits. Every kernel wait has a finite timeout and loops; a wait
-// that times out or fails puts the device in its error state with a message naming the context,
-// the awaited timestamp and the last retired one.
+// one IB per submission with IOCTL_KGSL_GPU_COMMAND. KGSL queues at most 49 unstarted submissions
+// per context and then blocks GPU_COMMAND for up to 10 s before failing it with ETIMEDOUT
+// (adreno_dispatch.c: _context_drawqueue_size 50, _context_queue_wait 10000 ms,
+// _wait_for_room_in_context_queue): submissions beyond what KGSL holds wait in the engine and are
+// handed over as earlier ones retire (on every submit, wait and sleep), so submit never blocks on
+// work the caller has yet to release; ETIMEDOUT is back-pressure, never device loss. Tickets are
+// the context's KGSL timestamps (u32, per context) extended to 64 bits. Every kernel wait has a
+// finite timeout and loops; a wait that times out or fails puts the device in its error state
+// with a message naming the context, the awaited timestamp and the last retired one.
 //
 // Encodings (all multiples of 8 bytes; a 1-dword CP_NOP pads odd lengths):
 //   wait(s, v)      64-bit >= from 32-bit compares: CP_WAIT_REG_MEM(hi >= H); CP_COND_EXEC(while
@@ -61,8 +66,15 @@ public:
     void restart(uint32_t context_id);
     // Drop the ring (device teardown, after draining).
     void release() noexcept;
-    // The last submitted ticket.
+    // The last submitted ticket (handed to KGSL or still held back).
     uint64_t submitted() const noexcept { return submitted_.load(std::memory_order_acquire); }
+    // The last ticket handed to KGSL.
+    uint64_t queued() const noexcept { return queued_.load(std::memory_order_acquire); }
+    // Submissions held back while KGSL's drawqueue is full.
+    uint64_t held_back() const;
+    // At most this many of our submissions are in KGSL unretired (KGSL's drawqueue, lowered when
+    // KGSL answers ETIMEDOUT: context_drawqueue_size is a sysfs tunable).
+    uint32_t drawqueue_depth() const;
     // One bounded kernel wait for the next timestamp to retire (Device::sleep_for_signal): returns
     // at once when nothing is pending. Fails the device when the wait fails with an errno other
     // than ETIMEDOUT/EINTR.
@@ -93,6 +105,10 @@ private:
     // The KGSL timestamp (of the current context) of a ticket.
     uint32_t kgsl_timestamp(uint64_t ticket) const noexcept { return uint32_t(ticket - base_.load(std::memory_order_acquire)); }
     uint64_t submit_ib(uint64_t gpuaddr, uint64_t bytes);
+    // Hands held-back submissions to KGSL while its drawqueue has room. Fails the device (and
+    // throws DeviceLostError) when GPU_COMMAND fails with anything but ETIMEDOUT / EAGAIN.
+    void feed_drawqueue();
+    void feed_drawqueue_locked();  // under drawqueue_mutex_
     // The device error for a wait on `ticket` that failed with `err` (0: ran out of time).
     std::string wait_failure(uint64_t ticket, int err, double waited_ms) const;
     void encode_dispatch(hcq::CommandBuffer& out, uint64_t program_address, std::span<const std::byte> kernargs, hcq::Dim3 grid,
@@ -124,7 +140,18 @@ private:
     void retire_in_flight(bool need_room);
     void push_in_flight(const InFlight& f);
     std::atomic<uint64_t> submitted_{0};
+    std::atomic<uint64_t> queued_{0};  // the last ticket KGSL took
     mutable std::atomic<uint64_t> completed_{0};
+    // Submissions KGSL has yet to take, oldest first (a fixed ring, never more than in flight).
+    struct HeldBack {
+        uint64_t ib, bytes, ticket;
+    };
+    // KGSL's default: _context_drawqueue_size (50) minus the one slot _wait_for_room_in_context_queue keeps free.
+    static constexpr uint32_t kKgslDrawqueue = 49;
+    mutable std::mutex drawqueue_mutex_;  // after submit_mutex_ when both are held
+    std::vector<HeldBack> held_ = std::vector<HeldBack>(kMaxInFlight);  // under drawqueue_mutex_
+    uint64_t held_head_ = 0, held_tail_ = 0;                            // under drawqueue_mutex_
+    uint32_t depth_ = kKgslDrawqueue;                                   // under drawqueue_mutex_
 };
 
 }  // namespace baregpu::qcom
