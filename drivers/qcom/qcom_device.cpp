@@ -312,7 +312,13 @@ std::shared_ptr<hcq::Program> QcomDevice::load_host_program(std::span<const std:
     info.static_shared_bytes = k.shared_bytes;
     info.private_bytes = k.private_bytes;
     info.max_threads_per_group = std::min(k.max_threads, kMaxThreads);
-    return std::make_shared<QcomProgram>(*this, std::move(info), std::move(code));
+    // The host ISA has no Adreno register file: the SP state of a minimal program (one full
+    // register, no ids read), with the real size of what SP_CS_BASE points at.
+    ShaderState shader;
+    shader.instr_units = uint32_t((kImageOffset + code_object.size() + 127) / 128);
+    shader.uavs = k.num_buffers;
+    shader.shared_bytes = k.shared_bytes;
+    return std::make_shared<QcomProgram>(*this, std::move(info), std::move(code), shader);
 }
 
 }  // namespace baregpu::qcom

@@ -14,22 +14,30 @@
 //   wait(s, v)      64-bit >= from 32-bit compares: CP_WAIT_REG_MEM(hi >= H); CP_COND_EXEC(while
 //                   hi == H, wrap-around window 2^31) { CP_WAIT_REG_MEM(lo >= L) }
 //   signal(s, v)    CP_WAIT_FOR_IDLE; CP_EVENT_WRITE(CACHE_FLUSH_TS) to the scratch page (A7xx:
-//                   CP_EVENT_WRITE7 with WRITE_ENABLED, EV_WRITE_USER_32B);
+//                   CP_EVENT_WRITE7(CACHE_CLEAN) with WRITE_ENABLED, EV_WRITE_USER_32B, as KGSL's
+//                   adreno_gen7_ringbuffer.c writes its timestamps; mesa never uses CACHE_FLUSH_TS
+//                   on A7XX);
 //                   CP_WAIT_MEM_WRITES; CP_MEM_WRITE(lo, hi): two 32-bit writes, low word first,
 //                   so a reader never sees more than the final value
 //   timestamp(dst)  CP_WAIT_FOR_IDLE; CP_REG_TO_MEM(CP_ALWAYS_ON_COUNTER, 2 dwords, 64B)
-//   memory_barrier  CACHE_FLUSH_TS; CP_EVENT_WRITE(CACHE_INVALIDATE) (A7xx: CACHE_INVALIDATE7);
+//   memory_barrier  CACHE_FLUSH_TS (A7xx: CACHE_CLEAN); CP_EVENT_WRITE(CACHE_INVALIDATE) (A7xx:
+//                   CACHE_INVALIDATE7);
 //                   CP_WAIT_MEM_WRITES; CP_WAIT_FOR_IDLE
-//   exec            CP_SET_MARKER(RM6_COMPUTE); SP_CS_NDRANGE_0..6; SP_CS_KERNEL_GROUP_X..Z (at the
-//                   A6xx or A7xx offsets);
-//                   SP_CS_BASE (the program); CP_LOAD_STATE6_FRAG(SS6_DIRECT constants = the
-//                   kernel arguments, inline); CP_EXEC_CS(groups)
+//   exec            CP_SET_MARKER(RM6_COMPUTE); the program state of mesa computerator's
+//                   cs_program_emit (SP_MODE_CNTL, SP_UPDATE_CNTL, SP_CS_CONST_CONFIG, SP_CS_CNTL_0/1,
+//                   SP_CS_BASE, SP_CS_PVT_MEM_*, SP_CS_CONFIG, SP_CS_INSTR_SIZE; A7XX also
+//                   SP_PS_WAVE_CNTL, SP_REG_PROG_ID_*, SP_CS_WIE_CNTL_0/1); CP_LOAD_STATE6_FRAG
+//                   (ST6_SHADER, SS6_INDIRECT) of the program; SP_CS_NDRANGE_0..6, the work-group
+//                   registers and SP_CS_KERNEL_GROUP_X..Z (A7XX: + SP_CS_NDRANGE_7) in one packet;
+//                   CP_LOAD_STATE6_FRAG(SS6_DIRECT constants = the kernel arguments, inline);
+//                   CP_EXEC_CS(groups)
 //   copy            an exec of the device's copy program: {dst u64, src u64, size u64}, 1 group
 #pragma once
 
 #include "drivers/qcom/a6xx_registers.hpp"
 #include "drivers/qcom/kgsl_device.hpp"
 #include "drivers/qcom/pm4.hpp"
+#include "drivers/qcom/qcom_program.hpp"
 #include "hcq/engine.hpp"
 #include "hcq/memory.hpp"
 
@@ -42,8 +50,6 @@ class Device;
 }
 
 namespace baregpu::qcom {
-
-class QcomProgram;
 
 class QcomEngine final : public hcq::Engine {
 public:
@@ -99,8 +105,10 @@ public:
 
 private:
     bool a7xx() const { return shared_.generation.family == Generation::a7xx; }
-    // CACHE_FLUSH_TS with its write: A6xx CP_EVENT_WRITE dword 0, or A7xx CP_EVENT_WRITE7's.
-    uint32_t flush_event() const { return a7xx() ? pm4::event_write7_0(pm4::CACHE_FLUSH_TS, true) : uint32_t(pm4::CACHE_FLUSH_TS); }
+    // The write-back event with its write: A6xx CP_EVENT_WRITE(CACHE_FLUSH_TS), or A7xx
+    // CP_EVENT_WRITE7(CACHE_CLEAN | WRITE_ENABLED) (KGSL adreno_gen7_ringbuffer.c; mesa
+    // freedreno_gpu_event.h maps a cache clean to CACHE_CLEAN on A7XX).
+    uint32_t flush_event() const { return a7xx() ? pm4::event_write7_0(pm4::CACHE_CLEAN, true) : uint32_t(pm4::CACHE_FLUSH_TS); }
     uint64_t extend(uint32_t timestamp, uint64_t near) const noexcept;
     // The KGSL timestamp (of the current context) of a ticket.
     uint32_t kgsl_timestamp(uint64_t ticket) const noexcept { return uint32_t(ticket - base_.load(std::memory_order_acquire)); }
@@ -111,8 +119,8 @@ private:
     void feed_drawqueue_locked();  // under drawqueue_mutex_
     // The device error for a wait on `ticket` that failed with `err` (0: ran out of time).
     std::string wait_failure(uint64_t ticket, int err, double waited_ms) const;
-    void encode_dispatch(hcq::CommandBuffer& out, uint64_t program_address, std::span<const std::byte> kernargs, hcq::Dim3 grid,
-                         hcq::Dim3 block);
+    void encode_dispatch(hcq::CommandBuffer& out, uint64_t program_address, const ShaderState& shader, std::span<const std::byte> kernargs,
+                         hcq::Dim3 grid, hcq::Dim3 block);
 
     hcq::Device& device_;
     KgslDevice& kgsl_;
