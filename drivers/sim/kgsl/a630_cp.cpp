@@ -302,13 +302,22 @@ bool SimKgsl::Context::execute_ib(uint64_t va, uint64_t bytes) {
                 uint32_t ref = arg(3), mask = arg(4);
                 if (!readable(a, 4, "CP_WAIT_REG_MEM poll address")) return false;
                 // Poll like the CP (DELAY_LOOP_CYCLES between reads), sleeping a little between polls.
+                auto set_blocked = [&](bool b) {
+                    {
+                        std::lock_guard lock(mutex);
+                        blocked = b;
+                    }
+                    changed.notify_all();
+                };
                 for (uint32_t spins = 0;; ++spins) {
                     uint32_t value = 0;
                     if (!device.load_mapped(a, value)) return bad(fmt::format("page fault: CP_WAIT_REG_MEM poll address 0x{:x} was unmapped", a));
                     if (compare(function, is_signed, value & mask, ref)) break;
                     if (stopping_now() || faulted.load(std::memory_order_acquire)) return false;
+                    if (spins == 256) set_blocked(true);  // what a detach would find the CP doing
                     if (spins > 256) std::this_thread::sleep_for(std::chrono::microseconds(20));
                 }
+                set_blocked(false);
                 break;
             }
             case CP_COND_EXEC: {

@@ -182,9 +182,18 @@ int SimKgsl::ioctl_locked(unsigned long request, void* arg) {
             // adreno_drawctxt_detach: queued submissions the CP never started are dropped; one it
             // started must retire first (wait_for_timestamp_rb: up to 30 s), else
             // ADRENO_CTX_DETATCH_TIMEOUT_FAULT and GPU recovery, which invalidates the context (the
-            // model's CP simply stops). A faulted context was invalidated already (no wait).
-            if (!c->faulted.load(std::memory_order_acquire) &&
-                c->consumed.load(std::memory_order_acquire) != c->retired.load(std::memory_order_acquire)) {
+            // model's CP simply stops). A faulted context was invalidated already (no wait). The
+            // model lets a running IB finish and counts the 30 s only for one stuck in a wait.
+            bool hung = false;
+            {
+                std::unique_lock lock(c->mutex);
+                c->changed.wait(lock, [&] {
+                    return c->faulted.load(std::memory_order_acquire) || c->blocked ||
+                           c->consumed.load(std::memory_order_acquire) == c->retired.load(std::memory_order_acquire);
+                });
+                hung = !c->faulted.load(std::memory_order_acquire) && c->blocked;
+            }
+            if (hung) {
                 detach_stall_ms_.fetch_add(30'000, std::memory_order_acq_rel);
                 gpu_resets_.fetch_add(1, std::memory_order_acq_rel);
             }

@@ -180,6 +180,7 @@ struct SimKgsl::Context {
     uint32_t queued = 0;                 // last timestamp handed out (KGSL_TIMESTAMP_QUEUED; under mutex)
     std::atomic<uint32_t> consumed{0};  // the last timestamp the CP started (KGSL_TIMESTAMP_CONSUMED)
     std::atomic<uint32_t> retired{0};
+    bool blocked = false;                // the CP is stuck polling an unmet CP_WAIT_REG_MEM (under mutex)
     std::atomic<bool> faulted{false};
     std::string log;                     // under mutex
     bool hang = false, stopping = false;  // under mutex
