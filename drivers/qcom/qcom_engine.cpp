@@ -269,13 +269,49 @@ uint64_t QcomEngine::extend(uint32_t timestamp, uint64_t near) const noexcept {
 uint64_t QcomEngine::submit_ib(uint64_t gpuaddr, uint64_t bytes) {
     device_.check_usable();
     std::lock_guard dq(drawqueue_mutex_);
-    // KGSL numbers a context's submissions one by one (adreno_dispatch.c get_timestamp:
-    // ++drawctxt->timestamp), so the ticket is known before KGSL takes the IB.
-    uint64_t ticket = submitted_.load(std::memory_order_relaxed) + 1;
+    feed_drawqueue_locked();  // older held-back submissions first
+    uint64_t ticket = 0;
+    if (held_head_ == held_tail_ && hand_over_locked(gpuaddr, bytes, 0, ticket)) {
+        submitted_.store(ticket, std::memory_order_release);
+        return ticket;
+    }
+    // Held back. KGSL numbers a context's submissions one by one (adreno_dispatch.c
+    // get_timestamp: ++drawctxt->timestamp), so the ticket is known before KGSL takes the IB.
+    ticket = submitted_.load(std::memory_order_relaxed) + 1;
     held_[held_tail_++ % kMaxInFlight] = {gpuaddr, bytes, ticket};
     submitted_.store(ticket, std::memory_order_release);
-    feed_drawqueue_locked();
     return ticket;
+}
+
+bool QcomEngine::hand_over_locked(uint64_t ib, uint64_t bytes, uint64_t promised, uint64_t& ticket) {
+    uint64_t queued = queued_.load(std::memory_order_relaxed);
+    // The last known retirement first: a READTIMESTAMP only when that says KGSL is full.
+    uint64_t in_kgsl = queued - completed_.load(std::memory_order_relaxed);
+    if (in_kgsl >= depth_) in_kgsl = queued - completed_ticket();
+    if (in_kgsl >= depth_) return false;  // KGSL would block GPU_COMMAND: hand it over later
+    uint32_t ts = 0;
+    int err = kgsl_.try_gpu_command(context_id(), ib, bytes, ts);
+    if (err == ETIMEDOUT || err == EAGAIN) {
+        // The drawqueue is shallower than assumed (a lowered context_drawqueue_size): remember.
+        depth_ = uint32_t(std::max<uint64_t>(1, std::min<uint64_t>(depth_, in_kgsl)));
+        return false;
+    }
+    uint64_t base = base_.load(std::memory_order_relaxed);
+    ticket = base + extend(ts, queued - base + 1);
+    std::string what;
+    if (err != 0) {
+        what = kgsl_.gpu_command_failure(context_id(), ib, bytes, err);
+    } else if (promised != 0 && ticket != promised) {
+        what = fmt::format("IOCTL_KGSL_GPU_COMMAND on KGSL context {} returned timestamp {} for a held-back submission promised timestamp {}",
+                           context_id(), ts, kgsl_timestamp(promised));
+    }
+    if (!what.empty()) {
+        std::string message = fmt::format("{} queue: {}; last retired timestamp {}", name(), what, kgsl_timestamp(completed_ticket()));
+        device_.fail(message);
+        throw DeviceLostError(device_.name(), message);
+    }
+    queued_.store(ticket, std::memory_order_release);
+    return true;
 }
 
 void QcomEngine::feed_drawqueue() {
@@ -286,32 +322,8 @@ void QcomEngine::feed_drawqueue() {
 void QcomEngine::feed_drawqueue_locked() {
     while (held_head_ != held_tail_) {
         const HeldBack& h = held_[held_head_ % kMaxInFlight];
-        uint64_t queued = queued_.load(std::memory_order_relaxed);
-        // The last known retirement first: a READTIMESTAMP only when that says KGSL is full.
-        uint64_t in_kgsl = queued - completed_.load(std::memory_order_relaxed);
-        if (in_kgsl >= depth_) in_kgsl = queued - completed_ticket();
-        if (in_kgsl >= depth_) return;  // KGSL would block GPU_COMMAND: hand it over later
-        uint32_t ts = 0;
-        int err = kgsl_.try_gpu_command(context_id(), h.ib, h.bytes, ts);
-        if (err == ETIMEDOUT || err == EAGAIN) {
-            // The drawqueue is shallower than assumed (a lowered context_drawqueue_size): remember.
-            depth_ = uint32_t(std::max<uint64_t>(1, std::min<uint64_t>(depth_, in_kgsl)));
-            return;
-        }
-        std::string what;
-        uint64_t base = base_.load(std::memory_order_relaxed);
-        if (err != 0) {
-            what = kgsl_.gpu_command_failure(context_id(), h.ib, h.bytes, err);
-        } else if (uint64_t ticket = base + extend(ts, queued - base + 1); ticket != h.ticket) {
-            what = fmt::format("IOCTL_KGSL_GPU_COMMAND on KGSL context {} returned timestamp {}, expected {}", context_id(), ts,
-                               kgsl_timestamp(h.ticket));
-        }
-        if (!what.empty()) {
-            std::string message = fmt::format("{} queue: {}; last retired timestamp {}", name(), what, kgsl_timestamp(completed_ticket()));
-            device_.fail(message);
-            throw DeviceLostError(device_.name(), message);
-        }
-        queued_.store(h.ticket, std::memory_order_release);
+        uint64_t ticket = 0;
+        if (!hand_over_locked(h.ib, h.bytes, h.ticket, ticket)) return;
         ++held_head_;
     }
 }

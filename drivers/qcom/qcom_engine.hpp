@@ -117,6 +117,10 @@ private:
     // throws DeviceLostError) when GPU_COMMAND fails with anything but ETIMEDOUT / EAGAIN.
     void feed_drawqueue();
     void feed_drawqueue_locked();  // under drawqueue_mutex_
+    // Under drawqueue_mutex_: one GPU_COMMAND if KGSL's drawqueue has room; false (nothing
+    // submitted) when it has none. `ticket` gets KGSL's timestamp as a ticket, which must be
+    // `promised` unless that is 0.
+    bool hand_over_locked(uint64_t ib, uint64_t bytes, uint64_t promised, uint64_t& ticket);
     // The device error for a wait on `ticket` that failed with `err` (0: ran out of time).
     std::string wait_failure(uint64_t ticket, int err, double waited_ms) const;
     void encode_dispatch(hcq::CommandBuffer& out, uint64_t program_address, const ShaderState& shader, std::span<const std::byte> kernargs,
