@@ -247,6 +247,10 @@ bool SimKgsl::Context::execute_ib(uint64_t va, uint64_t bytes) {
                     // A7XX CP_EVENT_WRITE7: WRITE_SRC 20-22, WRITE_DST 24, WRITE_ENABLED 27.
                     bool enabled = (d0 >> 27) & 1;
                     uint32_t src = (d0 >> 20) & 7, dst = (d0 >> 24) & 1;
+                    if (enabled != write) {
+                        return bad(fmt::format("CP_EVENT_WRITE7 dword 0 0x{:08x}: WRITE_ENABLED is {} but the packet has {} payload dwords", d0,
+                                               int(enabled), h.count));
+                    }
                     // What KGSL gen7 (adreno_gen7_ringbuffer.c: CACHE_CLEAN | BIT(27) for every
                     // timestamp) and mesa (freedreno_gpu_event.h: CACHE_CLEAN, CACHE_FLUSH7,
                     // CACHE_INVALIDATE7 on A7XX) use. Neither uses CACHE_FLUSH_TS on A7XX, so what it
@@ -257,10 +261,6 @@ bool SimKgsl::Context::execute_ib(uint64_t va, uint64_t bytes) {
                     }
                     if (event != CACHE_CLEAN && event != CACHE_FLUSH7 && event != CACHE_INVALIDATE7) {
                         return bad(fmt::format("CP_EVENT_WRITE7 of event 0x{:x} is not modelled (CACHE_CLEAN, CACHE_FLUSH7, CACHE_INVALIDATE7)", event));
-                    }
-                    if (enabled != write) {
-                        return bad(fmt::format("CP_EVENT_WRITE7 dword 0 0x{:08x}: WRITE_ENABLED is {} but the packet has {} payload dwords", d0,
-                                               int(enabled), h.count));
                     }
                     if (enabled && (src != 0 || dst != 0)) {
                         return bad(fmt::format("CP_EVENT_WRITE7 WRITE_SRC={} WRITE_DST={} is not modelled (EV_WRITE_USER_32B to RAM only)", src, dst));
