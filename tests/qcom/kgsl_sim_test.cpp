@@ -478,7 +478,8 @@ TEST_CASE("qcom: recover() of a queue stuck in a wait replaces its context; on K
     auto model = std::make_shared<sim::kgsl::SimKgsl>(sim::kgsl::SimKgsl::Options{});
     auto dev = device_on(model, "detach");
     hcq::Signal gate = dev->new_signal(0, "gate"), s = dev->new_signal(0, "s");
-    dev->compute_queue().wait(gate, 1).signal(s, 1).submit();
+    uint64_t v = dev->next_timeline();
+    dev->compute_queue().wait(gate, 1).signal(s, 1).signal(dev->timeline(), v).submit();
     CHECK_THROWS_AS(dev->synchronize(50ms), TimeoutError);
     dev->recover();
     CHECK(model->gpu_resets() == 1);  // the compute context; the idle copy context detached at once
