@@ -338,7 +338,11 @@ bool SimKgsl::Context::execute_ib(uint64_t va, uint64_t bytes) {
                     // ST6_SHADER, SS6_INDIRECT: NUM_UNIT 128-byte units of instructions from EXT_SRC_ADDR.
                     if (!expect(h.count == 3)) return false;
                     if (units == 0) return bad("CP_LOAD_STATE6_FRAG(ST6_SHADER) of 0 units");
-                    if (!readable(addr(1), 128ull * units, "CP_LOAD_STATE6_FRAG(ST6_SHADER) source")) return false;
+                    if (addr(1) % 4 != 0 || !device.mapped(addr(1), 128ull * units)) {
+                        return bad(fmt::format("page fault: CP_LOAD_STATE6_FRAG(ST6_SHADER): no program is loaded at 0x{:x} ({} bytes of "
+                                               "instructions are not mapped)",
+                                               addr(1), 128ull * units));
+                    }
                     shader_loaded = addr(1);
                     break;
                 }
