@@ -129,6 +129,8 @@ QcomDevice::QcomDevice(Token, std::unique_ptr<KgslDevice> device, const kgsl::kg
     // Engines first (attach needs them); their rings and shared state come right after.
     compute_ = std::make_unique<QcomEngine>(*this, *kgsl_, hcq::QueueKind::compute, "compute", compute_ctx_);
     copy_ = std::make_unique<QcomEngine>(*this, *kgsl_, hcq::QueueKind::copy, "copy", copy_ctx_);
+    compute_->set_sibling(copy_.get());
+    copy_->set_sibling(compute_.get());
     parts.compute = {compute_.get()};
     if (options_.isa == KernelIsa::host) parts.copy = {copy_.get()};
     attach(parts);
@@ -190,7 +192,9 @@ void QcomDevice::sleep_for_signal(const hcq::SignalSlot& slot, uint64_t target, 
     if (failed() || now >= deadline_ns) return;
     uint32_t ms = uint32_t(std::min<uint64_t>((deadline_ns - now + 999'999) / 1'000'000, kSleepSliceMs));
     // Sleep in the kernel on whichever context has work pending; a signal written by the host or
-    // a peer is noticed within the slice.
+    // a peer is noticed within the slice. Held-back submissions of both go to KGSL first: the
+    // work this one waits for may be among them.
+    if (!compute_->feed_all()) return;
     for (QcomEngine* e : {compute_.get(), copy_.get()}) {
         if (e->submitted() > e->completed_ticket()) {
             e->sleep_once(std::max<uint32_t>(ms, 1));

@@ -328,6 +328,16 @@ void QcomEngine::feed_drawqueue_locked() {
     }
 }
 
+bool QcomEngine::feed_all() noexcept {
+    try {
+        feed_drawqueue();
+        if (sibling_) sibling_->feed_drawqueue();
+        return true;
+    } catch (...) {
+        return false;  // the device is in its error state now
+    }
+}
+
 uint64_t QcomEngine::held_back() const {
     std::lock_guard dq(drawqueue_mutex_);
     return held_tail_ - held_head_;
@@ -402,6 +412,7 @@ void QcomEngine::wait_ticket(uint64_t ticket, hcq::Duration timeout) {
     uint64_t deadline = start + uint64_t(std::max<int64_t>(timeout.count(), 0));
     for (;;) {
         feed_drawqueue();
+        if (sibling_) sibling_->feed_drawqueue();
         if (completed_ticket() >= ticket) return;
         device_.check_usable();
         uint64_t now = hcq::host_now_ns();
@@ -424,11 +435,7 @@ void QcomEngine::wait_ticket(uint64_t ticket, hcq::Duration timeout) {
 }
 
 void QcomEngine::sleep_once(uint32_t timeout_ms) noexcept {
-    try {
-        feed_drawqueue();
-    } catch (...) {
-        return;  // the device is in its error state now
-    }
+    if (!feed_all()) return;
     uint64_t pending = queued();
     uint64_t done = completed_ticket();
     if (done >= pending) return;

@@ -81,6 +81,11 @@ public:
     // At most this many of our submissions are in KGSL unretired (KGSL's drawqueue, lowered when
     // KGSL answers ETIMEDOUT: context_drawqueue_size is a sysfs tunable).
     uint32_t drawqueue_depth() const;
+    // The device's other engine: its held-back submissions are handed over whenever this one
+    // waits, since this one's work may wait for that one's signals.
+    void set_sibling(QcomEngine* sibling) { sibling_ = sibling; }
+    // Hands over what KGSL has room for, here and on the sibling; false when that failed the device.
+    bool feed_all() noexcept;
     // One bounded kernel wait for the next timestamp to retire (Device::sleep_for_signal): returns
     // at once when nothing is pending. Fails the device when the wait fails with an errno other
     // than ETIMEDOUT/EINTR.
@@ -153,6 +158,7 @@ private:
     void push_in_flight(const InFlight& f);
     std::atomic<uint64_t> submitted_{0};
     std::atomic<uint64_t> queued_{0};  // the last ticket KGSL took
+    QcomEngine* sibling_ = nullptr;
     mutable std::atomic<uint64_t> completed_{0};
     // Submissions KGSL has yet to take, oldest first (a fixed ring, never more than in flight).
     struct HeldBack {
