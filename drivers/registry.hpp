@@ -22,7 +22,7 @@ namespace baregpu::registry {
 
 struct BuiltinDevice {
     std::string name;  // the device URI: "cpu", "sim-edu", "sim-am:navi31"
-    std::string kind;  // "cpu", "simulated", or "usb" (a GPU behind an ASM24xx bridge, found by libusb)
+    std::string kind;  // "cpu", "simulated", "usb" (a GPU behind an ASM24xx bridge, found by libusb) or "kgsl" (qcom:0)
     bool hcq_device = false;  // runs HCQ queues; false for test devices of lower layers
     std::string summary;  // one line for humans: what it is
 };

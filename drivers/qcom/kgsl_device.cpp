@@ -107,6 +107,21 @@ void KgslDevice::sharedmem_free(uint64_t gpuaddr) noexcept {
 }
 
 uint32_t KgslDevice::gpu_command(uint32_t context_id, uint64_t ib_gpuaddr, uint64_t ib_bytes) {
+    uint32_t timestamp = 0;
+    if (int err = try_gpu_command(context_id, ib_gpuaddr, ib_bytes, timestamp)) {
+        throw Error(name_, gpu_command_failure(context_id, ib_gpuaddr, ib_bytes, err));
+    }
+    return timestamp;
+}
+
+std::string KgslDevice::gpu_command_failure(uint32_t context_id, uint64_t ib_gpuaddr, uint64_t ib_bytes, int err) {
+    std::string log = sys_->kernel_log(context_id);
+    return fmt::format("IOCTL_KGSL_GPU_COMMAND on KGSL context {} (IB 0x{:x}, {} bytes) failed: {}{}{}", context_id, ib_gpuaddr, ib_bytes,
+                       errno_name(err), err == EDEADLK ? "; the context was invalidated by a GPU fault" : "",
+                       log.empty() ? "" : "; kernel log: " + log);
+}
+
+int KgslDevice::try_gpu_command(uint32_t context_id, uint64_t ib_gpuaddr, uint64_t ib_bytes, uint32_t& timestamp) noexcept {
     kgsl_command_object ib{};
     ib.gpuaddr = ib_gpuaddr;
     ib.size = ib_bytes;
@@ -117,17 +132,17 @@ uint32_t KgslDevice::gpu_command(uint32_t context_id, uint64_t ib_gpuaddr, uint6
     c.numcmds = 1;
     c.context_id = context_id;
     int err = 0;
-    if (sys_->ioctl(fd_, IOCTL_KGSL_GPU_COMMAND, &c, err) < 0) {
-        std::string log = sys_->kernel_log(context_id);
-        throw Error(name_, fmt::format("IOCTL_KGSL_GPU_COMMAND on KGSL context {} (IB 0x{:x}, {} bytes) failed: {}{}{}", context_id, ib_gpuaddr,
-                                       ib_bytes, errno_name(err), err == EDEADLK ? "; the context was invalidated by a GPU fault" : "",
-                                       log.empty() ? "" : "; kernel log: " + log));
-    }
-    return c.timestamp;
+    if (sys_->ioctl(fd_, IOCTL_KGSL_GPU_COMMAND, &c, err) < 0) return err == 0 ? EIO : err;
+    timestamp = c.timestamp;
+    return 0;
 }
 
 int KgslDevice::read_retired(uint32_t context_id, uint32_t& timestamp) noexcept {
-    kgsl_cmdstream_readtimestamp_ctxtid r{context_id, KGSL_TIMESTAMP_RETIRED, 0};
+    return read_timestamp(context_id, KGSL_TIMESTAMP_RETIRED, timestamp);
+}
+
+int KgslDevice::read_timestamp(uint32_t context_id, uint32_t type, uint32_t& timestamp) noexcept {
+    kgsl_cmdstream_readtimestamp_ctxtid r{context_id, type, 0};
     int err = 0;
     if (sys_->ioctl(fd_, IOCTL_KGSL_CMDSTREAM_READTIMESTAMP_CTXTID, &r, err) < 0) return err;
     timestamp = r.timestamp;

@@ -42,8 +42,16 @@ public:
     // IOCTL_KGSL_GPU_COMMAND with one IB: the context's timestamp of the submission. Throws
     // baregpu::Error with the errno (EDEADLK: the context was invalidated by a fault).
     uint32_t gpu_command(uint32_t context_id, uint64_t ib_gpuaddr, uint64_t ib_bytes);
+    // The same, returning 0 or the errno: ETIMEDOUT is KGSL's back-pressure (the context's
+    // drawqueue stayed full for context_queue_wait ms, adreno_dispatch.c
+    // _wait_for_room_in_context_queue), not a failure of the device.
+    int try_gpu_command(uint32_t context_id, uint64_t ib_gpuaddr, uint64_t ib_bytes, uint32_t& timestamp) noexcept;
+    // What a failed GPU_COMMAND means, for an error message (the errno, the kernel log).
+    std::string gpu_command_failure(uint32_t context_id, uint64_t ib_gpuaddr, uint64_t ib_bytes, int err);
     // IOCTL_KGSL_CMDSTREAM_READTIMESTAMP_CTXTID(RETIRED). Returns 0 or the errno.
     int read_retired(uint32_t context_id, uint32_t& timestamp) noexcept;
+    // The same for any enum kgsl_timestamp_type (CONSUMED 1, RETIRED 2, QUEUED 3).
+    int read_timestamp(uint32_t context_id, uint32_t type, uint32_t& timestamp) noexcept;
     // IOCTL_KGSL_DEVICE_WAITTIMESTAMP_CTXTID with a finite timeout in ms. Returns 0 or the errno
     // (ETIMEDOUT when the timestamp did not retire in time).
     int wait_timestamp(uint32_t context_id, uint32_t timestamp, uint32_t timeout_ms) noexcept;

@@ -14,8 +14,10 @@ inline constexpr unsigned kIocType = 0x09;  // KGSL_IOC_TYPE
 
 // KGSL_PROP_*
 inline constexpr uint32_t KGSL_PROP_DEVICE_INFO = 0x1;
-// enum kgsl_timestamp_type
-inline constexpr uint32_t KGSL_TIMESTAMP_RETIRED = 0x3;
+// enum kgsl_timestamp_type (msm_kgsl.h: CONSUMED = 1, RETIRED = 2, QUEUED = 3). RETIRED is the
+// end-of-pipe timestamp; QUEUED only says what was handed to KGSL.
+inline constexpr uint32_t KGSL_TIMESTAMP_RETIRED = 0x2;
+inline constexpr uint32_t KGSL_TIMESTAMP_QUEUED = 0x3;
 // Context flags (KGSL_CONTEXT_*).
 inline constexpr uint32_t KGSL_CONTEXT_NO_GMEM_ALLOC = 0x2;
 inline constexpr uint32_t KGSL_CONTEXT_PREAMBLE = 0x10;

@@ -54,6 +54,7 @@ enum Opcode : uint32_t {
 enum Event : uint32_t {
     CACHE_FLUSH_TS = 0x04,     // flush UCHE, then write the packet's value to ADDR (all generations)
     CACHE_INVALIDATE = 0x31,   // A6XX: invalidate UCHE (A7XX reuses 0x31 as CACHE_CLEAN)
+    CACHE_CLEAN = 0x31,        // A7XX: write back; what KGSL gen7 writes its end-of-pipe timestamps with
     CACHE_INVALIDATE7 = 0x33,  // A7XX
 };
 
@@ -74,6 +75,9 @@ inline constexpr uint32_t kRm6Compute = 8;
 // NUM_UNIT 22-31. ST6_CONSTANTS = 1, SS6_DIRECT = 0, SB6_CS_SHADER = 0xd; a unit of constants is
 // one vec4 (16 bytes).
 inline constexpr uint32_t kSt6Constants = 1, kSs6Direct = 0, kSb6CsShader = 0xd;
+// ST6_SHADER = 0 with SS6_INDIRECT = 2: the program's instructions, read from the address in
+// dwords 1-2 (NUM_UNIT in 128-byte units).
+inline constexpr uint32_t kSt6Shader = 0, kSs6Indirect = 2;
 constexpr uint32_t load_state6_0(uint32_t dst_off, uint32_t type, uint32_t src, uint32_t block, uint32_t units) {
     return (dst_off & 0x3fff) | (type & 3) << 14 | (src & 3) << 16 | (block & 0xf) << 18 | (units & 0x3ff) << 22;
 }

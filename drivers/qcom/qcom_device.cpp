@@ -88,31 +88,35 @@ std::shared_ptr<QcomDevice> QcomDevice::create(std::shared_ptr<KgslSyscalls> sys
     if (o.staging_bytes < 4096 || o.staging_bytes % 4096 != 0) {
         throw Error(o.name, fmt::format("staging={} must be a multiple of 4096", o.staging_bytes));
     }
-    return std::make_shared<QcomDevice>(Token{}, std::move(sys), std::move(o));
+    auto device = std::make_unique<KgslDevice>(std::move(sys), o.path, o.name);
+    kgsl::kgsl_devinfo info = device->device_info();
+    uint32_t core = info.chip_id >> 24;
+    if (core != 6 && core != 7) {
+        throw UnsupportedError(o.name, fmt::format("{} (chip_id 0x{:08x}): only Adreno 6xx and 7xx (chip_id core 6 or 7) are supported",
+                                                   adreno_name(info.chip_id), info.chip_id));
+    }
+    // The SVM window: every GPU object is mapped at an address inside it that HCQ chose, and
+    // KGSL takes only addresses inside its SVM range (svm_window.hpp); a smaller range (the older
+    // kernels' 4 GiB) makes the window, and so va, smaller.
+    SvmWindow window = SvmWindow::reserve(*device, o.va_bytes, 64ull << 20, kWindowAlign, o.svm_ranges, o.name);
+    o.va_bytes = window.size();
+    return std::make_shared<QcomDevice>(Token{}, std::move(device), info, std::move(window), std::move(o));
 }
 
-QcomDevice::QcomDevice(Token, std::shared_ptr<KgslSyscalls> sys, QcomOptions options)
-    : Device(options.name, arch_for(options), limits_for(options), peer_group_for(options)), options_(std::move(options)) {
-    kgsl_ = std::make_unique<KgslDevice>(std::move(sys), options_.path, name());
-    info_ = kgsl_->device_info();
+QcomDevice::QcomDevice(Token, std::unique_ptr<KgslDevice> device, const kgsl::kgsl_devinfo& info, SvmWindow window, QcomOptions options)
+    : Device(options.name, arch_for(options), limits_for(options), peer_group_for(options)),
+      options_(std::move(options)),
+      kgsl_(std::move(device)),
+      info_(info),
+      window_(std::move(window)) {
     uint32_t core = info_.chip_id >> 24;
-    if (core != 6 && core != 7) {
-        throw UnsupportedError(name(), fmt::format("{} (chip_id 0x{:08x}): only Adreno 6xx and 7xx (chip_id core 6 or 7) are supported",
-                                                   adreno_name(info_.chip_id), info_.chip_id));
-    }
-    // The SVM window: every GPU object is mapped at an address inside it that HCQ chose.
-    window_bytes_ = options_.va_bytes + kWindowAlign;
-    void* w = ::mmap(nullptr, window_bytes_, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (w == MAP_FAILED) throw Error(name(), fmt::format("cannot reserve 0x{:x} bytes of address space for GPU memory", window_bytes_));
-    window_ = static_cast<std::byte*>(w);
-    uint64_t base = (reinterpret_cast<uint64_t>(window_) + kWindowAlign - 1) & ~(kWindowAlign - 1);
+    uint64_t base = reinterpret_cast<uint64_t>(window_.base());
 
     compute_ctx_ = kgsl_->drawctxt_create(context_flags(options_.priority));
     try {
         copy_ctx_ = kgsl_->drawctxt_create(context_flags(options_.priority));
     } catch (...) {
         kgsl_->drawctxt_destroy(compute_ctx_);
-        ::munmap(window_, window_bytes_);
         throw;
     }
     Parts parts;
@@ -125,6 +129,8 @@ QcomDevice::QcomDevice(Token, std::shared_ptr<KgslSyscalls> sys, QcomOptions opt
     // Engines first (attach needs them); their rings and shared state come right after.
     compute_ = std::make_unique<QcomEngine>(*this, *kgsl_, hcq::QueueKind::compute, "compute", compute_ctx_);
     copy_ = std::make_unique<QcomEngine>(*this, *kgsl_, hcq::QueueKind::copy, "copy", copy_ctx_);
+    compute_->set_sibling(copy_.get());
+    copy_->set_sibling(compute_.get());
     parts.compute = {compute_.get()};
     if (options_.isa == KernelIsa::host) parts.copy = {copy_.get()};
     attach(parts);
@@ -150,7 +156,6 @@ QcomDevice::QcomDevice(Token, std::shared_ptr<KgslSyscalls> sys, QcomOptions opt
         detach();
         kgsl_->drawctxt_destroy(copy_ctx_);
         kgsl_->drawctxt_destroy(compute_ctx_);
-        ::munmap(window_, window_bytes_);
         throw;
     }
     opened();
@@ -177,7 +182,7 @@ QcomDevice::~QcomDevice() {
     imports_.clear();
     detach();
     kgsl_.reset();
-    ::munmap(window_, window_bytes_);
+    window_ = {};
 }
 
 void QcomDevice::sleep_for_signal(const hcq::SignalSlot& slot, uint64_t target, uint64_t deadline_ns) {
@@ -187,7 +192,9 @@ void QcomDevice::sleep_for_signal(const hcq::SignalSlot& slot, uint64_t target, 
     if (failed() || now >= deadline_ns) return;
     uint32_t ms = uint32_t(std::min<uint64_t>((deadline_ns - now + 999'999) / 1'000'000, kSleepSliceMs));
     // Sleep in the kernel on whichever context has work pending; a signal written by the host or
-    // a peer is noticed within the slice.
+    // a peer is noticed within the slice. Held-back submissions of both go to KGSL first: the
+    // work this one waits for may be among them.
+    if (!compute_->feed_all()) return;
     for (QcomEngine* e : {compute_.get(), copy_.get()}) {
         if (e->submitted() > e->completed_ticket()) {
             e->sleep_once(std::max<uint32_t>(ms, 1));
@@ -309,7 +316,13 @@ std::shared_ptr<hcq::Program> QcomDevice::load_host_program(std::span<const std:
     info.static_shared_bytes = k.shared_bytes;
     info.private_bytes = k.private_bytes;
     info.max_threads_per_group = std::min(k.max_threads, kMaxThreads);
-    return std::make_shared<QcomProgram>(*this, std::move(info), std::move(code));
+    // The host ISA has no Adreno register file: the SP state of a minimal program (one full
+    // register, no ids read), with the real size of what SP_CS_BASE points at.
+    ShaderState shader;
+    shader.instr_units = uint32_t((kImageOffset + code_object.size() + 127) / 128);
+    shader.uavs = k.num_buffers;
+    shader.shared_bytes = k.shared_bytes;
+    return std::make_shared<QcomProgram>(*this, std::move(info), std::move(code), shader);
 }
 
 }  // namespace baregpu::qcom

@@ -18,6 +18,7 @@
 
 #include "drivers/qcom/kgsl_device.hpp"
 #include "drivers/qcom/qcom_engine.hpp"
+#include "drivers/qcom/svm_window.hpp"
 #include "hcq/device.hpp"
 #include "hcq/registry.hpp"
 
@@ -34,7 +35,8 @@ struct QcomOptions {
     std::string path = "/dev/kgsl-3d0";
     KernelIsa isa = KernelIsa::adreno;
     uint64_t ring_bytes = 1ull << 20;  // per context: the command ring IBs are copied into
-    uint64_t va_bytes = 16ull << 30;   // the reserved SVM window
+    uint64_t va_bytes = 16ull << 30;   // the reserved SVM window (at most what the SVM range holds)
+    std::vector<SvmRange> svm_ranges = kgsl_svm_ranges();  // where the window may go, tried in order
     uint64_t memory_bytes = 0;         // what buffers may map at once (0: the window)
     uint64_t staging_bytes = 2ull << 20;
     uint32_t staging_slots = 4;
@@ -49,7 +51,7 @@ class QcomDevice final : public hcq::Device, private hcq::MemoryBackend {
 public:
     // Throws baregpu::Error when the device cannot be opened or an option is out of range.
     static std::shared_ptr<QcomDevice> create(std::shared_ptr<KgslSyscalls> sys, QcomOptions options);
-    QcomDevice(Token, std::shared_ptr<KgslSyscalls> sys, QcomOptions options);
+    QcomDevice(Token, std::unique_ptr<KgslDevice> device, const kgsl::kgsl_devinfo& info, SvmWindow window, QcomOptions options);
     ~QcomDevice() override;
 
     const kgsl::kgsl_devinfo& device_info() const { return info_; }
@@ -57,6 +59,8 @@ public:
     std::string chip() const { return adreno_name(info_.chip_id); }
     KgslDevice& kgsl() { return *kgsl_; }
     uint32_t compute_context() const { return compute_->context_id(); }
+    // Where GPU objects go: [base, base + bytes) and the KGSL SVM range it lies in.
+    const SvmWindow& svm_window() const { return window_; }
 
     // Host memory for the GPU (tinygrad's from_blob): cleans the CPU data cache for the range, then
     // IOCTL_KGSL_MAP_USER_MEM of the pages that hold it. Returns the GPU address of `host` (kernels
@@ -83,8 +87,7 @@ private:
     QcomOptions options_;
     std::unique_ptr<KgslDevice> kgsl_;
     kgsl::kgsl_devinfo info_{};
-    std::byte* window_ = nullptr;  // PROT_NONE reservation
-    uint64_t window_bytes_ = 0;
+    SvmWindow window_;  // PROT_NONE reservation inside KGSL's SVM range
     std::mutex objects_mutex_;
     std::map<uint64_t, uint32_t> objects_;  // va -> GPU object id
     std::map<uint64_t, uint64_t> imports_;  // GPU address returned -> the KGSL gpuaddr of its pages (under objects_mutex_)

@@ -22,9 +22,22 @@ namespace {
 constexpr size_t kWaitHiAddr = 2, kWaitHiRef = 4, kWaitCondTsAddr = 10, kWaitCondRef = 12, kWaitLoAddr = 16, kWaitLoRef = 18;
 constexpr size_t kSignalAddr = 8, kSignalValue = 10;
 constexpr size_t kTimestampAddr = 3;
-// exec: marker (2) + NDRANGE (1 + 7) + KERNEL_GROUP (1 + 3) + SP_CS_BASE (1 + 2) + LOAD_STATE6 header (4).
-constexpr size_t kExecNdrange = 2, kExecGroups = 10, kExecArgs = 21;
 constexpr size_t kExecCsDwords = 5;  // the trailing CP_EXEC_CS
+// exec: the program state (marker 2, SP_MODE_CNTL 2, SP_UPDATE_CNTL 2, SP_CS_CONST_CONFIG 2,
+// SP_CS_CNTL_0/1 3, SP_CS_BASE + PVT_MEM 7, SP_CS_CONFIG + INSTR_SIZE + PVT stack 4; A7XX also
+// SP_PS_WAVE_CNTL 2, SP_REG_PROG_ID_0..3 5, SP_CS_WIE_CNTL_0/1 3; A6XX a 1-dword CP_NOP), the
+// shader load (4), SP_CS_NDRANGE_0..6 (8), then A6XX SP_CS_CONST_CONFIG_0, SP_CS_WGE_CNTL and
+// SP_CS_KERNEL_GROUP_X..Z (6), A7XX SP_CS_WGE_CNTL and SP_CS_KERNEL_GROUP_X..Z (5) and
+// SP_CS_NDRANGE_7 (2), the constants (4 + 4 per vec4) and CP_EXEC_CS (5): 50 + 4n dwords on A6XX,
+// 60 + 4n on A7XX, even, so CP_EXEC_CS comes last.
+constexpr size_t kExecState6 = 23, kExecState7 = 32;
+struct ExecLayout {
+    size_t ndrange, groups, ndrange7, wge, args;  // dword positions of the patched values
+};
+constexpr ExecLayout exec_layout(bool a7xx) {
+    size_t nd = (a7xx ? kExecState7 : kExecState6) + 4 + 1;
+    return a7xx ? ExecLayout{nd, nd + 9, nd + 13, nd + 8, nd + 14 + 4} : ExecLayout{nd, nd + 10, 0, nd + 9, nd + 13 + 4};
+}
 
 // Collects one command's dwords, then appends them padded to 8 bytes with a CP_NOP.
 class Emit {
@@ -66,9 +79,12 @@ QcomEngine::QcomEngine(hcq::Device& device, KgslDevice& kgsl, hcq::QueueKind kin
 
 void QcomEngine::restart(uint32_t context_id) {
     std::lock_guard lock(submit_mutex_);
+    std::lock_guard dq(drawqueue_mutex_);
     in_flight_head_ = in_flight_tail_;
+    held_head_ = held_tail_;
     uint64_t submitted = submitted_.load(std::memory_order_acquire);
     base_.store(submitted, std::memory_order_release);
+    queued_.store(submitted, std::memory_order_release);
     completed_.store(submitted, std::memory_order_release);
     context_.store(context_id, std::memory_order_release);
 }
@@ -83,7 +99,9 @@ QcomEngine::~QcomEngine() = default;
 
 void QcomEngine::release() noexcept {
     std::lock_guard lock(submit_mutex_);
+    std::lock_guard dq(drawqueue_mutex_);
     in_flight_head_ = in_flight_tail_;
+    held_head_ = held_tail_;
     ring_ = {};
 }
 
@@ -133,17 +151,46 @@ void QcomEngine::encode_memory_barrier(hcq::CommandBuffer& out) {
     e(type7(CP_WAIT_FOR_IDLE, 0));
 }
 
-void QcomEngine::encode_dispatch(hcq::CommandBuffer& out, uint64_t program_address, std::span<const std::byte> kernargs, hcq::Dim3 grid,
-                                 hcq::Dim3 block) {
-    uint32_t units = uint32_t((kernargs.size() + 15) / 16);  // vec4 constants
-    Emit e(out, kExecArgs + 4 * units + kExecCsDwords);
+void QcomEngine::encode_dispatch(hcq::CommandBuffer& out, uint64_t program_address, const ShaderState& shader, std::span<const std::byte> kernargs,
+                                 hcq::Dim3 grid, hcq::Dim3 block) {
+    using namespace a6xx;
+    const Generation& g = shared_.generation;
+    const bool a7 = a7xx();
+    const ExecLayout at = exec_layout(a7);
+    const uint32_t units = uint32_t((kernargs.size() + 15) / 16);  // vec4 constants
+    const uint32_t constlen = (units + 3) & ~3u;                  // what the shader sees (computerator aligns to 4)
+    Emit e(out, at.args + 4 * units + kExecCsDwords);
+    // The program state a real SP reads, in the order of mesa computerator's cs_program_emit.
     e(type7(CP_SET_MARKER, 1))(kRm6Compute);
-    e(type4(shared_.generation.ndrange0, 7))(a6xx::ndrange0(block.x, block.y, block.z));
+    e(type4(SP_MODE_CNTL, 1))(kModeCntl);
+    e(type4(g.update_cntl, 1))(kUpdateCntl);
+    e(type4(g.const_config, 1))(const_config(constlen));
+    e(type4(SP_CS_CNTL_0, 2))(cs_cntl_0(shader.full_regs, shader.half_regs, shader.branchstack, shader.thread128))(
+        cs_cntl_1(shader.shared_bytes, constlen));
+    // SP_CS_BASE, then SP_CS_PVT_MEM_PARAM / _BASE / _SIZE: no private memory (0 bytes per item).
+    e(type4(SP_CS_BASE, 6)).addr(program_address)(0).addr(0)(0);
+    e(type4(SP_CS_CONFIG, 3))(cs_config(shader.uavs))(shader.instr_units)(0);  // + SP_CS_INSTR_SIZE, PVT_MEM_STACK_OFFSET
+    if (a7) {
+        e(type4(a7xx::SP_PS_WAVE_CNTL, 1))(0);  // THREAD64
+        e(type4(a7xx::SP_REG_PROG_ID_0, 4))(0xfcfcfcfcu)(0xfcfcfcfcu)(0xfcfcfcfcu)(0x0000fc00u);
+        e(type4(a7xx::SP_CS_WIE_CNTL_0, 2))(wie_cntl_0(shader.wg_id_const, shader.local_id_reg))(a7xx::wie_cntl_1(shader.thread128));
+    } else {
+        e(type7(CP_NOP, 0));  // keeps the length even
+    }
+    // The instructions: CP_LOAD_STATE6(ST6_SHADER, SS6_INDIRECT) from SP_CS_BASE.
+    e(type7(CP_LOAD_STATE6_FRAG, 3))(load_state6_0(0, kSt6Shader, kSs6Indirect, kSb6CsShader, std::min(shader.instr_units, kInstrCacheUnits)))
+        .addr(program_address);
+    e(type4(g.ndrange0, 7))(ndrange0(block.x, block.y, block.z));
     e(grid.x * block.x)(0)(grid.y * block.y)(0)(grid.z * block.z)(0);
-    e(type4(shared_.generation.kernel_group_x, 3))(grid.x)(grid.y)(grid.z);
-    e(type4(a6xx::SP_CS_BASE, 2)).addr(program_address);
+    if (a7) {
+        e(type4(a7xx::SP_CS_WGE_CNTL, 4))(a7xx::wge_cntl(shader.thread128, block.y))(grid.x)(grid.y)(grid.z);
+        e(type4(a7xx::SP_CS_NDRANGE_7, 1))(a7xx::ndrange7(block.x, block.y, block.z));
+    } else {
+        e(type4(SP_CS_CONST_CONFIG_0, 5))(wie_cntl_0(shader.wg_id_const, shader.local_id_reg))(wge_cntl(shader.thread128))(grid.x)(grid.y)(
+            grid.z);
+    }
     e(type7(CP_LOAD_STATE6_FRAG, 3 + 4 * units))(load_state6_0(0, kSt6Constants, kSs6Direct, kSb6CsShader, units))(0)(0);
-    auto* args = reinterpret_cast<std::byte*>(e.at(kExecArgs));
+    auto* args = reinterpret_cast<std::byte*>(e.at(at.args));
     std::memset(args, 0, size_t(units) * 16);
     if (!kernargs.empty()) std::memcpy(args, kernargs.data(), kernargs.size());
     e.skip(4 * size_t(units));
@@ -153,13 +200,14 @@ void QcomEngine::encode_dispatch(hcq::CommandBuffer& out, uint64_t program_addre
 void QcomEngine::encode_exec(hcq::CommandBuffer& out, const hcq::Program& program, std::span<const std::byte> kernargs, hcq::Dim3 grid,
                              hcq::Dim3 block) {
     // The queue checked that the program belongs to this device.
-    encode_dispatch(out, static_cast<const QcomProgram&>(program).code_address(), kernargs, grid, block);
+    const auto& p = static_cast<const QcomProgram&>(program);
+    encode_dispatch(out, p.code_address(), p.shader(), kernargs, grid, block);
 }
 
 void QcomEngine::encode_copy(hcq::CommandBuffer& out, GpuVirtualAddress dst, GpuVirtualAddress src, uint64_t size) {
     uint64_t args[3] = {dst.value(), src.value(), size};
-    uint64_t program = shared_.copy_program ? shared_.copy_program->code_address() : 0;
-    encode_dispatch(out, program, std::as_bytes(std::span(args)), {1, 1, 1}, {1, 1, 1});
+    const QcomProgram* p = shared_.copy_program;
+    encode_dispatch(out, p ? p->code_address() : 0, p ? p->shader() : ShaderState{}, std::as_bytes(std::span(args)), {1, 1, 1}, {1, 1, 1});
 }
 
 void QcomEngine::patch(std::span<std::byte> command, hcq::Field field, uint64_t value) {
@@ -184,22 +232,30 @@ void QcomEngine::patch(std::span<std::byte> command, hcq::Field field, uint64_t 
             }
             break;
         case hcq::Field::timestamp_address: put64(command, kTimestampAddr, value); break;
-        case hcq::Field::copy_dst: std::memcpy(command.data() + kExecArgs * 4, &value, 8); break;
-        case hcq::Field::copy_src: std::memcpy(command.data() + kExecArgs * 4 + 8, &value, 8); break;
-        case hcq::Field::copy_size: std::memcpy(command.data() + kExecArgs * 4 + 16, &value, 8); break;
+        case hcq::Field::copy_dst: std::memcpy(command.data() + exec_layout(a7xx()).args * 4, &value, 8); break;
+        case hcq::Field::copy_src: std::memcpy(command.data() + exec_layout(a7xx()).args * 4 + 8, &value, 8); break;
+        case hcq::Field::copy_size: std::memcpy(command.data() + exec_layout(a7xx()).args * 4 + 16, &value, 8); break;
     }
 }
 
 void QcomEngine::patch_exec_args(std::span<std::byte> command, uint32_t offset, std::span<const std::byte> bytes) {
-    std::memcpy(command.data() + kExecArgs * 4 + offset, bytes.data(), bytes.size());
+    std::memcpy(command.data() + exec_layout(a7xx()).args * 4 + offset, bytes.data(), bytes.size());
 }
 
 void QcomEngine::patch_exec_dims(std::span<std::byte> command, hcq::Dim3 grid, hcq::Dim3 block) {
+    const ExecLayout at = exec_layout(a7xx());
     const uint32_t nd[7] = {a6xx::ndrange0(block.x, block.y, block.z), grid.x * block.x, 0, grid.y * block.y, 0, grid.z * block.z, 0};
-    std::memcpy(command.data() + (kExecNdrange + 1) * 4, nd, sizeof nd);
+    std::memcpy(command.data() + at.ndrange * 4, nd, sizeof nd);
     const uint32_t groups[3] = {grid.x, grid.y, grid.z};
-    std::memcpy(command.data() + (kExecGroups + 1) * 4, groups, sizeof groups);
-    // CP_EXEC_CS is the last packet (dword padding never follows it: 21 + 4 units + 5 is even).
+    std::memcpy(command.data() + at.groups * 4, groups, sizeof groups);
+    if (a7xx()) {
+        // The last workgroup's size and the workgroup tiling follow the local size.
+        put32(command, at.ndrange7, a7xx::ndrange7(block.x, block.y, block.z));
+        uint32_t wge = 0;
+        std::memcpy(&wge, command.data() + at.wge * 4, 4);
+        put32(command, at.wge, a7xx::wge_cntl((wge >> 9) & 1, block.y));
+    }
+    // CP_EXEC_CS is the last packet (no padding follows it: the length is even).
     std::memcpy(command.data() + command.size() - 3 * 4, groups, sizeof groups);
 }
 
@@ -212,20 +268,84 @@ uint64_t QcomEngine::extend(uint32_t timestamp, uint64_t near) const noexcept {
 
 uint64_t QcomEngine::submit_ib(uint64_t gpuaddr, uint64_t bytes) {
     device_.check_usable();
-    uint32_t ts;
-    try {
-        ts = kgsl_.gpu_command(context_id(), gpuaddr, bytes);
-    } catch (const Error& e) {
-        std::string what = e.what();
-        if (what.starts_with(device_.name() + ": ")) what.erase(0, device_.name().size() + 2);
+    std::lock_guard dq(drawqueue_mutex_);
+    feed_drawqueue_locked();  // older held-back submissions first
+    uint64_t ticket = 0;
+    if (held_head_ == held_tail_ && hand_over_locked(gpuaddr, bytes, 0, ticket)) {
+        submitted_.store(ticket, std::memory_order_release);
+        return ticket;
+    }
+    // Held back. KGSL numbers a context's submissions one by one (adreno_dispatch.c
+    // get_timestamp: ++drawctxt->timestamp), so the ticket is known before KGSL takes the IB.
+    ticket = submitted_.load(std::memory_order_relaxed) + 1;
+    held_[held_tail_++ % kMaxInFlight] = {gpuaddr, bytes, ticket};
+    submitted_.store(ticket, std::memory_order_release);
+    return ticket;
+}
+
+bool QcomEngine::hand_over_locked(uint64_t ib, uint64_t bytes, uint64_t promised, uint64_t& ticket) {
+    uint64_t queued = queued_.load(std::memory_order_relaxed);
+    // The last known retirement first: a READTIMESTAMP only when that says KGSL is full.
+    uint64_t in_kgsl = queued - completed_.load(std::memory_order_relaxed);
+    if (in_kgsl >= depth_) in_kgsl = queued - completed_ticket();
+    if (in_kgsl >= depth_) return false;  // KGSL would block GPU_COMMAND: hand it over later
+    uint32_t ts = 0;
+    int err = kgsl_.try_gpu_command(context_id(), ib, bytes, ts);
+    if (err == ETIMEDOUT || err == EAGAIN) {
+        // The drawqueue is shallower than assumed (a lowered context_drawqueue_size): remember.
+        depth_ = uint32_t(std::max<uint64_t>(1, std::min<uint64_t>(depth_, in_kgsl)));
+        return false;
+    }
+    uint64_t base = base_.load(std::memory_order_relaxed);
+    ticket = base + extend(ts, queued - base + 1);
+    std::string what;
+    if (err != 0) {
+        what = kgsl_.gpu_command_failure(context_id(), ib, bytes, err);
+    } else if (promised != 0 && ticket != promised) {
+        what = fmt::format("IOCTL_KGSL_GPU_COMMAND on KGSL context {} returned timestamp {} for a held-back submission promised timestamp {}",
+                           context_id(), ts, kgsl_timestamp(promised));
+    }
+    if (!what.empty()) {
         std::string message = fmt::format("{} queue: {}; last retired timestamp {}", name(), what, kgsl_timestamp(completed_ticket()));
         device_.fail(message);
         throw DeviceLostError(device_.name(), message);
     }
-    uint64_t base = base_.load(std::memory_order_relaxed);
-    uint64_t ticket = base + extend(ts, submitted_.load(std::memory_order_relaxed) - base + 1);
-    submitted_.store(ticket, std::memory_order_release);
-    return ticket;
+    queued_.store(ticket, std::memory_order_release);
+    return true;
+}
+
+void QcomEngine::feed_drawqueue() {
+    std::lock_guard dq(drawqueue_mutex_);
+    feed_drawqueue_locked();
+}
+
+void QcomEngine::feed_drawqueue_locked() {
+    while (held_head_ != held_tail_) {
+        const HeldBack& h = held_[held_head_ % kMaxInFlight];
+        uint64_t ticket = 0;
+        if (!hand_over_locked(h.ib, h.bytes, h.ticket, ticket)) return;
+        ++held_head_;
+    }
+}
+
+bool QcomEngine::feed_all() noexcept {
+    try {
+        feed_drawqueue();
+        if (sibling_) sibling_->feed_drawqueue();
+        return true;
+    } catch (...) {
+        return false;  // the device is in its error state now
+    }
+}
+
+uint64_t QcomEngine::held_back() const {
+    std::lock_guard dq(drawqueue_mutex_);
+    return held_tail_ - held_head_;
+}
+
+uint32_t QcomEngine::drawqueue_depth() const {
+    std::lock_guard dq(drawqueue_mutex_);
+    return depth_;
 }
 
 uint64_t QcomEngine::submit(std::span<const std::byte> commands) {
@@ -270,9 +390,9 @@ uint64_t QcomEngine::submit_bound(GpuVirtualAddress commands, uint64_t size) {
 uint64_t QcomEngine::completed_ticket() const noexcept {
     uint32_t ts = 0;
     uint64_t base = base_.load(std::memory_order_acquire);
-    uint64_t submitted = submitted_.load(std::memory_order_acquire) - base;
+    uint64_t queued = queued_.load(std::memory_order_acquire) - base;
     if (kgsl_.read_retired(context_id(), ts) != 0) return completed_.load(std::memory_order_relaxed);
-    uint64_t done = base + std::min(extend(ts, submitted), submitted);
+    uint64_t done = base + std::min(extend(ts, queued), queued);
     completed_.store(done, std::memory_order_relaxed);
     return done;
 }
@@ -291,6 +411,8 @@ void QcomEngine::wait_ticket(uint64_t ticket, hcq::Duration timeout) {
     uint64_t start = hcq::host_now_ns();
     uint64_t deadline = start + uint64_t(std::max<int64_t>(timeout.count(), 0));
     for (;;) {
+        feed_drawqueue();
+        if (sibling_) sibling_->feed_drawqueue();
         if (completed_ticket() >= ticket) return;
         device_.check_usable();
         uint64_t now = hcq::host_now_ns();
@@ -301,7 +423,10 @@ void QcomEngine::wait_ticket(uint64_t ticket, hcq::Duration timeout) {
         }
         // A finite slice, never longer than what is left of the caller's timeout.
         uint32_t ms = std::clamp<uint32_t>(ms_ceil(deadline - now), 1, 100);
-        int err = kgsl_.wait_timestamp(context_id(), kgsl_timestamp(ticket), ms);
+        // Only a timestamp KGSL was given (kgsl_events.c kgsl_add_event: EINVAL past QUEUED); a
+        // held-back ticket is reached through the ones before it.
+        uint64_t target = std::min(ticket, queued());
+        int err = kgsl_.wait_timestamp(context_id(), kgsl_timestamp(target), ms);
         if (err == 0 || err == ETIMEDOUT || err == EINTR || err == EAGAIN) continue;
         std::string message = wait_failure(ticket, err, double(hcq::host_now_ns() - start) / 1e6);
         device_.fail(message);
@@ -310,7 +435,8 @@ void QcomEngine::wait_ticket(uint64_t ticket, hcq::Duration timeout) {
 }
 
 void QcomEngine::sleep_once(uint32_t timeout_ms) noexcept {
-    uint64_t pending = submitted();
+    if (!feed_all()) return;
+    uint64_t pending = queued();
     uint64_t done = completed_ticket();
     if (done >= pending) return;
     int err = kgsl_.wait_timestamp(context_id(), kgsl_timestamp(done + 1), timeout_ms);
@@ -363,6 +489,8 @@ std::string QcomEngine::describe() const {
         }
         ring = fmt::format("ring {} of 0x{:x} bytes, wptr=0x{:x} rptr=0x{:x} (the oldest unretired IB), {} bytes pending{}; ", ring_.address().hex(),
                            ring_.size(), head_, rptr, head_ - rptr, doing);
+        uint64_t held = held_back();
+        if (held != 0) ring += fmt::format("{} submissions held back (KGSL's drawqueue holds {}); ", held, drawqueue_depth());
     } else {
         ring = "rptr= wptr= (the ring is being written); ";
     }

@@ -269,6 +269,13 @@ with tempfile.TemporaryDirectory() as state:
             hcq = {b.get("name"): b.get("hcq_device") for b in parse(out, "devices --json").get("builtin", [])}
             check(hcq.get("sim-am:navi31") is True and hcq.get("sim-am:navi48") is True,
                   f"devices --json: both sim-am models are HCQ devices ({hcq})")
+        # A real Adreno has no machine code path yet: every listing that names the Adreno models
+        # says so plainly (and names qcom:0 itself where /dev/kgsl-3d0 exists).
+        check("sim-qcom:a630" in out and "qcom:0) cannot run kernels yet" in out,
+              f"devices {args} says a real Adreno (qcom:0) cannot run kernels yet")
+        if args == ("--json",) and os.path.exists("/dev/kgsl-3d0"):
+            kinds = {b.get("name"): b.get("kind") for b in parse(out, "devices --json").get("builtin", [])}
+            check(kinds.get("qcom:0") == "kgsl", f"devices --json lists qcom:0 as kind kgsl ({kinds})")
         left = sorted(os.listdir(state))
         check(left == [], f"devices {args} leaves BAREGPU_SIM_STATE_DIR empty, found {left}")
     # A state file a driver left (or is using) stays as it was.

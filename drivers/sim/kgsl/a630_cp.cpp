@@ -6,11 +6,13 @@
 #include "drivers/sim/kgsl/pm4_decode.hpp"
 #include "drivers/sim/kgsl/sim_kgsl.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <fmt/format.h>
+#include <span>
 
 namespace baregpu::sim::kgsl {
 
@@ -39,7 +41,7 @@ bool compare(uint32_t function, bool is_signed, uint32_t value, uint32_t ref) {
 }  // namespace
 
 SimKgsl::Context::Context(SimKgsl& d, uint32_t context_id)
-    : device(d), id(context_id), jobs(kMaxQueued), regs(kRegisters, 0), constants(kConstantBytes, 0) {
+    : device(d), id(context_id), jobs(kMaxQueued), regs(kRegisters, 0), written(kRegisters, false), constants(kConstantBytes, 0) {
     worker = std::thread([this] { run(); });
 }
 
@@ -54,12 +56,23 @@ void SimKgsl::Context::stop() {
     if (worker.joinable()) worker.join();
 }
 
-int SimKgsl::Context::submit(const Job& job) {
+int SimKgsl::Context::submit(Job job, uint32_t& timestamp) {
     {
         std::unique_lock lock(mutex);
-        // KGSL's drawqueue is finite too: the submitter sleeps (bounded) until there is room.
-        if (!changed.wait_for(lock, std::chrono::seconds(10), [&] { return jobs_tail - jobs_head < kMaxQueued || stopping; })) return ETIMEDOUT;
+        // adreno_dispatch.c _wait_for_room_in_context_queue: room while queued + 1 <= size - 1;
+        // else sleep until there is room or the context is invalidated, at most
+        // _context_queue_wait ms, then -ETIMEDOUT.
+        const SimKgsl::Options& o = device.options();
+        const uint64_t room = std::min<uint64_t>(o.drawqueue_size - 1, kMaxQueued);
+        auto has_room = [&] { return jobs_tail - jobs_head < room || stopping || faulted.load(std::memory_order_acquire); };
+        if (!has_room()) {
+            device.drawqueue_waits_.fetch_add(1, std::memory_order_relaxed);
+            if (!changed.wait_for(lock, std::chrono::milliseconds(o.queue_wait_ms), has_room)) return ETIMEDOUT;
+        }
         if (faulted.load(std::memory_order_acquire)) return EDEADLK;
+        // Timestamps in queue order, one per submission (adreno_dispatch.c get_timestamp).
+        job.timestamp = ++queued;
+        timestamp = job.timestamp;
         jobs[jobs_tail++ % kMaxQueued] = job;
     }
     changed.notify_all();
@@ -89,16 +102,56 @@ void SimKgsl::Context::fault(const std::string& why) {
 
 int SimKgsl::Context::wait(uint32_t timestamp, uint32_t timeout_ms) {
     std::unique_lock lock(mutex);
+    // adreno_drawctxt.c adreno_drawctxt_wait: an invalidated context fails with EDEADLK; a
+    // timestamp that was never queued is refused (kgsl_events.c kgsl_add_event: -EINVAL past
+    // KGSL_TIMESTAMP_QUEUED); a timeout of 0 means forever.
+    if (faulted.load(std::memory_order_acquire)) return EDEADLK;
+    if (int32_t(timestamp - queued) > 0) return EINVAL;
+    const bool forever = timeout_ms == 0;
     auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
     for (;;) {
         if (faulted.load(std::memory_order_acquire)) return EDEADLK;
         if (int32_t(retired.load(std::memory_order_acquire) - timestamp) >= 0) return 0;
         if (stopping) return EINVAL;
+        if (forever) {
+            changed.wait(lock);
+            continue;
+        }
         if (changed.wait_until(lock, deadline) == std::cv_status::timeout) {
             if (faulted.load(std::memory_order_acquire)) return EDEADLK;
             return int32_t(retired.load(std::memory_order_acquire) - timestamp) >= 0 ? 0 : ETIMEDOUT;
         }
     }
+}
+
+std::string SimKgsl::Context::missing_program_state(uint64_t program) const {
+    const bool a7 = device.a7xx();
+    const std::span<const NeededRegister> needed = a7 ? std::span<const NeededRegister>(kA7xxNeeded) : std::span<const NeededRegister>(kA6xxNeeded);
+    for (const NeededRegister& r : needed) {
+        if (!written[r.reg]) {
+            return fmt::format("{} (0x{:04x}) was never written in this context: the SP would run the dispatch with whatever it holds (mesa "
+                               "computerator a6xx.cc cs_program_emit programs it for every dispatch)",
+                               r.name, r.reg);
+        }
+    }
+    // Fields the dispatch depends on (a6xx.xml): ENABLED bits, CONSTLEN (units of 4 vec4), the size.
+    const uint32_t const_config = regs[a7 ? A7XX_SP_CS_CONST_CONFIG : A6XX_SP_CS_CONST_CONFIG];
+    if (!(const_config & 0x100)) return fmt::format("SP_CS_CONST_CONFIG 0x{:08x} leaves the CS constants disabled (ENABLED, bit 8)", const_config);
+    if ((const_config & 0xff) * 4 < constants_vec4) {
+        return fmt::format("SP_CS_CONST_CONFIG.CONSTLEN = {} vec4 hides kernel arguments loaded up to vec4 {}", (const_config & 0xff) * 4,
+                           constants_vec4);
+    }
+    if (!(regs[SP_CS_CONFIG] & 0x100)) return fmt::format("SP_CS_CONFIG 0x{:08x} leaves the compute stage disabled (ENABLED, bit 8)", regs[SP_CS_CONFIG]);
+    if (regs[SP_CS_INSTR_SIZE] == 0) return "SP_CS_INSTR_SIZE is 0: the program has no instructions";
+    if (shader_loaded != program) {
+        return shader_loaded == 0 ? fmt::format("no CP_LOAD_STATE6_FRAG(ST6_SHADER, SS6_INDIRECT) loaded the program at 0x{:x} (SP_CS_BASE)", program)
+                                  : fmt::format("the last CP_LOAD_STATE6_FRAG(ST6_SHADER) loaded 0x{:x}, but SP_CS_BASE is 0x{:x}", shader_loaded, program);
+    }
+    if (a7 && regs[A7XX_SP_CS_NDRANGE_7] != (regs[kA7xxCompute.ndrange0] & ~3u)) {
+        return fmt::format("SP_CS_NDRANGE_7 0x{:08x} disagrees with SP_CS_NDRANGE_0's local size (0x{:08x})", regs[A7XX_SP_CS_NDRANGE_7],
+                           regs[kA7xxCompute.ndrange0] & ~3u);
+    }
+    return {};
 }
 
 void SimKgsl::Context::run() {
@@ -109,6 +162,7 @@ void SimKgsl::Context::run() {
             changed.wait(lock, [&] { return stopping || (!hang && jobs_tail != jobs_head && !faulted.load()); });
             if (stopping) return;
             job = jobs[jobs_head++ % kMaxQueued];
+            consumed.store(job.timestamp, std::memory_order_release);
         }
         changed.notify_all();  // room in the queue
         bool ok = true;
@@ -157,7 +211,10 @@ bool SimKgsl::Context::execute_ib(uint64_t va, uint64_t bytes) {
                     return bad(fmt::format("CP protected mode error: write to protected register 0x{:05x} ({} range 0x{:05x}-0x{:05x})", reg,
                                            r->block, r->first, r->last));
                 }
-                if (reg < kRegisters) regs[reg] = arg(k);
+                if (reg < kRegisters) {
+                    regs[reg] = arg(k);
+                    written[reg] = true;
+                }
             }
             i = p + h.count;
             continue;
@@ -190,12 +247,20 @@ bool SimKgsl::Context::execute_ib(uint64_t va, uint64_t bytes) {
                     // A7XX CP_EVENT_WRITE7: WRITE_SRC 20-22, WRITE_DST 24, WRITE_ENABLED 27.
                     bool enabled = (d0 >> 27) & 1;
                     uint32_t src = (d0 >> 20) & 7, dst = (d0 >> 24) & 1;
-                    if (event != CACHE_FLUSH_TS && event != CACHE_INVALIDATE7 && event != CACHE_INVALIDATE) {
-                        return bad(fmt::format("CP_EVENT_WRITE7 of event 0x{:x} is not modelled (CACHE_FLUSH_TS, CACHE_CLEAN, CACHE_INVALIDATE7)", event));
-                    }
                     if (enabled != write) {
                         return bad(fmt::format("CP_EVENT_WRITE7 dword 0 0x{:08x}: WRITE_ENABLED is {} but the packet has {} payload dwords", d0,
                                                int(enabled), h.count));
+                    }
+                    // What KGSL gen7 (adreno_gen7_ringbuffer.c: CACHE_CLEAN | BIT(27) for every
+                    // timestamp) and mesa (freedreno_gpu_event.h: CACHE_CLEAN, CACHE_FLUSH7,
+                    // CACHE_INVALIDATE7 on A7XX) use. Neither uses CACHE_FLUSH_TS on A7XX, so what it
+                    // does there is unknown: refused rather than guessed.
+                    if (event == CACHE_FLUSH_TS) {
+                        return bad("CP_EVENT_WRITE7 of CACHE_FLUSH_TS: A7XX cleans with CACHE_CLEAN (0x31) as KGSL gen7 and mesa do; "
+                                   "CACHE_FLUSH_TS is not modelled there");
+                    }
+                    if (event != CACHE_CLEAN && event != CACHE_FLUSH7 && event != CACHE_INVALIDATE7) {
+                        return bad(fmt::format("CP_EVENT_WRITE7 of event 0x{:x} is not modelled (CACHE_CLEAN, CACHE_FLUSH7, CACHE_INVALIDATE7)", event));
                     }
                     if (enabled && (src != 0 || dst != 0)) {
                         return bad(fmt::format("CP_EVENT_WRITE7 WRITE_SRC={} WRITE_DST={} is not modelled (EV_WRITE_USER_32B to RAM only)", src, dst));
@@ -237,13 +302,22 @@ bool SimKgsl::Context::execute_ib(uint64_t va, uint64_t bytes) {
                 uint32_t ref = arg(3), mask = arg(4);
                 if (!readable(a, 4, "CP_WAIT_REG_MEM poll address")) return false;
                 // Poll like the CP (DELAY_LOOP_CYCLES between reads), sleeping a little between polls.
+                auto set_blocked = [&](bool b) {
+                    {
+                        std::lock_guard lock(mutex);
+                        blocked = b;
+                    }
+                    changed.notify_all();
+                };
                 for (uint32_t spins = 0;; ++spins) {
                     uint32_t value = 0;
                     if (!device.load_mapped(a, value)) return bad(fmt::format("page fault: CP_WAIT_REG_MEM poll address 0x{:x} was unmapped", a));
                     if (compare(function, is_signed, value & mask, ref)) break;
                     if (stopping_now() || faulted.load(std::memory_order_acquire)) return false;
+                    if (spins == 256) set_blocked(true);  // what a detach would find the CP doing
                     if (spins > 256) std::this_thread::sleep_for(std::chrono::microseconds(20));
                 }
+                set_blocked(false);
                 break;
             }
             case CP_COND_EXEC: {
@@ -260,9 +334,21 @@ bool SimKgsl::Context::execute_ib(uint64_t va, uint64_t bytes) {
                 if (!expect(h.count >= 3)) return false;
                 uint32_t d0 = arg(0);
                 uint32_t dst = d0 & 0x3fff, type = (d0 >> 14) & 3, src = (d0 >> 16) & 3, block = (d0 >> 18) & 0xf, units = d0 >> 22;
+                if (type == 0 && src == 2 && block == 0xd) {
+                    // ST6_SHADER, SS6_INDIRECT: NUM_UNIT 128-byte units of instructions from EXT_SRC_ADDR.
+                    if (!expect(h.count == 3)) return false;
+                    if (units == 0) return bad("CP_LOAD_STATE6_FRAG(ST6_SHADER) of 0 units");
+                    if (addr(1) % 4 != 0 || !device.mapped(addr(1), 128ull * units)) {
+                        return bad(fmt::format("page fault: CP_LOAD_STATE6_FRAG(ST6_SHADER): no program is loaded at 0x{:x} ({} bytes of "
+                                               "instructions are not mapped)",
+                                               addr(1), 128ull * units));
+                    }
+                    shader_loaded = addr(1);
+                    break;
+                }
                 if (type != 1 || src != 0 || block != 0xd) {
-                    return bad(fmt::format("CP_LOAD_STATE6_FRAG STATE_TYPE={} STATE_SRC={} STATE_BLOCK=0x{:x} is not modelled (constants, "
-                                           "SS6_DIRECT, SB6_CS_SHADER only)",
+                    return bad(fmt::format("CP_LOAD_STATE6_FRAG STATE_TYPE={} STATE_SRC={} STATE_BLOCK=0x{:x} is not modelled (constants with "
+                                           "SS6_DIRECT, the shader with SS6_INDIRECT; SB6_CS_SHADER only)",
                                            type, src, block));
                 }
                 if (h.count != 3 + 4 * units || (uint64_t(dst) + units) * 16 > constants.size()) {
@@ -272,12 +358,15 @@ bool SimKgsl::Context::execute_ib(uint64_t va, uint64_t bytes) {
                     uint32_t v = arg(3 + k);
                     std::memcpy(constants.data() + size_t(dst) * 16 + 4 * k, &v, 4);
                 }
+                constants_vec4 = std::max(constants_vec4, dst + units);
                 break;
             }
             case CP_EXEC_CS: {
                 if (!expect(h.count == 4)) return false;
                 uint32_t grid[3] = {arg(1), arg(2), arg(3)};
                 const ComputeRegisters cs = device.a7xx() ? kA7xxCompute : kA6xxCompute;
+                uint64_t program = uint64_t(regs[SP_CS_BASE]) | uint64_t(regs[SP_CS_BASE + 1]) << 32;
+                if (std::string missing = missing_program_state(program); !missing.empty()) return bad("CP_EXEC_CS: " + missing);
                 uint32_t nd = regs[cs.ndrange0];
                 uint32_t block[3] = {((nd >> 2) & 0x3ff) + 1, ((nd >> 12) & 0x3ff) + 1, ((nd >> 22) & 0x3ff) + 1};
                 if ((nd & 3) != 3) return bad(fmt::format("SP_CS_NDRANGE_0 (0x{:x}) KERNELDIM={} (3 expected)", cs.ndrange0, nd & 3));
@@ -287,7 +376,6 @@ bool SimKgsl::Context::execute_ib(uint64_t va, uint64_t bytes) {
                                                cs.kernel_group_x + k, regs[cs.kernel_group_x + k]));
                     }
                 }
-                uint64_t program = uint64_t(regs[SP_CS_BASE]) | uint64_t(regs[SP_CS_BASE + 1]) << 32;
                 std::string what = device.kernels().run(device, program, constants, grid, block);
                 if (!what.empty()) return bad("CP_EXEC_CS: " + what);
                 break;

@@ -11,7 +11,11 @@
 namespace baregpu::sim::kgsl {
 
 inline constexpr uint32_t KGSL_PROP_DEVICE_INFO = 0x1;
-inline constexpr uint32_t KGSL_TIMESTAMP_RETIRED = 0x3;
+// enum kgsl_timestamp_type (msm_kgsl.h): what adreno_readtimestamp (adreno.c) answers for each.
+inline constexpr uint32_t KGSL_TIMESTAMP_CONSUMED = 0x1;  // start of pipe: the CP took it
+inline constexpr uint32_t KGSL_TIMESTAMP_RETIRED = 0x2;   // end of pipe: done
+inline constexpr uint32_t KGSL_TIMESTAMP_QUEUED = 0x3;    // handed to KGSL
+inline constexpr uint32_t KGSL_CONTEXT_NO_GMEM_ALLOC = 0x2, KGSL_CONTEXT_PREAMBLE = 0x10;
 inline constexpr uint64_t KGSL_MEMFLAGS_USE_CPU_MAP = 0x10000000;
 inline constexpr uint32_t KGSL_USER_MEM_TYPE_ADDR = 2;
 inline constexpr uint32_t KGSL_CMDLIST_IB = 0x1;

@@ -12,6 +12,16 @@
 
 namespace baregpu::sim::kgsl {
 
+SvmRange kgsl_svm_range(bool legacy) {
+    return legacy ? SvmRange{0x7'0000'0000 + kSanitizerSvmShift, 0x8'0000'0000 + kSanitizerSvmShift}
+                  : SvmRange{0x10'0000'0000 + kSanitizerSvmShift, 0x40'0000'0000 + kSanitizerSvmShift};
+}
+
+namespace {
+// kgsl_iommu.c iommu_addr_in_svm_ranges: non-empty, no wrap, wholly inside the range.
+bool inside(const SvmRange& r, uint64_t va, uint64_t bytes) { return va + bytes > va && va >= r.begin && va + bytes <= r.end; }
+}  // namespace
+
 SimKgsl::SimKgsl(Options options) : options_(options), kernels_(std::make_unique<HostKernels>()) {}
 
 SimKgsl::~SimKgsl() {
@@ -148,6 +158,9 @@ int SimKgsl::ioctl_locked(unsigned long request, void* arg) {
         }
         case DRAWCTXT_CREATE: {
             auto* c = static_cast<drawctxt_create*>(arg);
+            // adreno_drawctxt.c adreno_drawctxt_create: "We no longer support legacy context
+            // switching": -EINVAL without KGSL_CONTEXT_PREAMBLE and KGSL_CONTEXT_NO_GMEM_ALLOC.
+            if (!(c->flags & KGSL_CONTEXT_PREAMBLE) || !(c->flags & KGSL_CONTEXT_NO_GMEM_ALLOC)) return EINVAL;
             std::lock_guard lock(mutex_);
             uint32_t id = next_context_++;
             auto ctx = std::make_shared<Context>(*this, id);
@@ -165,6 +178,24 @@ int SimKgsl::ioctl_locked(unsigned long request, void* arg) {
                 if (it == contexts_.end()) return EINVAL;
                 c = it->second;
                 contexts_.erase(it);
+            }
+            // adreno_drawctxt_detach: queued submissions the CP never started are dropped; one it
+            // started must retire first (wait_for_timestamp_rb: up to 30 s), else
+            // ADRENO_CTX_DETATCH_TIMEOUT_FAULT and GPU recovery, which invalidates the context (the
+            // model's CP simply stops). A faulted context was invalidated already (no wait). The
+            // model lets a running IB finish and counts the 30 s only for one stuck in a wait.
+            bool hung = false;
+            {
+                std::unique_lock lock(c->mutex);
+                c->changed.wait(lock, [&] {
+                    return c->faulted.load(std::memory_order_acquire) || c->blocked ||
+                           c->consumed.load(std::memory_order_acquire) == c->retired.load(std::memory_order_acquire);
+                });
+                hung = !c->faulted.load(std::memory_order_acquire) && c->blocked;
+            }
+            if (hung) {
+                detach_stall_ms_.fetch_add(30'000, std::memory_order_acq_rel);
+                gpu_resets_.fetch_add(1, std::memory_order_acq_rel);
             }
             c->stop();
             return 0;
@@ -228,9 +259,20 @@ int SimKgsl::ioctl_locked(unsigned long request, void* arg) {
         case CMDSTREAM_READTIMESTAMP_CTXTID: {
             auto* r = static_cast<readtimestamp_ctxtid*>(arg);
             auto c = context(r->context_id);
-            if (!c || r->type != KGSL_TIMESTAMP_RETIRED) return EINVAL;
-            r->timestamp = c->retired.load(std::memory_order_acquire);
-            return 0;
+            if (!c) return EINVAL;
+            // adreno.c adreno_readtimestamp / __adreno_readtimestamp: QUEUED is the context's last
+            // handed-out timestamp, CONSUMED the start-of-pipe (soptimestamp) and RETIRED the
+            // end-of-pipe (eoptimestamp) memstore words; any other type is EINVAL.
+            switch (r->type) {
+                case KGSL_TIMESTAMP_QUEUED: {
+                    std::lock_guard lock(c->mutex);
+                    r->timestamp = c->queued;
+                    return 0;
+                }
+                case KGSL_TIMESTAMP_CONSUMED: r->timestamp = c->consumed.load(std::memory_order_acquire); return 0;
+                case KGSL_TIMESTAMP_RETIRED: r->timestamp = c->retired.load(std::memory_order_acquire); return 0;
+            }
+            return EINVAL;
         }
         case DEVICE_WAITTIMESTAMP_CTXTID: return wait_timestamp(arg);
     }
@@ -250,12 +292,9 @@ int SimKgsl::gpu_command(void* arg) {
         if (!(o.flags & KGSL_CMDLIST_IB) || o.size == 0 || o.size % 4 != 0 || o.gpuaddr % 4 != 0) return EINVAL;
         job.ibs[job.count++] = {o.gpuaddr + o.offset, o.size};
     }
-    // Timestamps are handed out in queue order: one submitter at a time per device.
-    std::lock_guard lock(submit_mutex_);
-    job.timestamp = c->queued + 1;
-    if (int err = c->submit(job)) return err;
-    c->queued = job.timestamp;
-    g->timestamp = job.timestamp;
+    uint32_t timestamp = 0;
+    if (int err = c->submit(job, timestamp)) return err;
+    g->timestamp = timestamp;
     return 0;
 }
 
@@ -286,8 +325,28 @@ void* SimKgsl::mmap(void* addr, uint64_t length, int prot, int flags, int fd, ui
         err = EINVAL;
         return MAP_FAILED;
     }
-    // The object's pages: host memory placed where the process asked (MAP_FIXED) or anywhere.
-    void* p = ::mmap(addr, length, prot, MAP_SHARED | MAP_ANONYMOUS | (flags & MAP_FIXED), -1, 0);
+    // kgsl.c kgsl_get_unmapped_area runs for a USE_CPU_MAP object even with MAP_FIXED: the
+    // address must lie inside the SVM range (kgsl_iommu_set_svm_region: -ENOMEM otherwise); without
+    // MAP_FIXED KGSL picks a free address inside the range itself (get_svm_unmapped_area).
+    void* p = MAP_FAILED;
+    if (flags & MAP_FIXED) {
+        if (!inside(options_.svm, reinterpret_cast<uint64_t>(addr), length)) {
+            err = ENOMEM;
+            return MAP_FAILED;
+        }
+        p = ::mmap(addr, length, prot, MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    } else {
+        // First fit in 1 GiB steps (or the object's size, when larger).
+        const uint64_t step = std::max<uint64_t>((length + kPage - 1) & ~(kPage - 1), 1ull << 30);
+        for (uint64_t at = options_.svm.begin; at + length <= options_.svm.end && p == MAP_FAILED; at += step) {
+            p = ::mmap(reinterpret_cast<void*>(at), length, prot, MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+            if (p != MAP_FAILED && p != reinterpret_cast<void*>(at)) {
+                ::munmap(p, length);
+                p = MAP_FAILED;
+            }
+        }
+        if (p == MAP_FAILED) errno = ENOMEM;
+    }
     if (p == MAP_FAILED) {
         err = errno;
         return MAP_FAILED;
