@@ -87,9 +87,12 @@ case "$cmd" in
         # GCC's time, and checks what GCC's build does not. clang links the sanitizer runtime into
         # executables only, so shared libraries keep undefined __asan_* symbols: b_lundef off here
         # (the normal build enforces the layering with it, meson.build). Linked by lld 19 (in the
-        # packages above): the instrumented test programs link in half binutils ld's time.
+        # packages above): the instrumented test programs link in half binutils ld's time. Line
+        # tables only, not full debug information: what ASan's and UBSan's reports print (file,
+        # line, function), at less compile and link time.
         CC=clang CXX=clang++ CC_LD=/usr/bin/ld.lld-19 CXX_LD=/usr/bin/ld.lld-19 \
-            configure build-asan -Db_sanitize=address,undefined -Db_lundef=false -Doptimization=1 -Ddebug=true
+            configure build-asan -Db_sanitize=address,undefined -Db_lundef=false -Doptimization=1 \
+            -Ddebug=false -Dcpp_args=-gline-tables-only
         ninja -C build-asan
         # The normal build, as `run` builds it (GCC, -O2, warnings as errors), compiles while the
         # sanitizer tests run, at the lowest priority: they leave about half of the cores idle
