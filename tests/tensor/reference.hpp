@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <random>
 #include <stdexcept>
 #include <vector>
@@ -45,12 +46,18 @@ struct Ref {
         }
         return idx;
     }
-    int64_t ravel(const std::vector<int64_t>& idx) const {
+    // An index as a vector or a braced list (at({b, c, i, j}): the list lives on the stack, no
+    // allocation per element in the reference convolution's inner loop).
+    template <typename Index>
+    int64_t ravel(const Index& idx) const {
         int64_t f = 0;
-        for (size_t d = 0; d < shape.size(); ++d) f = f * shape[d] + idx[d];
+        auto it = idx.begin();
+        for (size_t d = 0; d < shape.size(); ++d, ++it) f = f * shape[d] + *it;
         return f;
     }
+    int64_t ravel(std::initializer_list<int64_t> idx) const { return ravel<std::initializer_list<int64_t>>(idx); }
     double at(const std::vector<int64_t>& idx) const { return v[size_t(ravel(idx))]; }
+    double at(std::initializer_list<int64_t> idx) const { return v[size_t(ravel(idx))]; }
 
     std::vector<float> floats() const { return {v.begin(), v.end()}; }
     std::vector<int32_t> ints() const {
@@ -59,13 +66,22 @@ struct Ref {
         return out;
     }
 
+    // Steps idx to the next row-major index of this shape (the last axis fastest): the loops below
+    // walk their indices in place, because an index vector made per element is most of their time
+    // under ASan.
+    void next(std::vector<int64_t>& idx) const {
+        for (size_t d = idx.size(); d-- > 0;) {
+            if (++idx[d] < shape[d]) return;
+            idx[d] = 0;
+        }
+    }
+
     // out[idx] = src[map(idx)] (nullopt-like: map returns false for padding -> 0).
     Ref gather(RefShape out_shape, const std::function<bool(const std::vector<int64_t>&, std::vector<int64_t>&)>& map) const {
         Ref r = filled(std::move(out_shape), 0);
-        for (int64_t i = 0; i < count(r.shape); ++i) {
-            std::vector<int64_t> src;
-            if (map(r.unravel(i), src)) r.v[size_t(i)] = at(src);
-        }
+        std::vector<int64_t> idx(r.shape.size(), 0), src;
+        for (size_t i = 0; i < r.v.size(); ++i, r.next(idx))
+            if (map(idx, src)) r.v[i] = at(src);
         return r;
     }
 
@@ -107,11 +123,12 @@ struct Ref {
         RefShape out = shape;
         for (int a : axes) out[size_t(a)] = 1;
         Ref r = filled(out, init);
-        for (int64_t i = 0; i < count(shape); ++i) {
-            auto idx = unravel(i);
-            for (int a : axes) idx[size_t(a)] = 0;
-            double& acc = r.v[size_t(r.ravel(idx))];
-            acc = f(acc, v[size_t(i)]);
+        std::vector<int64_t> idx(shape.size(), 0), kept;
+        for (size_t i = 0; i < v.size(); ++i, next(idx)) {
+            kept = idx;
+            for (int a : axes) kept[size_t(a)] = 0;
+            double& acc = r.v[size_t(r.ravel(kept))];
+            acc = f(acc, v[i]);
         }
         return r;
     }

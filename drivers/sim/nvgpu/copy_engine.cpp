@@ -68,7 +68,8 @@ GpuEngines::Step GpuEngines::copy_method(Channel& c, unsigned subchannel, uint32
         uint64_t length = c.mthd(subchannel, LINE_LENGTH_IN);
         // Through a staging buffer: the copy reads all of the source before it writes (overlap is the
         // caller's business on hardware; here it behaves as memmove).
-        std::vector<std::byte> staging(length);
+        if (copy_staging_.size() < length) copy_staging_.resize(length);
+        std::span<std::byte> staging(copy_staging_.data(), length);
         if (auto f = mmu_.read(c.state.page_directory_base, c.state.mmu_format, src, staging))
             return mmu_fault(c, *f, "a copy engine source read");
         if (auto f = mmu_.write(c.state.page_directory_base, c.state.mmu_format, dst, staging))

@@ -118,6 +118,9 @@ private:
     std::thread thread_;
     std::vector<CubinKernelFacts> cubin_kernels_;  // under mutex_
     uint64_t cubin_launches_ = 0;
+    // The copy engine's staging buffer (engine thread only), kept at its largest size: a new one per
+    // copy zero-filled and faulted in fresh pages, an eighth of an acceptance run's time.
+    std::vector<std::byte> copy_staging_;
 
     void engine_thread();
     const Channel& channel(uint32_t token) const;

@@ -1,8 +1,8 @@
 // Every real NVIDIA file cut at every length (step 1 below 64 KiB; for the larger gb202 files a
 // few thousand evenly spread lengths plus every length within 512 bytes of each header and
 // section boundary): describe_file must throw FirmwareError, never crash, read out of bounds
-// (the sanitizer build checks) or accept a cut file. Each cut ends where its heap buffer ends,
-// so AddressSanitizer sees a read one byte past it. Seeded mutations of the real files follow.
+// (the sanitizer build checks) or accept a cut file. Everything past a cut is poisoned, so
+// AddressSanitizer sees a read one byte past it. Seeded mutations of the real files follow.
 #include "firmware-loader/nvidia/describe.hpp"
 #include "tests/firmware/nvidia/nv_test_support.hpp"
 
@@ -70,13 +70,11 @@ TEST_CASE("nvidia: every truncation of every real file is a FirmwareError", "[nv
             REQUIRE(nv::describe_file(reader_for(*bytes, base), base).has_value());
             const auto lengths = lengths_for(bytes->size(), f.boundaries);
             size_t failures = 0;
-            // Each cut sits at the very end of one heap buffer, so a read past it leaves the
-            // allocation and the sanitizer build reports it, without one allocation per length.
-            std::vector<std::byte> tail_buffer(bytes->size());
-            for (uint64_t len : lengths) {
-                std::byte* start = tail_buffer.data() + (tail_buffer.size() - len);
-                std::copy_n(bytes->begin(), len, start);
-                const std::span<const std::byte> cut(start, len);
+            // Longest first, everything past each cut poisoned for the sanitizer build.
+            baregpu::test::PoisonedPrefixes prefixes(*bytes);
+            for (auto it = lengths.rbegin(); it != lengths.rend(); ++it) {
+                const uint64_t len = *it;
+                const std::span<const std::byte> cut = prefixes.prefix(len);
                 try {
                     const auto d = nv::describe_file(reader_for(cut, base), base);
                     // Below 4 bytes no magic can be read: "not an NVIDIA file" is the answer.
