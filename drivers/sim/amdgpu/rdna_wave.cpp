@@ -133,6 +133,16 @@ struct Wave {
     uint32_t& exec() { return s[kExec]; }
     uint32_t& vcc() { return s[kVcc]; }
     uint32_t* vr(unsigned r) { return &v[size_t(r) * kLanes]; }
+    // The state a wave starts in, reusing this one's allocations.
+    void reset(uint32_t vgpr_count, uint64_t entry) {
+        s.fill(0);
+        v.assign(size_t(vgpr_count) * kLanes, 0);
+        vgprs = vgpr_count;
+        scc = false;
+        pc = entry;
+        state = State::run;
+        pending.clear();
+    }
 };
 
 class Executor {
@@ -1433,13 +1443,15 @@ bool run_workgroup(Program& program, Memory& memory, const WaveSetup& setup, std
                    Stop& stop) {
     const uint32_t threads = setup.block[0] * setup.block[1] * setup.block[2];
     const uint32_t nwaves = (threads + kLanes - 1) / kLanes;
-    std::vector<std::byte> lds(setup.lds_bytes);
-    std::vector<Wave> waves(nwaves);
+    // Kept per thread from one workgroup to the next (zeroed, not allocated again): a dispatch of
+    // thousands of workgroups spent more time allocating them than running its instructions.
+    thread_local std::vector<std::byte> lds;
+    thread_local std::vector<Wave> waves;
+    lds.assign(setup.lds_bytes, std::byte{0});
+    waves.resize(nwaves);
     for (uint32_t wi = 0; wi < nwaves; ++wi) {
         Wave& w = waves[wi];
-        w.vgprs = setup.vgprs;
-        w.v.assign(size_t(setup.vgprs) * kLanes, 0);
-        w.pc = program.entry();
+        w.reset(setup.vgprs, program.entry());
         // SGPR initialization (AMDGPUUsage "Initial Kernel Execution State"): the user SGPRs, then on
         // GC 11 the enabled workgroup ids X, Y, Z, then the workgroup info. GC 12 has "architected
         // SGPRs": the ids are always in TTMP9 (X) and TTMP7 (Y [15:0], Z [31:16]) and take no SGPRs
