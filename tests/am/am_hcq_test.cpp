@@ -19,6 +19,8 @@
 #include <string>
 #include <thread>
 
+namespace am_hcq_test {  // each file's cases in a namespace of their own: the directory builds as one program (meson.build)
+
 using namespace baregpu;
 using namespace baregpu::hcq;
 using namespace std::chrono_literals;
@@ -257,3 +259,5 @@ TEST_CASE("am: two compute queues are two HQDs that run side by side and wait on
     CHECK(test::download<uint32_t>(*dev, b, 256) == std::vector<uint32_t>(256, 49));
     CHECK_THROWS_AS(test::open_device(std::string(kDevice) + "?compute_queues=9"), Error);
 }
+
+}  // namespace am_hcq_test

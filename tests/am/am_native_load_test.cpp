@@ -18,6 +18,8 @@
 #include <filesystem>
 #include <unistd.h>
 
+namespace am_native_load_test {  // each file's cases in a namespace of their own: the directory builds as one program (meson.build)
+
 using namespace baregpu;
 using namespace baregpu::compiler;
 
@@ -152,3 +154,5 @@ TEST_CASE("am native: a kernel that enables the dispatch pointer gets an hsa_ker
         fs::remove_all(root, ec);
     }
 }
+
+}  // namespace am_native_load_test

@@ -26,6 +26,8 @@
 #include <functional>
 #include <unistd.h>
 
+namespace am_native_run_test {  // each file's cases in a namespace of their own: the directory builds as one program (meson.build)
+
 using namespace baregpu;
 using namespace baregpu::compiler;
 namespace fs = std::filesystem;
@@ -328,3 +330,5 @@ TEST_CASE("am native run: a kernel without its s_waitcnt reads a register its lo
         CHECK(v.find("before an s_waitcnt lgkmcnt") != std::string::npos);
     }
 }
+
+}  // namespace am_native_run_test

@@ -21,6 +21,8 @@
 #include <unistd.h>
 #include <vector>
 
+namespace am_realism_test {  // each file's cases in a namespace of their own: the directory builds as one program (meson.build)
+
 using namespace baregpu;
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
@@ -356,3 +358,5 @@ TEST_CASE("realism: code loaded where other code ran needs GLI_INV and GL2_INV b
         }
     }
 }
+
+}  // namespace am_realism_test

@@ -19,6 +19,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+namespace am_sim_test {  // each file's cases in a namespace of their own: the directory builds as one program (meson.build)
+
 using namespace baregpu;
 namespace fs = std::filesystem;
 
@@ -482,3 +484,5 @@ TEST_CASE("registers past BAR5 go through the RSMU index/data pair; small-BAR VR
     INFO(rig.violations());
     REQUIRE(rig.bus.violations().empty());
 }
+
+}  // namespace am_sim_test

@@ -15,6 +15,8 @@
 #include <map>
 #include <set>
 
+namespace am_unit_test {  // each file's cases in a namespace of their own: the directory builds as one program (meson.build)
+
 using namespace baregpu;
 using namespace baregpu::am;
 
@@ -256,3 +258,5 @@ TEST_CASE("registers: queue registers on both generations (gc_11_0_0_offset.h, g
         CHECK(t.sdma0_queue0_minor_ptr_update.offset == e.minor);
     }
 }
+
+}  // namespace am_unit_test

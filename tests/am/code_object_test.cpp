@@ -24,6 +24,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+namespace code_object_test {  // each file's cases in a namespace of their own: the directory builds as one program (meson.build)
+
 using namespace baregpu;
 using namespace baregpu::compiler;
 using baregpu::am::AmdgpuCodeObject;
@@ -554,3 +556,5 @@ const test::SkipUnless needs_llvm_tools{[](int, char**) -> std::string {
     }
     return "";
 }};
+
+}  // namespace code_object_test

@@ -16,6 +16,8 @@
 #include <random>
 #include <vector>
 
+namespace queue_packets_test {  // each file's cases in a namespace of their own: the directory builds as one program (meson.build)
+
 using namespace baregpu;
 using namespace baregpu::am;
 
@@ -431,3 +433,5 @@ TEST_CASE("Compute MQD: v11/v12_compute_mqd offsets and the encodings of Linux g
     c.eop_va += 0x80;
     CHECK_THROWS_AS(mqd::build_compute_mqd(c), Error);
 }
+
+}  // namespace queue_packets_test

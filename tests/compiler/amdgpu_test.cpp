@@ -18,6 +18,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+namespace amdgpu_test {  // each file's cases in a namespace of their own: the directory builds as one program (meson.build)
+
 using namespace baregpu;
 using namespace baregpu::compiler;
 
@@ -172,3 +174,5 @@ const test::SkipUnless needs_llvm_tools{[](int, char**) -> std::string {
         if (!have_tool(tool)) return std::string(tool) + " is not installed (Debian: apt-get install llvm-19)";
     return "";
 }};
+
+}  // namespace amdgpu_test

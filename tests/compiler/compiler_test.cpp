@@ -16,6 +16,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+namespace compiler_test {  // each file's cases in a namespace of their own: the directory builds as one program (meson.build)
+
 using namespace baregpu;
 using namespace baregpu::compiler;
 
@@ -568,3 +570,5 @@ TEST_CASE("cache: BAREGPU_KERNEL_CACHE_MAX_MB is a number of MiB, or refused nam
     CHECK(KernelCache::default_max_bytes() == 3ull << 20);
     unsetenv("BAREGPU_KERNEL_CACHE_MAX_MB");
 }
+
+}  // namespace compiler_test

@@ -3,7 +3,7 @@
 // and the CUDA toolkit's ptxas accepts it, producing an EM_CUDA ELF cubin.
 //
 // Test cases tagged [ptxas] need ptxas (compiler::find_ptxas()). Without it they WARN and
-// return, and `nvptx_tests [ptxas]` (meson test compiler-ptxas) prints "SKIPPED: ..." and
+// return, and `compiler_tests -# "[#nvptx_test][ptxas]"` (meson test compiler-ptxas) prints "SKIPPED: ..." and
 // exits 77, which meson reports as a skipped test, never as a pass.
 #include "compiler/compiler.hpp"
 #include "compiler/nvptx_codegen.hpp"
@@ -17,6 +17,8 @@
 #include <filesystem>
 #include <string>
 #include <unistd.h>
+
+namespace nvptx_test {  // each file's cases in a namespace of their own: the directory builds as one program (meson.build)
 
 using namespace baregpu;
 using namespace baregpu::compiler;
@@ -180,3 +182,5 @@ const test::SkipUnless needs_ptxas_for_ptxas_tests{[](int argc, char** argv) -> 
     if (ptxas_only && !find_ptxas()) return "ptxas not found ($BAREGPU_PTXAS, PATH, /usr/local/cuda/bin; the CUDA toolkit): PTX not assembled";
     return "";
 }};
+
+}  // namespace nvptx_test

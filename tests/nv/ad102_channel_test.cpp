@@ -11,6 +11,8 @@
 
 #include <chrono>
 
+namespace ad102_channel_test {  // each file's cases in a namespace of their own: the directory builds as one program (meson.build)
+
 using namespace baregpu;
 using namespace baregpu::nv;
 namespace nvsim = baregpu::sim::nvgpu;
@@ -57,3 +59,5 @@ TEST_CASE("AD102 model: a channel runs on a BAR0 doorbell, page tables written t
     REQUIRE(v.size() == 1);
     CHECK(v[0].describe().find("0x43") != std::string::npos);
 }
+
+}  // namespace ad102_channel_test

@@ -18,6 +18,8 @@ namespace baregpu::nv_test_kernels {
 std::span<const std::byte> find_object(std::string_view name);
 }
 
+namespace compute_test {  // each file's cases in a namespace of their own: the directory builds as one program (meson.build)
+
 using namespace baregpu;
 using namespace baregpu::test;
 
@@ -326,3 +328,5 @@ TEST_CASE("a cubin's kernel at PROGRAM_ADDRESS: the model checks the launch agai
         }
     }
 }
+
+}  // namespace compute_test

@@ -14,6 +14,8 @@
 #include <iterator>
 #include <vector>
 
+namespace cubin_test {  // each file's cases in a namespace of their own: the directory builds as one program (meson.build)
+
 using namespace baregpu;
 using namespace baregpu::nv;
 using Catch::Matchers::Contains;
@@ -173,3 +175,5 @@ TEST_CASE("cubin: ptxas 13.0's cubins of the compiler's PTX (tests/nv/data/ptx) 
     }
     CHECK(checked == 12);
 }
+
+}  // namespace cubin_test

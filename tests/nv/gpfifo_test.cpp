@@ -9,6 +9,8 @@
 #include <array>
 #include <vector>
 
+namespace gpfifo_test {  // each file's cases in a namespace of their own: the directory builds as one program (meson.build)
+
 using namespace baregpu;
 using namespace baregpu::nv;
 
@@ -125,3 +127,5 @@ TEST_CASE("GpFifoRing::push waits through the caller's function and gives up whe
     CHECK(tries == 3);
     CHECK(ring[0] == gp_entry(0x1000, 1).raw());
 }
+
+}  // namespace gpfifo_test

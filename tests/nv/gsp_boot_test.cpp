@@ -18,6 +18,8 @@
 #include <cstring>
 #include <string>
 
+namespace gsp_boot_test {  // each file's cases in a namespace of their own: the directory builds as one program (meson.build)
+
 using namespace baregpu;
 namespace nvsim = baregpu::sim::nvgpu;
 using baregpu::test::nv::firmware;
@@ -332,3 +334,5 @@ TEST_CASE("the booter is loaded the GA102+ way: secure app 0 at IMEM 0, tagged a
     CHECK(b.imem_tag == 0x100);
     CHECK(b.boot_vector == 0x100);
 }
+
+}  // namespace gsp_boot_test

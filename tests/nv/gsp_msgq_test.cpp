@@ -10,6 +10,8 @@
 #include <cstring>
 #include <vector>
 
+namespace gsp_msgq_test {  // each file's cases in a namespace of their own: the directory builds as one program (meson.build)
+
 using namespace baregpu;
 using namespace baregpu::nv;
 using namespace baregpu::nv::gsp;
@@ -289,3 +291,5 @@ TEST_CASE("an RPC larger than the queue goes record by record as the reader free
     CHECK(assembler.message().payload == payload);
     CHECK(r.available() == 0);
 }
+
+}  // namespace gsp_msgq_test

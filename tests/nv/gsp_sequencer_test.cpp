@@ -12,6 +12,8 @@
 #include <cstring>
 #include <map>
 
+namespace gsp_sequencer_test {  // each file's cases in a namespace of their own: the directory builds as one program (meson.build)
+
 using namespace baregpu;
 
 namespace {
@@ -97,3 +99,5 @@ TEST_CASE("sequencer errors name what went wrong", "[nv][sequencer][negative]") 
                                }, "names BAR0 0x400"));
     }
 }
+
+}  // namespace gsp_sequencer_test

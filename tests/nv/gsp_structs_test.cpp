@@ -16,6 +16,8 @@
 
 #include <cstring>
 
+namespace gsp_structs_test {  // each file's cases in a namespace of their own: the directory builds as one program (meson.build)
+
 using namespace baregpu;
 
 namespace {
@@ -171,3 +173,5 @@ TEST_CASE("the FSP COT message has the MCTP/NVDM headers and NVDM_PAYLOAD_COT of
     p.hash384 = std::span(hash).first(47);
     REQUIRE_THROWS_AS(nv::encode_fsp_cot_message(p), Error);
 }
+
+}  // namespace gsp_structs_test

@@ -20,6 +20,8 @@
 #include <mutex>
 #include <thread>
 
+namespace hcq_nv_test {  // each file's cases in a namespace of their own: the directory builds as one program (meson.build)
+
 using namespace baregpu;
 using namespace std::chrono_literals;
 using Catch::Matchers::Contains;
@@ -122,3 +124,5 @@ TEST_CASE("sim-nvrm:h100: Hopper's classes over nvidia.ko 580, its shared memory
     CHECK(dev->limits().circular_waits);
     CHECK(open("sim-nvrm:ad102?vram=256M")->limits().max_shared_bytes == 99u * 1024);
 }
+
+}  // namespace hcq_nv_test

@@ -11,6 +11,8 @@
 #include <map>
 #include <vector>
 
+namespace memory_test {  // each file's cases in a namespace of their own: the directory builds as one program (meson.build)
+
 using namespace baregpu;
 using namespace baregpu::nv;
 
@@ -209,3 +211,5 @@ TEST_CASE("page table v3: six levels, 512 MiB leaf at PDE1, sysmem 4 KiB leaf", 
     CHECK(leaf->aperture == Aperture::sys_coherent);
     CHECK(leaf->address == 0xdead008);
 }
+
+}  // namespace memory_test

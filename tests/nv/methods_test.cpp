@@ -9,6 +9,8 @@
 
 #include <vector>
 
+namespace methods_test {  // each file's cases in a namespace of their own: the directory builds as one program (meson.build)
+
 using namespace baregpu;
 using namespace baregpu::nv;
 
@@ -59,3 +61,5 @@ TEST_CASE("compute_launch writes SEND_PCAS_A and SEND_SIGNALING_PCAS2_B (clc6c0.
     CHECK_THROWS_AS(compute_launch(pb, 1, uint64_t{1} << 40), Error);  // SHIFTED8 overflows 32 bits
     CHECK_THROWS_AS(compute_launch(pb, 1, 0x100, 1), Error);           // INVALIDATE does not launch
 }
+
+}  // namespace methods_test

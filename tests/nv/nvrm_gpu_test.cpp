@@ -25,6 +25,8 @@
 #include <memory>
 #include <variant>
 
+namespace nvrm_gpu_test {  // each file's cases in a namespace of their own: the directory builds as one program (meson.build)
+
 using namespace baregpu;
 using namespace baregpu::nv;
 using Catch::Matchers::Contains;
@@ -358,3 +360,5 @@ TEST_CASE("nvrm GPU: a cubin's launch follows its .nv.info (QMD V04 registers, b
     // A cubin for another SM is refused when loaded (the e_flags SM field): sm_89 SASS does not run on sm_90.
     CHECK_THROWS_WITH(h.dev->load_program(data_file("axpy_fill_sm89.cubin"), "axpy"), Contains("sm"));
 }
+
+}  // namespace nvrm_gpu_test

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <vector>
 
+namespace pbdma_test {  // each file's cases in a namespace of their own: the directory builds as one program (meson.build)
+
 using namespace baregpu;
 using namespace baregpu::test;
 
@@ -297,3 +299,5 @@ TEST_CASE("HOPPER_CHANNEL_GPFIFO_A waits with ACQ_CIRC_GEQ; ACQ_STRICT_GEQ is no
         }
     }
 }
+
+}  // namespace pbdma_test

@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <vector>
 
+namespace qmd_test {  // each file's cases in a namespace of their own: the directory builds as one program (meson.build)
+
 using namespace baregpu;
 using namespace baregpu::nv;
 
@@ -258,3 +260,5 @@ TEST_CASE("QMD named fields refuse values that do not fit", "[nv][qmd]") {
     CHECK_THROWS_AS(q3.set_dependent_qmd0(1ull << 40), Error);  // pointer is 32 bits of va >> 8
     CHECK_THROWS_AS(q3.set(q3.layout().qmd_type, 1), Error);    // V03 has no QMD_TYPE
 }
+
+}  // namespace qmd_test

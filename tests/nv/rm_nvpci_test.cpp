@@ -12,6 +12,8 @@
 
 #include <catch2/catch.hpp>
 
+namespace rm_nvpci_test {  // each file's cases in a namespace of their own: the directory builds as one program (meson.build)
+
 using namespace baregpu;
 using namespace baregpu::nv;
 using Catch::Matchers::Contains;
@@ -168,3 +170,5 @@ TEST_CASE("nvpci: SET_PAGE_DIRECTORY hands RM the page directory (COPY_SERVER_RE
     rm.free(client, client, client);
     CHECK(b.bus.violations().empty());
 }
+
+}  // namespace rm_nvpci_test

@@ -14,6 +14,8 @@
 #include <cerrno>
 #include <memory>
 
+namespace rm_nvrm_test {  // each file's cases in a namespace of their own: the directory builds as one program (meson.build)
+
 using namespace baregpu;
 using namespace baregpu::nv;
 using Catch::Matchers::Contains;
@@ -401,3 +403,5 @@ TEST_CASE("nvrm: the context share asks RM for an async subcontext (NV_CTXSHARE_
     auto gpu = RmDevice::open(*nvrm, nvrm->client(), nvrm->branch(), 0, RmVaspaceOwner::rm);
     CHECK(driver.rm->subcontext_mode(nvrm->client(), gpu->context_share()) == 1u);
 }
+
+}  // namespace rm_nvrm_test

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <map>
 
+namespace sim_booter_test {  // each file's cases in a namespace of their own: the directory builds as one program (meson.build)
+
 using namespace baregpu;
 
 namespace {
@@ -118,3 +120,5 @@ TEST_CASE("the simulated booter refuses each inconsistent GspFwWprMeta", "[sim-n
         CHECK(any_contains(check(m), "radix3"));
     }
 }
+
+}  // namespace sim_booter_test

@@ -8,6 +8,8 @@
 
 #include <cstring>
 
+namespace sim_mmu_test {  // each file's cases in a namespace of their own: the directory builds as one program (meson.build)
+
 using namespace baregpu;
 using namespace baregpu::nv;
 namespace nvsim = baregpu::sim::nvgpu;
@@ -119,3 +121,5 @@ TEST_CASE("sim MMU faults with the VA, access and kind", "[nv][sim][mmu]") {
     rig.pt.unmap(GpuVirtualAddress(0x300000000), 0x1000);
     CHECK(rig.fault(0x300000000).type == nvsim::MmuFaultType::pte_invalid);
 }
+
+}  // namespace sim_mmu_test

@@ -16,6 +16,8 @@
 #include <mutex>
 #include <vector>
 
+namespace p2p_sim_test {  // each file's cases in a namespace of their own: the directory builds as one program (meson.build)
+
 using namespace baregpu;
 using namespace std::chrono_literals;
 using Catch::Matchers::Contains;
@@ -204,3 +206,5 @@ TEST_CASE("p2p: a missing peer mapping faults in the IOMMU and the runtime names
     SECTION("AMD's SDMA into the AD102's BAR1") { check_missing_mapping(*am, *nv, "BAR1"); }
     SECTION("the AD102's copy engine into navi31's BAR0") { check_missing_mapping(*nv, *am, "BAR0"); }
 }
+
+}  // namespace p2p_sim_test

@@ -11,6 +11,8 @@
 #include <cstring>
 #include <vector>
 
+namespace peer_refusal_test {  // each file's cases in a namespace of their own: the directory builds as one program (meson.build)
+
 using namespace baregpu;
 using namespace baregpu::pci;
 using Catch::Matchers::Contains;
@@ -131,3 +133,5 @@ TEST_CASE("p2p: the PCI hierarchy decides: one host bridge is reachable, two are
     REQUIRE(unknown.has_value());
     CHECK_THAT(*unknown, Contains("cannot tell"));
 }
+
+}  // namespace peer_refusal_test

@@ -5,6 +5,8 @@
 
 #include <catch2/catch.hpp>
 
+namespace backend_verdict_test {  // each file's cases in a namespace of their own: the directory builds as one program (meson.build)
+
 using namespace baregpu::pci;
 
 namespace {
@@ -187,3 +189,5 @@ TEST_CASE("NVIDIA: nvrm when nvidia.ko is bound, nvpci when unbound or on vfio-p
     // AMD: no transport.
     CHECK(judge_backend(navi31("vfio-pci")).transport.empty());
 }
+
+}  // namespace backend_verdict_test

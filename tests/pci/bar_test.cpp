@@ -4,6 +4,8 @@
 
 #include <catch2/catch.hpp>
 
+namespace bar_test {  // each file's cases in a namespace of their own: the directory builds as one program (meson.build)
+
 using namespace baregpu;
 using namespace baregpu::pci;
 
@@ -63,3 +65,5 @@ TEST_CASE("format_size picks binary units") {
     CHECK(format_size(4096) == "4 KiB");
     CHECK(format_size(3ull << 29) == "1.5 GiB");
 }
+
+}  // namespace bar_test

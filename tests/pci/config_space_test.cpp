@@ -5,6 +5,8 @@
 
 #include <catch2/catch.hpp>
 
+namespace config_space_test {  // each file's cases in a namespace of their own: the directory builds as one program (meson.build)
+
 using namespace baregpu;
 using namespace baregpu::pci;
 
@@ -121,3 +123,5 @@ TEST_CASE("lspci dumps: rows parsed, malformed input refused with the line") {
     bad.replace(bad.find("00: 02"), 6, "00: zz");
     CHECK_THROWS_AS(ConfigSpaceImage::from_lspci_dump("bad", bad), ProtocolError);
 }
+
+}  // namespace config_space_test

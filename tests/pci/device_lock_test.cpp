@@ -12,6 +12,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+namespace device_lock_test {  // each file's cases in a namespace of their own: the directory builds as one program (meson.build)
+
 using namespace baregpu;
 using namespace baregpu::pci;
 
@@ -196,3 +198,5 @@ TEST_CASE("a key that is a path locks that file, in a directory of the caller's 
         CHECK_THROWS_WITH(DeviceLock::acquire(key), Catch::Contains("owned by uid 4242"));
     }
 }
+
+}  // namespace device_lock_test

@@ -17,6 +17,8 @@
 #include <utility>
 #include <vector>
 
+namespace dump_test {  // each file's cases in a namespace of their own: the directory builds as one program (meson.build)
+
 #ifndef BAREGPU_DUMP_DIR
 #error "BAREGPU_DUMP_DIR must name tests/pci/dumps (set in tests/pci/meson.build)"
 #endif
@@ -351,3 +353,5 @@ TEST_CASE("a real dump broken on purpose is rejected with a message that says wh
         CHECK_THROWS_WITH(read_resizable_bars(c), Catch::Contains("says 7 resizable BARs"));
     }
 }
+
+}  // namespace dump_test

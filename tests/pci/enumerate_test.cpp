@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <unistd.h>
 
+namespace enumerate_test {  // each file's cases in a namespace of their own: the directory builds as one program (meson.build)
+
 using namespace baregpu;
 using namespace baregpu::pci;
 using baregpu::test::FakeFunction;
@@ -244,3 +246,5 @@ TEST_CASE("a function without its mandatory vendor file is an error from libpci,
     std::filesystem::remove(m.sysfs.root() / "bus/pci/devices/0000:03:00.0/vendor");
     CHECK_THROWS_WITH(enumerate_gpus(m.options), Catch::Contains("libpci") && Catch::Contains("vendor"));
 }
+
+}  // namespace enumerate_test

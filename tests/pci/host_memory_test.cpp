@@ -4,6 +4,8 @@
 #include <catch2/catch.hpp>
 #include <cstdint>
 
+namespace host_memory_test {  // each file's cases in a namespace of their own: the directory builds as one program (meson.build)
+
 using namespace baregpu;
 using namespace baregpu::pci;
 
@@ -28,3 +30,5 @@ TEST_CASE("2 MiB huge pages when the system has them") {
     CHECK(reinterpret_cast<uintptr_t>(m.bytes().data()) % (2u << 20) == 0);
     m.bytes()[(2u << 20) - 1] = std::byte{1};
 }
+
+}  // namespace host_memory_test

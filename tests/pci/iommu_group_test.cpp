@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <thread>
 
+namespace iommu_group_test {  // each file's cases in a namespace of their own: the directory builds as one program (meson.build)
+
 using namespace baregpu;
 using namespace baregpu::pci;
 using namespace baregpu::pci::testing;
@@ -183,3 +185,5 @@ TEST_CASE("binding: vfio-pci must be loaded") {
     kernel.add_driver("vfio-pci");
     CHECK_NOTHROW(check_vfio_pci_loaded(kernel.sysfs(), "0000:03:00.0"));
 }
+
+}  // namespace iommu_group_test

@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 #include <random>
 
+namespace iova_allocator_test {  // each file's cases in a namespace of their own: the directory builds as one program (meson.build)
+
 using namespace baregpu::pci;
 
 TEST_CASE("IOVA ranges respect alignment, usable ranges and the DMA limit") {
@@ -57,3 +59,5 @@ TEST_CASE("double free is refused") {
     a.free(*x, 0x2000);
     CHECK_THROWS_WITH(a.free(*x, 0x2000), Catch::Contains("freed twice"));
 }
+
+}  // namespace iova_allocator_test

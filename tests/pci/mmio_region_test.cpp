@@ -5,6 +5,8 @@
 #include <cstring>
 #include <vector>
 
+namespace mmio_region_test {  // each file's cases in a namespace of their own: the directory builds as one program (meson.build)
+
 using namespace baregpu;
 using namespace baregpu::pci;
 
@@ -67,3 +69,5 @@ TEST_CASE("handler-backed regions forward each access and split blocks") {
     }
     CHECK(r.direct() == nullptr);
 }
+
+}  // namespace mmio_region_test

@@ -9,6 +9,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+namespace pagemap_test {  // each file's cases in a namespace of their own: the directory builds as one program (meson.build)
+
 using namespace baregpu;
 using namespace baregpu::pci;
 
@@ -164,3 +166,5 @@ TEST_CASE("pagemap: without CAP_SYS_ADMIN the hidden PFNs are reported, never re
 TEST_CASE("pagemap: a missing pagemap file names the path") {
     CHECK_THROWS_WITH(Pagemap("test", "/nonexistent-proc"), Catch::Contains("/nonexistent-proc/self/pagemap"));
 }
+
+}  // namespace pagemap_test

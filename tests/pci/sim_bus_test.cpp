@@ -9,6 +9,8 @@
 #include <cstring>
 #include <numeric>
 
+namespace sim_bus_test {  // each file's cases in a namespace of their own: the directory builds as one program (meson.build)
+
 using namespace baregpu;
 using namespace baregpu::pci;
 using namespace baregpu::pci::sim;
@@ -383,3 +385,5 @@ TEST_CASE("sim: modelled time follows the transport's latency model") {
     CHECK(u.modelled_ns == 100 * ut.mmio_read_ns + 50 * ut.mmio_write_ns);
     CHECK(u.modelled_ns > 100 * p.modelled_ns);  // a register round trip over USB costs >100x PCIe
 }
+
+}  // namespace sim_bus_test

@@ -13,6 +13,8 @@
 #include <filesystem>
 #include <unistd.h>
 
+namespace sysfs_device_test {  // each file's cases in a namespace of their own: the directory builds as one program (meson.build)
+
 using namespace baregpu;
 using namespace baregpu::pci;
 using namespace baregpu::pci::testing;
@@ -300,3 +302,5 @@ TEST_CASE("sysfs: a 2 MiB huge page is one contiguous bus range") {
     }
     CHECK(buf->bus_address((2u << 20) - 1).value() == buf->bus_address().value() + (2u << 20) - 1);
 }
+
+}  // namespace sysfs_device_test

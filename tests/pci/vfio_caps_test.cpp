@@ -9,6 +9,8 @@
 #include <cstring>
 #include <linux/vfio.h>
 
+namespace vfio_caps_test {  // each file's cases in a namespace of their own: the directory builds as one program (meson.build)
+
 // vfio.h ends the capability structs in zero-length arrays, and the test declares them as the
 // kernel lays them out; clang warns at each such declaration, GCC only at the (system) header.
 #if defined(__clang__)
@@ -218,3 +220,5 @@ TEST_CASE("sysfs resource file: flags of include/linux/ioport.h decide BAR type"
     CHECK_THROWS_WITH(parse_resource_file("dev", "resource", "0x1 0x0 0x200\n"), Catch::Contains("below start"));
     CHECK_THROWS_WITH(parse_resource_file("dev", "resource", "0x1 0x2\n"), Catch::Contains("line 1"));
 }
+
+}  // namespace vfio_caps_test

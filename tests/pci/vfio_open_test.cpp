@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+namespace vfio_open_test {  // each file's cases in a namespace of their own: the directory builds as one program (meson.build)
+
 using namespace baregpu;
 using namespace baregpu::pci;
 using namespace baregpu::pci::testing;
@@ -170,3 +172,5 @@ TEST_CASE("vfio open: --bind-vfio binds through sysfs before opening") {
     CHECK(rig.kernel.read_file(rig.kernel.sysfs() + "/bus/pci/drivers/amdgpu/unbind") == "0000:03:00.0");
     CHECK(read_iommu_group(rig.kernel.sysfs(), kGpu)->members[0].driver == "vfio-pci");
 }
+
+}  // namespace vfio_open_test

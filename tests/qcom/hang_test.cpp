@@ -14,6 +14,8 @@
 #include <regex>
 #include <unistd.h>
 
+namespace hang_test {  // each file's cases in a namespace of their own: the directory builds as one program (meson.build)
+
 using namespace baregpu;
 using namespace std::chrono_literals;
 using baregpu::hcq::Signal;
@@ -145,3 +147,5 @@ TEST_CASE("sim-qcom: host memory imported with MAP_USER_MEM is written by a kern
     CHECK_THROWS_AS(done.wait(1, 5s), DeviceLostError);
     CHECK_THAT(dev->failure(), Catch::Contains("not mapped"));
 }
+
+}  // namespace hang_test

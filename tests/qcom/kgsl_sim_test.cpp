@@ -19,6 +19,8 @@
 #include <thread>
 #include <vector>
 
+namespace kgsl_sim_test {  // each file's cases in a namespace of their own: the directory builds as one program (meson.build)
+
 using namespace baregpu;
 using namespace baregpu::qcom;
 using namespace std::chrono_literals;
@@ -616,3 +618,5 @@ TEST_CASE("sim kgsl: a dispatch without each piece of the SP's program state is 
         for (uint32_t x : got) REQUIRE(x == 0x77);
     }
 }
+
+}  // namespace kgsl_sim_test

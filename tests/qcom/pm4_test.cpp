@@ -12,6 +12,8 @@
 
 #include <catch2/catch.hpp>
 
+namespace pm4_test {  // each file's cases in a namespace of their own: the directory builds as one program (meson.build)
+
 namespace qpm4 = baregpu::qcom::pm4;
 namespace spm4 = baregpu::sim::kgsl::pm4;
 
@@ -102,3 +104,5 @@ TEST_CASE("pm4: CP_EVENT_WRITE7 dword 0 (A7XX) from adreno_pm4.xml's bit positio
     CHECK(qpm4::event_write7_0(qpm4::CACHE_FLUSH_TS, true) == 0x08000004u);
     CHECK(qpm4::event_write7_0(qpm4::CACHE_INVALIDATE7, false) == 0x00000033u);
 }
+
+}  // namespace pm4_test

@@ -28,7 +28,7 @@ done
 strip --strip-unneeded $(find "$kit" -type f) 2>/dev/null || true
 
 # The compiler's kernels as PTX (tests/compiler/nvptx_test.cpp writes them when BAREGPU_PTX_DUMP_DIR is set).
-BAREGPU_PTX_DUMP_DIR="$kit/ptx" "$build/tests/compiler/nvptx_tests" "nvptx: PTX entry*" >/dev/null
+BAREGPU_PTX_DUMP_DIR="$kit/ptx" "$build/tests/compiler/compiler_tests" "nvptx: PTX entry*" >/dev/null
 
 size=$(du -sm "$kit" | cut -f1)
 echo "prepare: $kit holds $(find "$kit" -type f | wc -l) files, ${size} MiB (PTX: $(ls "$kit/ptx" | wc -l) files)"

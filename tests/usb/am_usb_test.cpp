@@ -20,6 +20,8 @@
 #include <filesystem>
 #include <stdexcept>
 
+namespace am_usb_test {  // each file's cases in a namespace of their own: the directory builds as one program (meson.build)
+
 using namespace baregpu;
 using sim::asm24::SimAsm24Bridge;
 namespace fs = std::filesystem;
@@ -283,3 +285,5 @@ TEST_CASE("am:usb:sim: unplug in the middle of a pipelined SRAM copy-in is Devic
     constexpr auto kBound = std::chrono::seconds(test::kAddressSanitizer ? 40 : 10);
     CHECK(std::chrono::steady_clock::now() - wall < kBound);
 }
+
+}  // namespace am_usb_test

@@ -12,6 +12,8 @@
 #include <catch2/catch.hpp>
 #include <cstring>
 
+namespace sim_bridge_test {  // each file's cases in a namespace of their own: the directory builds as one program (meson.build)
+
 using namespace baregpu;
 using sim::asm24::FaultKind;
 using sim::asm24::SimAsm24Bridge;
@@ -317,3 +319,5 @@ TEST_CASE("latency model: 100 us per round trip, 10 Gb/s of bulk data, asynchron
 TEST_CASE("an empty slot behind the bridge is DeviceLostError naming the device and the bus address") {
     CHECK_THROWS_WITH(pci::open_usb_device(make_bridge(false)), Catch::Contains("usb:sim") && Catch::Contains("no function at 04:00.0"));
 }
+
+}  // namespace sim_bridge_test

@@ -9,6 +9,8 @@
 
 #include <catch2/catch.hpp>
 
+namespace tlp_test {  // each file's cases in a namespace of their own: the directory builds as one program (meson.build)
+
 using namespace baregpu::usb;
 
 namespace {
@@ -159,3 +161,5 @@ TEST_CASE("SCSI wire formats: BOT CBW/CSW, the UAS command IU, the vendor CDBs")
     CHECK(static_cast<uint8_t>(iu[16]) == 0xE4);
     CHECK(iu.size() == 32);
 }
+
+}  // namespace tlp_test

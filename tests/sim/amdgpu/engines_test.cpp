@@ -12,6 +12,12 @@
 #include <cstring>
 #include <thread>
 
+namespace baregpu::sim_test_kernels {
+std::span<const std::byte> find_object(std::string_view name);
+}
+
+namespace engines_test {  // each file's cases in a namespace of their own: the directory builds as one program (meson.build)
+
 using namespace baregpu;
 using namespace baregpu::test::sim_am;
 using namespace std::chrono_literals;
@@ -576,10 +582,6 @@ TEST_CASE("sim-am engines: SDMA ring enable is refused without a doorbell or a w
 
 // ---- dispatches executed as host code (drivers/hostcode/host_program.h) ----
 
-namespace baregpu::sim_test_kernels {
-std::span<const std::byte> find_object(std::string_view name);
-}
-
 namespace {
 
 // Inside the leaf: the host-program descriptor (256-byte aligned), the code object, the kernargs.
@@ -961,3 +963,5 @@ TEST_CASE("sim-am engines (navi48): SDMA 7 queue 0 copies and fences from its ow
         CHECK_FALSE(e.rig.model->sdma_queue().active);
     }
 }
+
+}  // namespace engines_test

@@ -11,6 +11,8 @@
 #include <cstdio>
 #include <sys/stat.h>
 
+namespace navi_test {  // each file's cases in a namespace of their own: the directory builds as one program (meson.build)
+
 using namespace baregpu;
 using namespace baregpu::test::sim_am;
 using baregpu::sim::amdgpu::VmClient;
@@ -697,3 +699,5 @@ TEST_CASE("sim-am: the state file's blocks are reserved while it is open and a m
         CHECK(rig.vram32(300u << 20) == 0);
     }
 }
+
+}  // namespace navi_test

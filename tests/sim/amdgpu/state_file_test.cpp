@@ -12,6 +12,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+namespace state_file_test {  // each file's cases in a namespace of their own: the directory builds as one program (meson.build)
+
 using namespace baregpu;
 using baregpu::sim::amdgpu::Asic;
 using baregpu::sim::amdgpu::StateFile;
@@ -101,3 +103,5 @@ TEST_CASE("state file: without room for its blocks it fails naming the directory
                         Catch::Contains("BAREGPU_SIM_STATE_DIR"));
     CHECK_FALSE(std::filesystem::exists(dir.path / "sim-am-navi31.state"));
 }
+
+}  // namespace state_file_test
