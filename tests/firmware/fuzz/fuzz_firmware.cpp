@@ -1,7 +1,7 @@
 // libFuzzer targets for every firmware parser in one executable, the parser named by
 // BAREGPU_FUZZ_PARSER (one link instead of nineteen: tests/firmware/fuzz/meson.build). Every input must
 // give a FirmwareError or a parse whose regions all lie inside the input; ASan and UBSan (built in)
-// catch any read outside it. How to run them: tests/firmware/fuzz/README.md.
+// catch any read outside it. How to run them: firmware-loader/README.md.
 #include "base/error.hpp"
 #include "firmware-loader/amd/discovery.hpp"
 #include "firmware-loader/amd/gfx.hpp"
