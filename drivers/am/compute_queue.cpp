@@ -143,9 +143,13 @@ void ComputeQueueEngine::activate() {
     // same in gc_12_0_0_sh_mask.h).
     regs.write(t.grbm_gfx_cntl, (1u << 2) | (queue_ << 8));
     if (regs.read(t.cp_hqd_active) & 1) {
-        // A queue a previous owner left running (a crash): take it down before reprogramming it.
+        // A queue a previous owner left running (a crash), or recover() taking down a hung one: take it
+        // down before reprogramming it. DEQUEUE_REQ 2 resets its waves, which may be mid-dispatch, so
+        // it gets a second, not the 100 ms (adev->usec_timeout) Linux gfx_v11_0 gives a queue it finds
+        // active at init, which is idle there (the simulated chip's engine thread, descheduled on a
+        // loaded host, has taken over 100 ms to end a dispatch).
         regs.write(t.cp_hqd_dequeue_request, 2);
-        wait_reg(regs, t.cp_hqd_active, 1, 0, std::chrono::milliseconds(100), "a stale compute queue to dequeue");
+        wait_reg(regs, t.cp_hqd_active, 1, 0, std::chrono::seconds(1), "a stale compute queue to dequeue");
     }
     // The MQD's register block mirrors CP_MQD_BASE_ADDR .. CP_HQD_PQ_WPTR_HI (the same contiguous
     // 0x1fa9..0x1fe0 block on GC 11 and GC 12); written one by one (tinygrad ip.py AM_GFX.setup_ring), then the
