@@ -23,7 +23,7 @@ namespace {
 // it. The host learns the windows from LinkCapabilities; these are only checked against what it says.
 constexpr uint64_t kWindowBytes = 256 * 1024;  // two halves of the 512 KB SRAM: engine slots 0 and 16
 constexpr uint64_t kFenceOffset = 0x800;  // in the first small window (sys_buf + 0x800)
-constexpr uint64_t kConsumedOffset = 0x100;  // in the first small window: the host's copy-out count (one byte)
+constexpr uint64_t kTriggerOffset = 12;  // in the CQ window: what tinygrad's copy-out writes (ops_amd.py AMDAllocator._copyout)
 constexpr uint32_t kSentinelTag = 0x51000000;  // | seq & 0xffffff, as tinygrad's copyin
 constexpr uint64_t kSector = 512;
 // GPU VAs: VRAM identity-offset from kVmStart, the SRAM windows 2 GiB above it (above any VRAM this
@@ -37,16 +37,19 @@ uint64_t round_up(uint64_t v, uint64_t to) { return (v + to - 1) / to * to; }
 
 SramCopy::SramCopy(AmDevice& chip, uint64_t ring_paddr) : chip_(chip), pci_(chip.pci()), ring_paddr_(ring_paddr) {
     const pci::LinkCapabilities link = pci_.link_capabilities();
-    if (link.dma_windows.size() < 2 || link.dma_windows[0].size < 2 * kWindowBytes || link.dma_windows[1].size <= kFenceOffset + 8) {
+    if (link.dma_windows.size() < 3 || link.dma_windows[0].size < 2 * kWindowBytes || link.dma_windows[1].size <= kFenceOffset + 8 ||
+        link.dma_windows[0].read_trigger != link.dma_windows[2].bus_address) {
         throw UnsupportedError(pci_.name(), "SRAM copies need a link with DMA windows (a USB bridge's SRAM); this one has none");
     }
     sram_ = link.dma_windows[0];
     small_ = link.dma_windows[1];
+    cq_ = link.dma_windows[2];
     const auto& sram = sram_;
     const auto& small = small_;
     // The GPU reaches the windows through its page tables as uncached system memory (tinygrad ops_amd.py USBIface._dma_region).
     chip_.map(kWindowVa, sram.bus_address, 2 * kWindowBytes, MapFlags{.system = true, .uncached = true}, false);
     chip_.map(kWindowVa + 2 * kWindowBytes, small.bus_address, small.size, MapFlags{.system = true, .uncached = true}, false);
+    chip_.map(trigger_va() & ~uint64_t{4095}, cq_.bus_address, cq_.size, MapFlags{.system = true, .uncached = true}, false);
     // All of VRAM at kVmStart + its offset: the ring and every copy's source or destination,
     // in the fewest leaves (one 1 GiB page where sizes allow), so no copy writes page tables.
     if (ring_paddr_ + kRingBytes + 4096 > chip_.vram_size()) {
@@ -61,7 +64,6 @@ SramCopy::SramCopy(AmDevice& chip, uint64_t ring_paddr) : chip_(chip), pci_(chip
     pci_.dma_window_write(BusAddress(sram.bus_address + kWindowBytes), wire_[1]);
     const std::byte zeros[8]{};
     pci_.dma_window_write(BusAddress(small.bus_address + kFenceOffset), zeros);
-    pci_.dma_window_write(BusAddress(small.bus_address + kConsumedOffset), std::span(zeros, 1));
     enable_sdma();
 }
 
@@ -170,34 +172,28 @@ void SramCopy::copy_in(uint64_t vram_dst, std::span<const std::byte> data) {
     wait_fence(seq_, "copy-in", chunks - 1);
 }
 
+uint64_t SramCopy::trigger_va() const { return kWindowVa + 2 * kWindowBytes + small_.size + kTriggerOffset; }
+
 void SramCopy::copy_out(uint64_t vram_src, std::span<std::byte> out) {
     if (out.empty()) return;
     check_vram(vram_src, out.size(), "copy-out");
-    const auto& sram = sram_;
-    const auto& small = small_;
-    const uint64_t chunks = (out.size() + kWindowBytes - 1) / kWindowBytes;
-    const uint64_t first = seq_ + 1;
-    // The GPU reuses a window only once the host has consumed its previous occupant: it polls the
-    // host's one-byte count in the small window (a single XDATA write per chunk).
-    std::vector<uint32_t> ring(chunks * 24);
-    sdma::SdmaWriter w(ring);
-    for (uint64_t i = 0; i < chunks; ++i) {
-        const uint64_t seq = first + i, size = std::min(kWindowBytes, out.size() - i * kWindowBytes);
-        if (i >= 2) w.poll_regmem(kWindowVa + 2 * kWindowBytes + kConsumedOffset, sdma::Compare::eq, lo((seq - 2) & 0xff), 0xff);
-        w.copy_linear(kWindowVa + (i % 2) * kWindowBytes, kVmStart + vram_src + i * kWindowBytes, size);
-        const uint32_t fence[2] = {lo(seq), hi(seq)};
-        w.write_linear(kWindowVa + 2 * kWindowBytes + kFenceOffset, fence);
-    }
-    submit(w.words());
-    for (uint64_t i = 0; i < chunks; ++i) {
-        const uint64_t seq = first + i, size = std::min(kWindowBytes, out.size() - i * kWindowBytes);
-        wait_fence(seq, "copy-out", i);
-        pci_.dma_window_read(BusAddress(sram.bus_address + (i % 2) * kWindowBytes), out.subspan(i * kWindowBytes, size));
-        const std::byte consumed{static_cast<uint8_t>(seq & 0xff)};
-        pci_.dma_window_write(BusAddress(small.bus_address + kConsumedOffset), std::span(&consumed, 1));
+    // tinygrad ops_amd.py AMDAllocator._copyout: per chunk, arm the engine for a read of the whole
+    // SRAM from slot 0, have SDMA copy VRAM into it and then write the CQ window, which releases
+    // the bulk IN (asm2464pd-firmware README.md, pcie/test_sram_verify.py). The bulk IN returning
+    // is the proof that the GPU finished: no fence to poll, no host-written count in sys_buf.
+    const uint64_t chunk_bytes = 2 * kWindowBytes;
+    for (uint64_t off = 0; off < out.size(); off += chunk_bytes) {
+        const uint64_t size = std::min(chunk_bytes, out.size() - off);
+        pci_.dma_window_read_arm(BusAddress(sram_.bus_address), size);
+        std::array<uint32_t, 16> packets{};
+        sdma::SdmaWriter w(packets);
+        w.copy_linear(kWindowVa, kVmStart + vram_src + off, size);
+        const uint32_t cqe[1] = {0};
+        w.write_linear(trigger_va(), cqe);
+        submit(w.words());
+        pci_.dma_window_read(BusAddress(sram_.bus_address), out.subspan(off, size));
         ++stats_.chunks;
     }
-    seq_ = first + chunks - 1;
 }
 
 }  // namespace baregpu::am

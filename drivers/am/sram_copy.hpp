@@ -2,10 +2,11 @@
 // fixed windows the host reaches by transfer (LinkCapabilities::dma_windows: the ASM2464 bridge's
 // SRAM). tinygrad ops_amd.py AMDAllocator._copyin (USB path): the host streams chunks into two SRAM windows, each ending in
 // an in-band sentinel; SDMA0 polls for the sentinel (POLL_REGMEM), copies the window into VRAM and
-// writes the chunk's sequence number to a fence in the small window the host reads. Copy-out runs
-// the other way, the GPU waiting for the host's "consumed" count before it reuses a window. No
-// timing is assumed in either direction: the sentinel proves the data landed, the fence that the
-// GPU finished with it. Uses SDMA0 queue 0, so it must not run beside the HCQ copy queue.
+// writes the chunk's sequence number to a fence in the small window the host reads. Copy-out
+// (ops_amd.py _copyout) arms an SRAM read, lets SDMA copy into the SRAM and write the CQ window,
+// which is what releases the bridge's bulk IN. No timing is assumed in either direction: the
+// sentinel proves the data landed, the fence and the released read that the GPU finished with
+// it. Uses SDMA0 queue 0, so it must not run beside the HCQ copy queue.
 #pragma once
 
 #include "drivers/am/am_device.hpp"
@@ -48,7 +49,9 @@ private:
     AmDevice& chip_;
     pci::PciDevice& pci_;
     uint64_t ring_paddr_;
-    pci::LinkCapabilities::Window sram_, small_;  // the bulk SRAM and the fence window
+    uint64_t trigger_va() const;  // where SDMA writes to release a copy-out's read (the CQ window)
+
+    pci::LinkCapabilities::Window sram_, small_, cq_;  // the bulk SRAM, the fence window, the CQ window
     uint64_t wptr_ = 0;  // bytes, monotonic
     uint64_t seq_ = 0;  // chunks sent, across calls: sentinels and fences never repeat
     SramCopyStats stats_;

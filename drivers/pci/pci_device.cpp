@@ -112,6 +112,11 @@ void PciDevice::dma_window_read(BusAddress address, std::span<std::byte> out) {
                                               out.size(), address.value(), backend()));
 }
 
+void PciDevice::dma_window_read_arm(BusAddress address, uint64_t bytes) {
+    throw UnsupportedError(name_, fmt::format("dma_window_read_arm of {} bytes at {:#x}: the {} backend has no DMA windows (use alloc_dma)",
+                                              bytes, address.value(), backend()));
+}
+
 void PciDevice::delay(std::chrono::nanoseconds duration) { std::this_thread::sleep_for(duration); }
 
 std::chrono::nanoseconds PciDevice::now() {

@@ -36,6 +36,10 @@ struct LinkCapabilities {
         uint64_t bus_address = 0;
         uint64_t size = 0;
         uint64_t host_granule = 1;  // dma_window_write/read start on a multiple of this from the window's base
+        // Non-zero: a host read of this window is a handshake. dma_window_read_arm first, then the
+        // device writes anything to bus address `read_trigger`, then dma_window_read takes the data
+        // (the ASM2464's SRAM: the engine sends nothing before a device write to 0x822000).
+        uint64_t read_trigger = 0;
     };
     std::vector<Window> dma_windows;
 };
@@ -124,6 +128,9 @@ public:
     // class has no windows and throws UnsupportedError naming the device.
     virtual void dma_window_write(BusAddress address, std::span<const std::byte> data);
     virtual void dma_window_read(BusAddress address, std::span<std::byte> out);
+    // For a window with a read_trigger: ready a read of `bytes` at `address`; the next
+    // dma_window_read of exactly that range returns once the device wrote the trigger.
+    virtual void dma_window_read_arm(BusAddress address, uint64_t bytes);
     // The same write without waiting for it (pipelining): `data` must stay untouched until
     // dma_window_wait(token) returns. Where a backend cannot overlap (or for the byte-wise
     // windows) it writes synchronously and returns token 0, which dma_window_wait ignores.

@@ -10,6 +10,8 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <utility>
 
 namespace baregpu::pci {
 
@@ -108,7 +110,7 @@ public:
         c.register_round_trip = true;
         // The SRAM behind the bulk engine (host access in 16 KB slots) and the two
         // 4 KB windows the host reaches byte-wise through XDATA.
-        c.dma_windows = {{usb::asm24::kGpuSram, usb::asm24::kSramBytes, usb::asm24::kSramSlotBytes},
+        c.dma_windows = {{usb::asm24::kGpuSram, usb::asm24::kSramBytes, usb::asm24::kSramSlotBytes, usb::asm24::kGpuCqBuf},
                          {usb::asm24::kGpuSysBuf, usb::asm24::kSmallWindowBytes, 1},
                          {usb::asm24::kGpuCqBuf, usb::asm24::kSmallWindowBytes, 1}};
         return c;
@@ -150,12 +152,30 @@ public:
         controller_.reap(token);
     }
 
+    void dma_window_read_arm(BusAddress address, uint64_t bytes) override {
+        std::lock_guard lock(mutex_);
+        flush_locked();
+        const Window w = window_of(address.value(), bytes, "dma_window_read_arm");
+        if (w.xdata != 0) return;  // XDATA windows read directly
+        controller_.sram_read_arm(static_cast<unsigned>(w.offset / usb::asm24::kSramSlotBytes), bytes);
+        armed_read_ = {address.value(), bytes};
+    }
+
     void dma_window_read(BusAddress address, std::span<std::byte> out) override {
         std::lock_guard lock(mutex_);
         flush_locked();
         const Window w = window_of(address.value(), out.size(), "dma_window_read");
         if (w.xdata == 0) {
-            controller_.sram_read(static_cast<unsigned>(w.offset / usb::asm24::kSramSlotBytes), out);
+            // The SRAM engine releases a read only after the device wrote the CQ window
+            // (asm2464pd-firmware README.md): without the arm and the trigger this would wait
+            // out the bulk IN timeout.
+            if (!armed_read_ || armed_read_->first != address.value() || armed_read_->second != out.size()) {
+                throw Error(name(), fmt::format("dma_window_read of {} bytes at {:#x}: an SRAM read needs dma_window_read_arm of the "
+                                                "same range, then a device write to {:#x}",
+                                                out.size(), address.value(), usb::asm24::kGpuCqBuf));
+            }
+            armed_read_.reset();
+            controller_.sram_read_data(out);
         } else {
             controller_.xdata_read(static_cast<uint16_t>(w.xdata + w.offset), out);
         }
@@ -201,8 +221,9 @@ public:
         std::byte bytes[8];
         std::memcpy(bytes, &value, 8);
         // Prefetchable memory may have writes merged (PCI Local Bus 3.0, 6.2.5.1): batch adjacent
-        // dword writes into one stream. A 64-bit write goes alone, as one 2-DW TLP, so a
-        // register that wants a single 64-bit access (a doorbell) gets one.
+        // dword writes into one stream. A 64-bit write goes as its own stream; the firmware still
+        // sends it as two dword TLPs, low dword first (asm2464pd-firmware pcie_pio.h): no
+        // register sees a single 64-bit access over this bridge.
         if (bar_info(bar).prefetchable && width == 4 && !write_once_[bar]) {
             if (!batch_.empty() && batch_address_ + batch_.size() == address && batch_.size() + 4 <= kMaxBatch) {
                 batch_.insert(batch_.end(), bytes, bytes + 4);
@@ -386,6 +407,7 @@ private:
     uint64_t coalesced_ = 0;
     std::vector<std::byte> batch_;
     uint64_t batch_address_ = 0;
+    std::optional<std::pair<uint64_t, uint64_t>> armed_read_;  // the SRAM read armed (bus address, bytes)
 };
 
 uint64_t UsbBarHandler::mmio_read(uint64_t offset, unsigned width) { return device_.bar_read(bar_, offset, width); }

@@ -21,9 +21,10 @@ Asm24Controller::Asm24Controller(std::unique_ptr<UsbBackend> usb) : usb_(std::mo
     const std::optional<BridgeProtocol> protocol = detect_protocol(d);
     if (!protocol) {
         throw ProtocolError(name(), fmt::format("{:04x}:{:04x} \"{}\" is not an ASM24xx bridge this driver knows (expected {:04x}:{:04x} "
-                                                "or {:04x}:{:04x} with a \"custom\" product string, or {:04x}:{:04x} mass storage)",
+                                                "or {:04x}:{:04x} with a \"custom\" product string, or {:04x}:{:04x} mass storage; an enclosure with its own IDs: "
+                                                "set {}=VID:PID)",
                                                 d.vendor_id, d.product_id, d.product, kCustomVendor, kCustomProduct, kCustomVendorOld,
-                                                kCustomProduct, kAsmediaVendor, kStockProduct2464));
+                                                kCustomProduct, kAsmediaVendor, kStockProduct2464, kUserIdsVariable));
     }
     if (*protocol != BridgeProtocol::CustomFirmware) {
         // The SCSI path needs the controller init writes, the XDATA TLP engine at
@@ -52,10 +53,28 @@ void Asm24Controller::control_in(uint8_t request, uint16_t value, uint16_t index
     }
 }
 
+void Asm24Controller::bulk_on(uint8_t endpoint, std::span<std::byte> data, std::chrono::milliseconds timeout, size_t& moved) {
+    try {
+        moved = usb_->bulk(endpoint, data, timeout);
+    } catch (const DeviceLostError&) {
+        throw;
+    } catch (const Error&) {
+        // A failed transfer leaves the pipe halted on the host side and a stream half done on the
+        // firmware's: CLEAR_FEATURE(ENDPOINT_HALT) resets both (asm2464pd-firmware main.c).
+        try {
+            usb_->clear_halt(endpoint);
+        } catch (const Error&) {
+            // The original failure is what the caller needs to see.
+        }
+        throw;
+    }
+}
+
 void Asm24Controller::bulk_out(std::span<std::byte> data, std::chrono::milliseconds timeout) {
     ++counters_.bulk_out;
     counters_.bytes_out += data.size();
-    const size_t sent = usb_->bulk(kBulkOut, data, timeout);
+    size_t sent = 0;
+    bulk_on(kBulkOut, data, timeout, sent);
     if (sent != data.size()) {
         throw ProtocolError(name(), fmt::format("bulk OUT {:#04x}: {} of {} bytes sent", kBulkOut, sent, data.size()));
     }
@@ -64,7 +83,8 @@ void Asm24Controller::bulk_out(std::span<std::byte> data, std::chrono::milliseco
 void Asm24Controller::bulk_in(std::span<std::byte> data, std::chrono::milliseconds timeout) {
     ++counters_.bulk_in;
     counters_.bytes_in += data.size();
-    const size_t got = usb_->bulk(kBulkIn, data, timeout);
+    size_t got = 0;
+    bulk_on(kBulkIn, data, timeout, got);
     if (got != data.size()) {
         throw ProtocolError(name(), fmt::format("bulk IN {:#04x}: {} of {} bytes received", kBulkIn, got, data.size()));
     }
@@ -73,8 +93,15 @@ void Asm24Controller::bulk_in(std::span<std::byte> data, std::chrono::millisecon
 void Asm24Controller::xdata_read(uint16_t address, std::span<std::byte> out) {
     for (size_t done = 0; done < out.size();) {
         const size_t n = std::min<size_t>(kXdataReadMax, out.size() - done);
-        control_in(kReqXdataRead, static_cast<uint16_t>(address + done), 0, out.subspan(done, n), kControlTimeout);
-        done += n;
+        // The firmware answers at most 64 bytes on a USB 2 link (asm2464pd-firmware main.c, 0xE4):
+        // a short reply is not an error, the rest follows in the next request.
+        ++counters_.control;
+        const size_t got = usb_->control(kVendorIn, kReqXdataRead, static_cast<uint16_t>(address + done), 0, out.subspan(done, n),
+                                         kControlTimeout);
+        if (got == 0 || got > n) {
+            throw ProtocolError(name(), fmt::format("XDATA read of {} bytes at {:#06x} returned {} bytes", n, address + done, got));
+        }
+        done += got;
     }
 }
 
@@ -109,7 +136,9 @@ uint32_t Asm24Controller::single_tlp(const tlp::Request& request) {
         control_out(kReqTlp, request.w_value(), request.w_index(), payload, kTlpTimeout);
         if (tlp::is_posted(request.fmt_type)) return 0;
         std::array<std::byte, 8> raw{};
-        control_in(kReqTlp, 0, 0, raw, kControlTimeout);
+        // The firmware polls the completer up to 500000 times before it answers (main.c, 0xF0 IN):
+        // tinygrad's 5 s, not the 1 s of other control requests.
+        control_in(kReqTlp, 0, 0, raw, kTlpTimeout);
         const tlp::Completion c = tlp::decode_completion(raw);
         const bool retry = c.transport_status != 0 || c.status == tlp::CompletionStatus::ConfigRetry;
         if (retry) {
@@ -186,8 +215,14 @@ void Asm24Controller::sram_write(unsigned slot, std::span<const std::byte> data)
 }
 
 void Asm24Controller::sram_read(unsigned slot, std::span<std::byte> out) {
+    sram_read_arm(slot, out.size());
+    sram_read_data(out);
+}
+
+void Asm24Controller::sram_read_arm(unsigned slot, uint64_t bytes) { arm_sram(slot, round_up(bytes, kSectorBytes), true); }
+
+void Asm24Controller::sram_read_data(std::span<std::byte> out) {
     const uint64_t wire = round_up(out.size(), kSectorBytes);
-    arm_sram(slot, wire, true);
     if (wire == out.size()) {
         bulk_in(out, kBulkInTimeout);
         return;

@@ -38,8 +38,9 @@ public:
     UsbBackend& usb() { return *usb_; }
     const TransferCounters& counters() const { return counters_; }
 
-    // Controller memory. Reads are split into requests of at most 255 bytes; writes are one
-    // request per byte (the firmware has no multi-byte write).
+    // Controller memory. Reads are split into requests of at most 255 bytes (fewer when the
+    // firmware answers short, as on USB 2); writes are one request per byte (the firmware has no
+    // multi-byte write).
     void xdata_read(uint16_t address, std::span<std::byte> out);
     uint8_t xdata_read8(uint16_t address);
     void xdata_write(uint16_t address, std::span<const std::byte> data);
@@ -68,7 +69,13 @@ public:
     // The SRAM bulk engine: arm slots [slot, slot + nslots) (16 KB each) for `bytes` rounded up to
     // 512-byte sectors, then move the data on the bulk endpoints. write pads with zeros.
     void sram_write(unsigned slot, std::span<const std::byte> data);
+    // A read is released only by a device write to PCIe 0x822000 after the arm (asm2464pd-firmware
+    // README.md, pcie/test_sram_verify.py): sram_read_arm, make the device write there, then
+    // sram_read_data (bulk IN of `out.size()` rounded up to sectors). sram_read does both at once,
+    // for a device that writes the trigger on its own.
     void sram_read(unsigned slot, std::span<std::byte> out);
+    void sram_read_arm(unsigned slot, uint64_t bytes);
+    void sram_read_data(std::span<std::byte> out);
     // Arms and submits without waiting: the caller reaps the returned tag. `wire` must be the
     // padded image (a multiple of 512 bytes) and outlive the reap.
     UsbBackend::Tag sram_write_async(unsigned slot, std::span<std::byte> wire);
@@ -77,6 +84,8 @@ public:
 private:
     void control_out(uint8_t request, uint16_t value, uint16_t index, std::span<std::byte> data, std::chrono::milliseconds timeout);
     void control_in(uint8_t request, uint16_t value, uint16_t index, std::span<std::byte> data, std::chrono::milliseconds timeout);
+    // One bulk transfer; after a failure other than a lost device the endpoint's halt is cleared.
+    void bulk_on(uint8_t endpoint, std::span<std::byte> data, std::chrono::milliseconds timeout, size_t& moved);
     void bulk_out(std::span<std::byte> data, std::chrono::milliseconds timeout);
     void bulk_in(std::span<std::byte> data, std::chrono::milliseconds timeout);
     void arm_sram(unsigned slot, uint64_t bytes, bool read);

@@ -36,7 +36,9 @@ inline constexpr uint16_t kXdataLtssm = 0xB450;  // LTSSM state
 inline constexpr uint8_t kLtssmL0 = 0x78;  // link up
 inline constexpr uint16_t kXdataSysBuf = 0xA000;  // 4 KB SRAM, GPU sees it at kGpuSysBuf
 inline constexpr uint16_t kXdataCqBuf = 0xB800;  // 4 KB SRAM, GPU sees it at kGpuCqBuf
-inline constexpr uint16_t kXdataBulkWindow = 0xF000;  // the SRAM bulk engine's window
+// 0xF000..0xFFFF shows the first 4 KB of the SRAM at kGpuSram (asm2464pd-firmware app/README.md,
+// "maps to PCIe 0x200000, first 4KB only"; pcie/test_sram_verify.py compares the two).
+inline constexpr uint16_t kXdataBulkWindow = 0xF000;
 
 // The SRAM the GPU can DMA into, at fixed PCIe addresses (system.py USBPCIDevice, ops_amd.py USBIface).
 inline constexpr uint64_t kGpuSram = 0x200000;  // 512 KB behind the bulk engine
@@ -45,10 +47,10 @@ inline constexpr uint64_t kSramSlotBytes = 16 * 1024;  // 0xF2 slot unit
 inline constexpr unsigned kSramSlots = kSramBytes / kSramSlotBytes;
 inline constexpr uint64_t kSectorBytes = 512;  // 0xF2 length unit
 inline constexpr uint64_t kGpuSysBuf = 0x820000;  // "the NVMe SQ region"
-inline constexpr uint64_t kGpuCqBuf = 0x822000;
+inline constexpr uint64_t kGpuCqBuf = 0x822000;  // a device write here releases an armed SRAM read (README.md)
 inline constexpr uint64_t kSmallWindowBytes = 4096;
 
-// Timeouts (usb.py): control 1 s (0xF0 5 s), bulk OUT 1 s (async 10 s), bulk IN 30 s.
+// Timeouts (usb.py): control 1 s (0xF0 OUT and its completion read 5 s), bulk OUT 1 s (async 10 s), bulk IN 30 s.
 inline constexpr std::chrono::milliseconds kControlTimeout{1000};
 inline constexpr std::chrono::milliseconds kTlpTimeout{5000};
 inline constexpr std::chrono::milliseconds kPowerTimeout{10000};

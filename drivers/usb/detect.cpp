@@ -1,6 +1,12 @@
 #include "drivers/usb/detect.hpp"
 
+#include "base/error.hpp"
 #include "drivers/usb/asm24_protocol.hpp"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cstdlib>
 
 namespace baregpu::usb {
 
@@ -22,9 +28,51 @@ std::string_view to_string(BridgeProtocol protocol) {
     return "?";
 }
 
+std::vector<UsbId> parse_usb_ids(std::string_view text) {
+    std::vector<UsbId> ids;
+    auto hex16 = [&](std::string_view part) {
+        unsigned v = 0;
+        auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), v, 16);
+        if (part.empty() || ec != std::errc{} || end != part.data() + part.size() || v > 0xffff) {
+            throw Error(kUserIdsVariable, fmt::format("\"{}\" is not a list of VID:PID pairs in hex (e.g. 174c:2464,add1:0001)", text));
+        }
+        return static_cast<uint16_t>(v);
+    };
+    while (!text.empty()) {
+        const size_t comma = text.find(',');
+        const std::string_view pair = text.substr(0, comma);
+        const size_t colon = pair.find(':');
+        if (colon == std::string_view::npos) hex16({});
+        ids.push_back({hex16(pair.substr(0, colon)), hex16(pair.substr(colon + 1))});
+        if (comma == std::string_view::npos) break;
+        text.remove_prefix(comma + 1);
+    }
+    return ids;
+}
+
+std::vector<UsbId> user_bridge_ids() {
+    const char* v = std::getenv(kUserIdsVariable);
+    return v == nullptr ? std::vector<UsbId>{} : parse_usb_ids(v);
+}
+
+namespace {
+bool user_named(uint16_t vendor, uint16_t product) {
+    for (const UsbId& id : user_bridge_ids())
+        if (id == UsbId{vendor, product}) return true;
+    return false;
+}
+}  // namespace
+
+bool is_bridge_id(uint16_t vendor, uint16_t product) {
+    using namespace asm24;
+    return (vendor == kAsmediaVendor && (product == kStockProduct2464 || product == kStockProduct2463)) ||
+           ((vendor == kCustomVendor || vendor == kCustomVendorOld) && product == kCustomProduct) || user_named(vendor, product);
+}
+
 std::optional<BridgeProtocol> detect_protocol(const DeviceDescriptor& d) {
     const bool custom_ids =
-        (d.vendor_id == asm24::kCustomVendor || d.vendor_id == asm24::kCustomVendorOld) && d.product_id == asm24::kCustomProduct;
+        ((d.vendor_id == asm24::kCustomVendor || d.vendor_id == asm24::kCustomVendorOld) && d.product_id == asm24::kCustomProduct) ||
+        user_named(d.vendor_id, d.product_id);
     // tinygrad asserts the product string starts with "custom" (or "AS2462"): other firmware
     // with the same IDs is not the protocol we speak.
     if (custom_ids && (d.product.starts_with("custom") || d.product.starts_with("AS2462"))) return BridgeProtocol::CustomFirmware;
@@ -32,7 +80,7 @@ std::optional<BridgeProtocol> detect_protocol(const DeviceDescriptor& d) {
                          (d.product_id == asm24::kStockProduct2464 || d.product_id == asm24::kStockProduct2463);
     // A patched stock firmware re-enumerates under tinygrad's IDs (extra/usbgpu/patch.py) and keeps
     // its mass-storage interfaces; accept either ID pair when the interfaces say mass storage.
-    if (!asmedia && !custom_ids) return std::nullopt;
+    if (!asmedia && !custom_ids) return std::nullopt;  // (a user-named ID counts as custom: it may run either firmware)
     bool uas = false, bot = false;
     for (const InterfaceDescriptor& i : d.interfaces) {
         if (i.interface_class != kMassStorage || i.interface_subclass != kScsiTransparent) continue;

@@ -3,6 +3,7 @@
 
 #include "base/error.hpp"
 #include "drivers/usb/asm24_protocol.hpp"
+#include "drivers/usb/detect.hpp"
 
 #include <fmt/format.h>
 #include <libusb.h>
@@ -27,11 +28,7 @@ namespace {
     }
 }
 
-bool is_bridge(const libusb_device_descriptor& d) {
-    using namespace asm24;
-    return (d.idVendor == kAsmediaVendor && (d.idProduct == kStockProduct2464 || d.idProduct == kStockProduct2463)) ||
-           ((d.idVendor == kCustomVendor || d.idVendor == kCustomVendorOld) && d.idProduct == kCustomProduct);
-}
+bool is_bridge(const libusb_device_descriptor& d) { return is_bridge_id(d.idVendor, d.idProduct); }
 
 std::string location_of(libusb_device* dev) {
     uint8_t ports[8];
@@ -180,6 +177,10 @@ public:
             case LIBUSB_TRANSFER_TIMED_OUT: fail(name_, what, LIBUSB_ERROR_TIMEOUT);
             default: fail(name_, what + fmt::format(" (transfer status {})", status), LIBUSB_ERROR_IO);
         }
+    }
+
+    void clear_halt(uint8_t endpoint) override {
+        if (int rc = libusb_clear_halt(handle_, endpoint); rc != 0) fail(name_, fmt::format("clear halt on {:#04x}", endpoint), rc);
     }
 
     std::chrono::nanoseconds now() override {

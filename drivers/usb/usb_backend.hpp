@@ -72,6 +72,11 @@ public:
     virtual Tag submit_bulk(uint8_t endpoint, std::span<std::byte> data, std::chrono::milliseconds timeout) = 0;
     virtual size_t reap(Tag tag) = 0;
 
+    // CLEAR_FEATURE(ENDPOINT_HALT) on a bulk endpoint (libusb_clear_halt): after a failed bulk
+    // transfer, the host's and the device's view of the pipe agree again (the custom firmware also
+    // drops its streaming state: asm2464pd-firmware handmade/src/main.c, handle_usb_control).
+    virtual void clear_halt(uint8_t endpoint) = 0;
+
     // The clock waits measure themselves with: the steady clock on a real device, the modelled
     // link clock on the simulator (which sleep() advances instead of sleeping).
     virtual std::chrono::nanoseconds now() = 0;

@@ -8,6 +8,8 @@
 #include "drivers/usb/tlp.hpp"
 
 #include <catch2/catch.hpp>
+#include <cstdlib>
+#include <vector>
 
 namespace tlp_test {  // each file's cases in a namespace of their own: the directory builds as one program (meson.build)
 
@@ -160,6 +162,31 @@ TEST_CASE("SCSI wire formats: BOT CBW/CSW, the UAS command IU, the vendor CDBs")
     CHECK(static_cast<uint8_t>(iu[3]) == 3);
     CHECK(static_cast<uint8_t>(iu[16]) == 0xE4);
     CHECK(iu.size() == 32);
+}
+
+TEST_CASE("a user-supplied VID:PID (BAREGPU_USB_BRIDGE_IDS) makes an enclosure with its own IDs a bridge") {
+    CHECK(parse_usb_ids("174c:2464,ADD1:0001") == std::vector<UsbId>{{0x174c, 0x2464}, {0xadd1, 0x0001}});
+    CHECK(parse_usb_ids("").empty());
+    CHECK_THROWS_WITH(parse_usb_ids("174c-2464"), Catch::Contains("BAREGPU_USB_BRIDGE_IDS") && Catch::Contains("174c-2464"));
+    CHECK_THROWS_AS(parse_usb_ids("1:10000"), baregpu::Error);
+    CHECK_THROWS_AS(parse_usb_ids("12g4:0001"), baregpu::Error);
+
+    DeviceDescriptor d;
+    d.vendor_id = 0x1d6b;  // an enclosure maker's IDs, flashed with the custom firmware
+    d.product_id = 0x1234;
+    d.product = "custom v0.1";
+    d.interfaces.push_back({0, 0, 0xff, 0x00, 0x00, {}});
+    ::unsetenv(kUserIdsVariable);
+    CHECK_FALSE(is_bridge_id(0x1d6b, 0x1234));
+    CHECK_FALSE(detect_protocol(d).has_value());
+    ::setenv(kUserIdsVariable, "0bda:9210,1d6b:1234", 1);
+    CHECK(is_bridge_id(0x1d6b, 0x1234));
+    CHECK(detect_protocol(d) == BridgeProtocol::CustomFirmware);
+    d.product = "USB3.2 PCIe enclosure";  // the stock firmware under the same IDs: mass storage
+    d.interfaces = {{0, 0, 0x08, 0x06, 0x50, {}}};
+    CHECK(detect_protocol(d) == BridgeProtocol::Bot);
+    ::unsetenv(kUserIdsVariable);
+    CHECK(is_bridge_id(0x3801, 0x0001));  // the built-in IDs stay
 }
 
 }  // namespace tlp_test

@@ -59,6 +59,8 @@ public:
     std::span<std::byte> sys_buf() { return sys_buf_; }
     std::span<std::byte> cq_buf() { return cq_buf_; }
     std::mutex& sram_mutex() { return sram_mutex_; }
+    // Device writes that landed in the CQ window (PCIe 0x822000): what releases an SRAM read.
+    uint64_t cq_writes() const { return cq_writes_.load(); }
     pci::sim::SimDeviceModel* model() { return model_.get(); }
 
     // SimPort: what the endpoint model sees.
@@ -97,6 +99,7 @@ private:
     std::mutex sram_mutex_;
     std::vector<std::byte> sram_, sys_buf_, cq_buf_;
     std::atomic<uint64_t> interrupts_dropped_{0};
+    std::atomic<uint64_t> cq_writes_{0};
 };
 
 }  // namespace baregpu::sim::asm24

@@ -19,6 +19,11 @@ namespace tlp = usb::tlp;
 
 namespace {
 constexpr const char* kBridgeSource = "tinygrad runtime/support/usb.py (the custom-firmware requests) and test/mockgpu/usb.py";
+constexpr const char* kFirmware = "asm2464pd-firmware handmade/src/main.c handle_usb_control";
+constexpr const char* kSramTrigger =
+    "asm2464pd-firmware README.md (\"The SRAM read needs a write from the PCIe device side at 0x822000 to trigger the read\") "
+    "and pcie/test_sram_verify.py (arm 0xF2 for bulk IN, SDMA-write the completion entry, then bulk IN)";
+constexpr const char* kPio = "asm2464pd-firmware handmade/src/pcie_pio.h pcie_read_chunk (the data registers are stored whatever the status)";
 }
 
 std::string Violation::describe() const { return fmt::format("{} at {} ({})", what, where, source); }
@@ -31,15 +36,36 @@ struct SimAsm24Bridge::Impl {
         ltssm = owner.options_.link_trained ? a24::kLtssmL0 : 0x00;
     }
 
+    // A bulk data phase a request armed: a 0xF0 stream or a 0xF2 SRAM transfer.
+    struct Armed {
+        uint8_t endpoint;
+        uint64_t bytes;
+        uint64_t address;
+        bool sram;
+        unsigned slot;
+        std::string what;
+        uint64_t cq_writes_at_arm;  // SRAM reads: device writes into the CQ window before the arm
+    };
+
     void record(const std::string& what, const std::string& where, const std::string& source) {
         std::lock_guard lock(violations_mutex);
         violations.push_back({what, where, source});
     }
 
-    // What the firmware does with a request it does not accept: stall EP0 / the bulk endpoint.
+    // Before interface 0 is claimed the host's USB stack refuses the request itself.
     [[noreturn]] void stall(const std::string& what, const std::string& where) {
         record(what, where, kBridgeSource);
         throw ProtocolError(self.name(), fmt::format("{}: stalled ({})", where, what));
+    }
+    // The firmware never stalls (main.c handle_usb_control has no STALL): a request it cannot
+    // serve is dropped, and one whose data it never sends or takes ends in the host's timeout.
+    void ignore(const std::string& what, const std::string& where) { record(what + " (ignored by the firmware)", where, kFirmware); }
+    [[noreturn]] void give_up(const std::string& what, const std::string& where, std::chrono::milliseconds timeout,
+                              const char* source = kFirmware) {
+        record(what + " (never answered)", where, source);
+        ++counters.timeouts;
+        self.clock_ns_.fetch_add(static_cast<uint64_t>(std::chrono::nanoseconds(timeout).count()));
+        throw TimeoutError(self.name(), fmt::format("{}: timed out after {} ms (LIBUSB_ERROR_TIMEOUT): {}", where, timeout.count(), what));
     }
 
     // Every transfer: disconnect and stall faults, then the latency model.
@@ -58,6 +84,11 @@ struct SimAsm24Bridge::Impl {
         if (take(FaultKind::Stall)) throw ProtocolError(self.name(), fmt::format("{}: endpoint stalled (LIBUSB_ERROR_PIPE)", what));
     }
 
+    Fault* find(FaultKind kind) {
+        for (Fault& f : faults)
+            if (f.kind == kind) return &f;
+        return nullptr;
+    }
     bool take(FaultKind kind) {
         for (auto it = faults.begin(); it != faults.end(); ++it) {
             if (it->kind != kind) continue;
@@ -74,16 +105,16 @@ struct SimAsm24Bridge::Impl {
 
     uint64_t wire_ns(uint64_t bytes) const { return static_cast<uint64_t>(static_cast<double>(bytes) / self.options_.latency.bulk_bytes_per_ns); }
     void charge_control() { self.clock_ns_.fetch_add(self.options_.latency.round_trip_ns); }
-    void charge_bulk_sync(uint64_t bytes) {
+    void charge_bulk_sync(uint64_t busy_ns) {
         const uint64_t start = std::max(self.clock_ns_.load(), wire_free_at);
-        wire_free_at = start + wire_ns(bytes);
-        self.clock_ns_.store(start + self.options_.latency.round_trip_ns + wire_ns(bytes));
+        wire_free_at = start + busy_ns;
+        self.clock_ns_.store(start + self.options_.latency.round_trip_ns + busy_ns);
     }
-    uint64_t charge_bulk_async(uint64_t bytes) {
+    uint64_t charge_bulk_async(uint64_t busy_ns) {
         // The wire is busy for the data only; the round trip overlaps with the next transfer.
         const uint64_t start = std::max(self.clock_ns_.load(), wire_free_at);
-        wire_free_at = start + wire_ns(bytes);
-        return start + self.options_.latency.round_trip_ns + wire_ns(bytes);
+        wire_free_at = start + busy_ns;
+        return start + self.options_.latency.round_trip_ns + busy_ns;
     }
 
     // The GPU is fast next to a 100 µs round trip: before the host sees memory the endpoint
@@ -95,6 +126,7 @@ struct SimAsm24Bridge::Impl {
     uint8_t xdata_read(uint16_t at) {
         if (at == a24::kXdataLtssm) return link_down() ? 0x00 : a24::kLtssmL0;
         std::lock_guard lock(tree.sram_mutex());
+        if (at >= a24::kXdataBulkWindow) return static_cast<uint8_t>(tree.sram()[at - a24::kXdataBulkWindow]);
         if (at >= a24::kXdataSysBuf && at < a24::kXdataSysBuf + a24::kSmallWindowBytes) return static_cast<uint8_t>(tree.sys_buf()[at - a24::kXdataSysBuf]);
         if (at >= a24::kXdataCqBuf && uint64_t{at} - a24::kXdataCqBuf < a24::kSmallWindowBytes) return static_cast<uint8_t>(tree.cq_buf()[at - a24::kXdataCqBuf]);
         return xdata[at];
@@ -102,6 +134,10 @@ struct SimAsm24Bridge::Impl {
     void xdata_write(uint16_t at, uint8_t v) {
         if (at == a24::kXdataLtssm) return;  // read-only status
         std::lock_guard lock(tree.sram_mutex());
+        if (at >= a24::kXdataBulkWindow) {
+            tree.sram()[at - a24::kXdataBulkWindow] = std::byte(v);
+            return;
+        }
         if (at >= a24::kXdataSysBuf && at < a24::kXdataSysBuf + a24::kSmallWindowBytes) {
             tree.sys_buf()[at - a24::kXdataSysBuf] = std::byte(v);
             return;
@@ -115,26 +151,29 @@ struct SimAsm24Bridge::Impl {
 
     void tlp_out(uint16_t value, uint16_t index, std::span<std::byte> data) {
         const std::string where = fmt::format("vendor request 0xF0 OUT (wValue {:#06x}, wIndex {:#x})", value, index);
-        if (data.size() != 12) stall(fmt::format("TLP payload of {} bytes, expected 12", data.size()), where);
-        if (index > 2) stall(fmt::format("TLP mode {}: the firmware knows 0 (single), 1 (stream write), 2 (stream read)", index), where);
-        if (pending_bulk) stall(fmt::format("a new TLP while a {} is armed and its bulk transfer has not come", pending_bulk->what), where);
+        if (data.size() != 12) return ignore(fmt::format("TLP payload of {} bytes, expected 12", data.size()), where);
+        if ((index & 3) == 3) return ignore("TLP mode 3: the firmware knows 0 (single), 1 (stream write), 2 (stream read)", where);
+        // Every 0xF0 OUT resets a stream in flight ("dma_dwords = 0"); the SRAM engine is separate.
+        if (pending_stream) {
+            record(fmt::format("a new TLP while the {} had not moved its data: the stream is dropped", pending_stream->what), where, kFirmware);
+            pending_stream.reset();
+        }
         const tlp::Request r = tlp::Request::decode(value, index, std::span<const std::byte, 12>(data.data(), 12));
         const bool memory = r.fmt_type == tlp::kMRd64 || r.fmt_type == tlp::kMWr64;
-        if (!memory && !tlp::is_config(r.fmt_type)) stall(fmt::format("unsupported TLP fmt/type {:#04x}", r.fmt_type), where);
-        ++counters.tlps;
+        if (!memory && !tlp::is_config(r.fmt_type)) return ignore(fmt::format("unsupported TLP fmt/type {:#04x}", r.fmt_type), where);
         if (r.mode != tlp::Mode::Single) {
             const bool write = r.mode == tlp::Mode::StreamWrite;
             if (r.fmt_type != (write ? tlp::kMWr64 : tlp::kMRd64) || r.byte_enables != 0x0f) {
-                stall(fmt::format("stream {} with fmt/type {:#04x}, byte enables {:#x}: expected {:#04x}, 0xf", write ? "write" : "read",
-                                  r.fmt_type, r.byte_enables, write ? tlp::kMWr64 : tlp::kMRd64),
-                      where);
+                return ignore(fmt::format("stream {} with fmt/type {:#04x}, byte enables {:#x}: expected {:#04x}, 0xf",
+                                          write ? "write" : "read", r.fmt_type, r.byte_enables, write ? tlp::kMWr64 : tlp::kMRd64),
+                              where);
             }
-            if (r.value == 0 || r.address % 4 != 0) stall(fmt::format("stream of {} DW at {:#x}", r.value, r.address), where);
-            pending_bulk = Armed{write ? a24::kBulkOut : a24::kBulkIn, uint64_t{r.value} * 4, r.address, false, 0,
-                                 r.describe()};
+            if (r.value == 0 || r.address % 4 != 0) return ignore(fmt::format("stream of {} DW at {:#x}", r.value, r.address), where);
+            pending_stream = Armed{write ? a24::kBulkOut : a24::kBulkIn, uint64_t{r.value} * 4, r.address, false, 0, r.describe(), 0};
             return;
         }
-        if (r.byte_enables == 0 || r.byte_enables > 0xf) stall(fmt::format("byte enables {:#x}", r.byte_enables), where);
+        ++counters.tlps;
+        if (r.byte_enables == 0 || r.byte_enables > 0xf) return ignore(fmt::format("byte enables {:#x}", r.byte_enables), where);
         if (tlp::is_posted(r.fmt_type)) {
             if (memory) single_memory(r, true);
             completion.reset();
@@ -142,6 +181,11 @@ struct SimAsm24Bridge::Impl {
         }
         // Non-posted: the completion is latched for 0xF0 IN.
         tlp::Completion c{};
+        completion_delay_ms = 0;
+        if (Fault* slow = find(FaultKind::SlowCompletion)) {
+            completion_delay_ms = slow->after;
+            if (--slow->count == 0) faults.erase(faults.begin() + (slow - faults.data()));
+        }
         if (link_down()) {
             c.transport_status = 0x01;  // nothing came back on the link
         } else if (take(FaultKind::TransportError)) {
@@ -159,7 +203,10 @@ struct SimAsm24Bridge::Impl {
     }
 
     tlp::Completion single_memory(const tlp::Request& r, bool write) {
-        if (r.address % 4 != 0) stall(fmt::format("memory TLP at unaligned address {:#x}", r.address), r.describe());
+        if (r.address % 4 != 0) {
+            ignore(fmt::format("memory TLP at unaligned address {:#x}", r.address), r.describe());
+            return tlp::Completion{0, tlp::CompletionStatus::UnsupportedRequest, 0};
+        }
         const unsigned be = r.byte_enables;
         const unsigned lane = static_cast<unsigned>(std::countr_zero(be));
         const unsigned width = static_cast<unsigned>(std::popcount(be));
@@ -167,6 +214,7 @@ struct SimAsm24Bridge::Impl {
         if (write) {
             const uint32_t v = r.value >> (8 * lane);
             std::memcpy(bytes.data(), &v, 4);
+            pcie_data = r.value;
             if (link_down() || !tree.memory_write(r.address + lane, std::span(bytes.data(), width))) {
                 record("posted write that nothing claims (dropped)", r.describe(), "PCI Express Base Specification 2.3.1");
             }
@@ -177,51 +225,83 @@ struct SimAsm24Bridge::Impl {
         }
         uint32_t v = 0;
         std::memcpy(&v, bytes.data(), 4);
-        return tlp::Completion{v << (8 * lane), tlp::CompletionStatus::Successful, 0};
+        pcie_data = v << (8 * lane);
+        return tlp::Completion{pcie_data, tlp::CompletionStatus::Successful, 0};
     }
 
     void sram_arm(uint16_t value, uint16_t index) {
         const std::string where = fmt::format("vendor request 0xF2 (wValue {:#06x}, wIndex {:#06x})", value, index);
-        if (pending_bulk) stall(fmt::format("SRAM armed while a {} is still armed", pending_bulk->what), where);
+        if (pending_sram) record(fmt::format("SRAM armed again while a {} was armed: the engine is reprogrammed", pending_sram->what), where, kFirmware);
+        pending_sram.reset();
         const uint64_t sectors = value & 0x7fff;
         const bool read = (value & a24::kSramArmRead) != 0;
         const unsigned slot = index & 0xff, nslots = index >> 8;
         const uint64_t bytes = sectors * a24::kSectorBytes;
         if (sectors == 0 || nslots == 0 || slot + nslots > a24::kSramSlots || bytes > uint64_t{nslots} * a24::kSramSlotBytes) {
-            stall(fmt::format("{} sectors into slots {}..{}: the engine has {} slots of 16 KB", sectors, slot, slot + nslots, a24::kSramSlots),
-                  where);
+            return ignore(fmt::format("{} sectors into slots {}..{}: the engine has {} slots of 16 KB", sectors, slot, slot + nslots,
+                                      a24::kSramSlots),
+                          where);
         }
-        pending_bulk = Armed{read ? a24::kBulkIn : a24::kBulkOut, bytes, 0, true, slot, read ? "SRAM read" : "SRAM write"};
+        pending_sram = Armed{read ? a24::kBulkIn : a24::kBulkOut, bytes, 0, true, slot, read ? "SRAM read" : "SRAM write", tree.cq_writes()};
+    }
+
+    // Which armed transfer a bulk transfer on `endpoint` serves: a stream first (0xF0 arms the
+    // endpoint itself), else the SRAM engine.
+    std::optional<Armed>* armed_for(uint8_t endpoint) {
+        if (pending_stream && pending_stream->endpoint == endpoint) return &pending_stream;
+        if (pending_sram && pending_sram->endpoint == endpoint) return &pending_sram;
+        return nullptr;
+    }
+
+    // Modelled wire time of a bulk transfer: streams move one 8051-driven TLP per dword.
+    uint64_t transfer_ns(uint8_t endpoint, uint64_t bytes) {
+        std::optional<Armed>* a = armed_for(endpoint);
+        if (a != nullptr && !(*a)->sram) {
+            const auto& l = self.options_.latency;
+            return bytes / 4 * (endpoint == a24::kBulkOut ? l.stream_write_ns_per_dword : l.stream_read_ns_per_dword);
+        }
+        return wire_ns(bytes);
     }
 
     // The data phase of an armed stream or SRAM transfer.
-    void bulk_data(uint8_t endpoint, std::span<std::byte> data) {
+    void bulk_data(uint8_t endpoint, std::span<std::byte> data, std::chrono::milliseconds timeout) {
         const std::string where = fmt::format("bulk {:#04x} of {} bytes", endpoint, data.size());
-        if (endpoint != a24::kBulkOut && endpoint != a24::kBulkIn) stall(fmt::format("no such endpoint {:#04x}", endpoint), where);
-        if (!pending_bulk) stall("bulk transfer with nothing armed (no 0xF0 stream or 0xF2 before it)", where);
-        Armed armed = *pending_bulk;
-        pending_bulk.reset();
-        if (armed.endpoint != endpoint || armed.bytes != data.size()) {
-            stall(fmt::format("the armed {} wants {} bytes on {:#04x}", armed.what, armed.bytes, armed.endpoint), where);
+        if (endpoint != a24::kBulkOut && endpoint != a24::kBulkIn) give_up(fmt::format("no such endpoint {:#04x}", endpoint), where, timeout);
+        std::optional<Armed>* slot = armed_for(endpoint);
+        if (slot == nullptr) give_up("bulk transfer with nothing armed (no 0xF0 stream or 0xF2 before it)", where, timeout);
+        if ((*slot)->bytes != data.size()) {
+            give_up(fmt::format("the armed {} wants {} bytes on {:#04x}", (*slot)->what, (*slot)->bytes, (*slot)->endpoint), where, timeout);
         }
+        if ((*slot)->sram && endpoint == a24::kBulkIn) {
+            // The engine sends nothing until the device has written the CQ window since the arm.
+            settle();
+            if (tree.cq_writes() == (*slot)->cq_writes_at_arm) {
+                give_up("SRAM read with no device write to PCIe 0x822000 since the arm", where, timeout, kSramTrigger);
+            }
+        }
+        const Armed armed = **slot;
+        slot->reset();
         if (armed.sram) {
-            if (endpoint == a24::kBulkIn) settle();
             std::lock_guard lock(tree.sram_mutex());
             std::span<std::byte> s = tree.sram().subspan(armed.slot * a24::kSramSlotBytes, data.size());
             if (endpoint == a24::kBulkOut) std::memcpy(s.data(), data.data(), data.size());
             else std::memcpy(data.data(), s.data(), data.size());
             return;
         }
+        counters.tlps += data.size() / 4;
         if (endpoint == a24::kBulkOut) {
+            std::memcpy(&pcie_data, data.data() + data.size() - 4, 4);
             if (link_down() || !tree.memory_write(armed.address, data)) {
                 record(fmt::format("streamed write of {} bytes that nothing claims (dropped)", data.size()), armed.what,
                        "PCI Express Base Specification 2.3.1 (posted request, Unsupported Request)");
             }
         } else if (link_down() || !tree.memory_read(armed.address, data)) {
-            // A read nobody completes returns all-ones to the requester (PCIe 2.3.2 / a master abort).
-            std::memset(data.data(), 0xff, data.size());
-            record(fmt::format("streamed read of {} bytes that nothing claims (all-ones)", data.size()), armed.what,
-                   "PCI Express Base Specification 2.3.1 (Unsupported Request)");
+            // The firmware stores the data registers whatever the completion status: an unclaimed
+            // read returns what they last held (stale), not all-ones.
+            for (size_t i = 0; i < data.size(); i += 4) std::memcpy(data.data() + i, &pcie_data, 4);
+            record(fmt::format("streamed read of {} bytes that nothing claims (stale data)", data.size()), armed.what, kPio);
+        } else {
+            std::memcpy(&pcie_data, data.data() + data.size() - 4, 4);
         }
     }
 
@@ -232,15 +312,9 @@ struct SimAsm24Bridge::Impl {
     bool gone = false;
     bool claimed = false;
     std::optional<tlp::Completion> completion;
-    struct Armed {
-        uint8_t endpoint;
-        uint64_t bytes;
-        uint64_t address;
-        bool sram;
-        unsigned slot;
-        std::string what;
-    };
-    std::optional<Armed> pending_bulk;
+    uint64_t completion_delay_ms = 0;  // SlowCompletion: when the latched completion is ready
+    uint32_t pcie_data = 0xffffffff;  // the TLP engine's data registers (REG_PCIE_DATA_0..3)
+    std::optional<Armed> pending_stream, pending_sram;
     std::vector<Fault> faults;
     UsbCounters counters;
     uint64_t wire_free_at = 0;
@@ -296,7 +370,7 @@ void SimAsm24Bridge::release_interface(uint8_t) {
 }
 
 size_t SimAsm24Bridge::control(uint8_t request_type, uint8_t request, uint16_t value, uint16_t index, std::span<std::byte> data,
-                               std::chrono::milliseconds) {
+                               std::chrono::milliseconds timeout) {
     std::lock_guard lock(impl_->mutex);
     Impl& m = *impl_;
     const std::string where = fmt::format("vendor request {:#04x} (bmRequestType {:#04x}, wValue {:#06x}, wIndex {:#06x})", request,
@@ -306,15 +380,17 @@ size_t SimAsm24Bridge::control(uint8_t request_type, uint8_t request, uint16_t v
     m.charge_control();
     if (!m.claimed) m.stall("vendor request before interface 0 was claimed", where);
     if (request_type == usb::kVendorIn && request == a24::kReqXdataRead) {
-        if (data.empty() || data.size() > a24::kXdataReadMax || value + data.size() > m.xdata.size()) {
-            m.stall(fmt::format("XDATA read of {} bytes at {:#06x} (1..255 bytes per request)", data.size(), value), where);
-        }
-        if (value >= a24::kXdataSysBuf && value < a24::kXdataBulkWindow) m.settle();  // the host reads GPU-written SRAM
-        for (size_t i = 0; i < data.size(); ++i) data[i] = std::byte(m.xdata_read(static_cast<uint16_t>(value + i)));
-        return data.size();
+        // main.c: "maxlen = is_usb2 ? 64 : 512", the reply is min(wLength, maxlen) bytes; the
+        // address wraps in 16 bits.
+        const size_t n = std::min<size_t>(data.size(), options_.usb2 ? 64 : 512);
+        if (value >= a24::kXdataSysBuf) m.settle();  // the host reads GPU-written SRAM
+        for (size_t i = 0; i < n; ++i) data[i] = std::byte(m.xdata_read(static_cast<uint16_t>(value + i)));
+        return n;
     }
     if (request_type == usb::kVendorOut && request == a24::kReqXdataWrite) {
-        if (!data.empty() || index > 0xff) m.stall("XDATA write carries one byte in wIndex and no data stage", where);
+        if (!data.empty()) m.give_up("XDATA write with a data stage the firmware never takes", where, timeout);
+        // wIndex's high byte selects a bank (main.c: DPX, 1 = PHY registers): not modelled.
+        if (index > 0xff) return m.ignore("XDATA write to bank " + std::to_string(index >> 8), where), 0;
         m.xdata_write(value, static_cast<uint8_t>(index));
         return 0;
     }
@@ -323,43 +399,71 @@ size_t SimAsm24Bridge::control(uint8_t request_type, uint8_t request, uint16_t v
         return data.size();
     }
     if (request_type == usb::kVendorIn && request == a24::kReqTlp) {
-        if (data.size() != 8) m.stall(fmt::format("completion read of {} bytes, expected 8", data.size()), where);
-        if (!m.completion) m.stall("completion read with no non-posted TLP outstanding", where);
-        const std::array<std::byte, 8> bytes = tlp::encode_completion(*m.completion);
-        std::memcpy(data.data(), bytes.data(), 8);
+        // main.c: polls the TLP engine's status up to 500000 times, then answers 8 bytes; with
+        // nothing completing, ret_status (byte 7) is 0xFF and the data zero.
+        tlp::Completion c{};
+        if (m.completion) {
+            const std::chrono::milliseconds delay{m.completion_delay_ms};
+            if (delay > timeout) {
+                m.completion.reset();
+                m.give_up(fmt::format("completion of a slow completer ({} ms)", delay.count()), where, timeout);
+            }
+            clock_ns_.fetch_add(static_cast<uint64_t>(std::chrono::nanoseconds(delay).count()));
+            c = *m.completion;
+        } else {
+            m.record("completion read with no non-posted TLP outstanding (answers status 0xFF)", where, kFirmware);
+            c.transport_status = 0xFF;
+        }
         m.completion.reset();
-        return 8;
+        const std::array<std::byte, 8> bytes = tlp::encode_completion(c);
+        const size_t n = std::min<size_t>(data.size(), 8);
+        std::memcpy(data.data(), bytes.data(), n);
+        return n;
     }
     if (request_type == usb::kVendorOut && request == a24::kReqSramArm) {
         m.sram_arm(value, index);
         return 0;
     }
     if (request_type == usb::kVendorOut && request == a24::kReqPciePower) {
-        if (value > 1) m.stall("PCIe power takes wValue 1 (on) or 0 (off)", where);
-        m.ltssm = value == 1 ? a24::kLtssmL0 : 0x00;
+        m.ltssm = (value & 1) != 0 ? a24::kLtssmL0 : 0x00;  // main.c: "wValue low bit 0"
         return 0;
     }
-    m.stall("unknown vendor request", where);
+    // main.c: any other request is ACKed when it has no data stage ("if (wLen == 0)
+    // usb_send_zlp()"); one with a data stage is never answered.
+    if (data.empty()) return m.ignore("unknown vendor request", where), 0;
+    m.give_up("unknown vendor request with a data stage", where, timeout);
 }
 
 std::optional<SimAsm24Bridge::ArmedTransfer> SimAsm24Bridge::armed() const {
     std::lock_guard lock(impl_->mutex);
-    if (!impl_->pending_bulk) return std::nullopt;
-    return ArmedTransfer{impl_->pending_bulk->endpoint, impl_->pending_bulk->bytes};
+    const auto& pending = impl_->pending_stream ? impl_->pending_stream : impl_->pending_sram;
+    if (!pending) return std::nullopt;
+    return ArmedTransfer{pending->endpoint, pending->bytes};
 }
 
-size_t SimAsm24Bridge::bulk(uint8_t endpoint, std::span<std::byte> data, std::chrono::milliseconds) {
+size_t SimAsm24Bridge::bulk(uint8_t endpoint, std::span<std::byte> data, std::chrono::milliseconds timeout) {
     std::lock_guard lock(impl_->mutex);
     Impl& m = *impl_;
     m.begin_transfer(fmt::format("bulk {:#04x} of {} bytes", endpoint, data.size()));
     (endpoint & usb::kEndpointIn ? m.counters.bulk_in : m.counters.bulk_out)++;
     (endpoint & usb::kEndpointIn ? m.counters.bytes_in : m.counters.bytes_out) += data.size();
-    m.charge_bulk_sync(data.size());
-    m.bulk_data(endpoint, data);
+    m.charge_bulk_sync(m.transfer_ns(endpoint, data.size()));
+    m.bulk_data(endpoint, data, timeout);
     return data.size();
 }
 
-usb::UsbBackend::Tag SimAsm24Bridge::submit_bulk(uint8_t endpoint, std::span<std::byte> data, std::chrono::milliseconds) {
+void SimAsm24Bridge::clear_halt(uint8_t endpoint) {
+    std::lock_guard lock(impl_->mutex);
+    Impl& m = *impl_;
+    m.begin_transfer(fmt::format("clear halt on {:#04x}", endpoint));
+    ++m.counters.control;
+    m.charge_control();
+    // main.c CLEAR_FEATURE(ENDPOINT_HALT): the endpoint is cleared and "dma_dwords = 0" ends a
+    // stream; the SRAM engine's arm is not touched.
+    if (m.pending_stream && m.pending_stream->endpoint == endpoint) m.pending_stream.reset();
+}
+
+usb::UsbBackend::Tag SimAsm24Bridge::submit_bulk(uint8_t endpoint, std::span<std::byte> data, std::chrono::milliseconds timeout) {
     std::lock_guard lock(impl_->mutex);
     Impl& m = *impl_;
     const Tag tag = m.next_tag++;
@@ -370,8 +474,8 @@ usb::UsbBackend::Tag SimAsm24Bridge::submit_bulk(uint8_t endpoint, std::span<std
         m.begin_transfer(fmt::format("asynchronous bulk {:#04x} of {} bytes", endpoint, data.size()));
         (endpoint & usb::kEndpointIn ? m.counters.bulk_in : m.counters.bulk_out)++;
         (endpoint & usb::kEndpointIn ? m.counters.bytes_in : m.counters.bytes_out) += data.size();
-        a.done_at = m.charge_bulk_async(data.size());
-        m.bulk_data(endpoint, data);
+        a.done_at = m.charge_bulk_async(m.transfer_ns(endpoint, data.size()));
+        m.bulk_data(endpoint, data, timeout);
     } catch (const DeviceLostError& e) {
         a.error = e.what(), a.lost = true;
     } catch (const Error& e) {

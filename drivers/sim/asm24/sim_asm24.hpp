@@ -2,8 +2,9 @@
 // seam: the vendor requests (tinygrad usb.py), the TLP engine, the SRAM bulk engine and windows
 // (tinygrad system.py USBPCIDevice), a PCIe tree of four bridge headers on buses 0..3 with one
 // endpoint (a drivers/sim model, e.g. the simulated Navi) at 04:00.0, a per-transfer latency model in
-// modelled time, and faults. Strict: a request the firmware would refuse stalls and is recorded
-// as a violation; a TLP nothing claims completes with Unsupported Request.
+// modelled time, and faults. The rules are the custom firmware's own (tinygrad/asm2464pd-firmware
+// handmade/src/main.c, pcie_pio.h): it never stalls a request, it answers what it can and leaves
+// the rest to the host's timeout; what a driver should not rely on is recorded as a violation.
 #pragma once
 
 #include "drivers/pci/sim_device_model.hpp"
@@ -19,11 +20,16 @@
 
 namespace baregpu::sim::asm24 {
 
-// Default: 100 µs per USB round trip, 10 Gb/s of bulk data (USB 3.2 Gen 2): assumed
-// figures, not measurements (Options::latency changes them).
+// Modelled costs (Options::latency changes them). The round trip is assumed; the rates are the
+// firmware author's measurements (asm2464pd-firmware README.md).
 struct Latency {
     uint64_t round_trip_ns = 100'000;
-    double bulk_bytes_per_ns = 1.25;
+    // The 0xF2 SRAM engine: "700 MB/s read+write on 10 Gbps USB3".
+    double bulk_bytes_per_ns = 0.7;
+    // 0xF0 streams are 8051 programmed I/O, one single-dword TLP per dword (pcie_pio.h
+    // pcie_write_chunk / pcie_read_chunk): "3.6 MB/s write, 1.8 MB/s read".
+    uint64_t stream_write_ns_per_dword = 1'111;
+    uint64_t stream_read_ns_per_dword = 2'222;
 };
 
 enum class FaultKind {
@@ -32,13 +38,14 @@ enum class FaultKind {
     CompleterAbort,  // the next `count` non-posted TLPs complete with CA
     ConfigRetry,  // the next `count` non-posted TLPs complete with CRS
     TransportError,  // the next `count` non-posted TLPs report a transport error (byte 7 of the completion)
-    LinkDown,  // LTSSM leaves L0 and stays down: TLPs fail in transport, stream reads return all-ones
+    LinkDown,  // LTSSM leaves L0 and stays down: TLPs fail in transport, stream reads return stale data
+    SlowCompletion,  // the next `count` non-posted TLPs complete only after `after` ms (a slow completer)
 };
 
 struct Fault {
     FaultKind kind = FaultKind::Stall;
     uint64_t count = 1;
-    uint64_t after = 0;  // Disconnect only
+    uint64_t after = 0;  // Disconnect: transfers before it; SlowCompletion: milliseconds
 };
 
 struct Violation {
@@ -54,7 +61,8 @@ struct UsbCounters {
     uint64_t bulk_in = 0;
     uint64_t bytes_out = 0;
     uint64_t bytes_in = 0;
-    uint64_t tlps = 0;  // TLPs put on the PCIe link (a stream counts one per request)
+    uint64_t tlps = 0;  // TLPs put on the PCIe link (a stream counts one per dword, as the firmware sends them)
+    uint64_t timeouts = 0;  // transfers the firmware never answered (the host's timeout ran out)
     uint64_t total() const { return control + bulk_out + bulk_in; }
 };
 
@@ -69,6 +77,8 @@ public:
         // Present the stock firmware's mass-storage interfaces instead (detection tests).
         enum class Interfaces { Custom, Uas, Bot } interfaces = Interfaces::Custom;
         bool link_trained = false;  // LTSSM in L0 at power-on (false: the driver must send 0xF3)
+        // A USB 2 fallback: the firmware answers at most 64 bytes of a 0xE4 read (main.c, is_usb2).
+        bool usb2 = false;
     };
 
     // `endpoint` sits at 04:00.0 behind the four bridge headers; may be null (an empty slot).
@@ -85,6 +95,7 @@ public:
     size_t bulk(uint8_t endpoint, std::span<std::byte> data, std::chrono::milliseconds timeout) override;
     Tag submit_bulk(uint8_t endpoint, std::span<std::byte> data, std::chrono::milliseconds timeout) override;
     size_t reap(Tag tag) override;
+    void clear_halt(uint8_t endpoint) override;
     std::chrono::nanoseconds now() override { return std::chrono::nanoseconds(clock_ns_.load()); }
     void sleep(std::chrono::nanoseconds duration) override { clock_ns_.fetch_add(static_cast<uint64_t>(duration.count())); }
 
