@@ -16,7 +16,6 @@
 #include "drivers/sim/amdgpu/state_file.hpp"
 
 #include <algorithm>
-#include <utility>
 #include <cstdio>
 #include <cstdlib>
 #include <string_view>
@@ -290,30 +289,13 @@ void NaviModel::mmio_write(unsigned bar, uint64_t offset, unsigned width, uint64
         // are accepted and ignored) without the writer waiting for any of it.
         // Kicks of one doorbell not yet taken coalesce (the last value is what the slot holds), so
         // the list stays as short as the number of queues.
-        // A link that sends a 64-bit write as two dword TLPs, low dword first (the ASM2464's custom
-        // firmware: asm2464pd-firmware handmade/src/pcie_pio.h pcie_write_chunk), delivers a
-        // doorbell in halves; the low half waits for the high half, and the pair rings the doorbell
-        // once with the whole value. tinygrad rings its 64-bit doorbells through that bridge; when
-        // the hardware latches the value is not documented (modelled: on the high half).
         {
             std::lock_guard lock(kick_mutex_);
-            auto kick = [&](const Kick& n) {
-                auto same = std::find_if(kicks_.begin(), kicks_.end(), [&](const Kick& k) { return k.offset == n.offset && k.width == n.width; });
-                if (same != kicks_.end())
-                    same->value = n.value;
-                else
-                    kicks_.push_back(n);
-            };
-            if (width == 4 && low_half_ && low_half_->offset + 4 == offset) {
-                kick({low_half_->offset, 8, (low_half_->value & 0xffffffffu) | value << 32});
-                low_half_.reset();
-            } else {
-                if (low_half_) kick(*std::exchange(low_half_, std::nullopt));
-                if (width == 4 && offset % 8 == 0)
-                    low_half_ = Kick{offset, 4, value};
-                else
-                    kick({offset, width, value});
-            }
+            auto same = std::find_if(kicks_.begin(), kicks_.end(), [&](const Kick& k) { return k.offset == offset && k.width == width; });
+            if (same != kicks_.end())
+                same->value = value;
+            else
+                kicks_.push_back({offset, width, value});
         }
         kick_cv_.notify_one();
         return;

@@ -26,7 +26,6 @@
 #include <filesystem>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <span>
 #include <string>
 #include <thread>
@@ -145,8 +144,6 @@ private:
     std::mutex kick_mutex_;
     std::condition_variable kick_cv_, idle_cv_;
     std::vector<Kick> kicks_;
-    // The low dword of a 64-bit doorbell written as two dword TLPs (a USB bridge), until its high dword.
-    std::optional<Kick> low_half_;
     bool stop_ = false, polling_ = false;
     uint64_t requested_pass_ = 0, completed_pass_ = 0;
     std::thread engine_;  // last: started after everything it uses, joined first

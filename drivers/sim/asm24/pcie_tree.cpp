@@ -185,8 +185,14 @@ bool PcieTree::memory_read(uint64_t address, std::span<std::byte> out) {
         std::memcpy(out.data(), memory_[hit->bar].data() + hit->offset, out.size());
         return true;
     }
-    // The firmware sends one single-dword TLP per dword (pcie_pio.h): a register sees 32-bit
-    // accesses only, in ascending address order, never one 64-bit access.
+    // A 2-DW request at a qword-aligned address is one 64-bit access to the register. The firmware
+    // sends it as two dword TLPs (pcie_pio.h); the simulated endpoints still take one access
+    // (issue 32 B4: the sim Navi's rule for a doorbell in halves is not settled).
+    if (out.size() == 8 && hit->offset % 8 == 0) {
+        const uint64_t v = model_->mmio_read(hit->bar, hit->offset, 8);
+        std::memcpy(out.data(), &v, 8);
+        return true;
+    }
     if (out.size() < 4) {
         const uint64_t v = model_->mmio_read(hit->bar, hit->offset, static_cast<unsigned>(out.size()));
         std::memcpy(out.data(), &v, out.size());
@@ -204,6 +210,12 @@ bool PcieTree::memory_write(uint64_t address, std::span<const std::byte> data) {
     if (!hit) return false;
     if (!memory_[hit->bar].empty()) {
         std::memcpy(memory_[hit->bar].data() + hit->offset, data.data(), data.size());
+        return true;
+    }
+    if (data.size() == 8 && hit->offset % 8 == 0) {
+        uint64_t v = 0;
+        std::memcpy(&v, data.data(), 8);
+        model_->mmio_write(hit->bar, hit->offset, 8, v);
         return true;
     }
     if (data.size() < 4) {
