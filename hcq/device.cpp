@@ -276,6 +276,7 @@ void Device::copy_in(const Buffer& dst, std::span<const std::byte> src) {
         std::memcpy(dst.bytes().data(), src.data(), src.size());
         return;
     }
+    if (copy_in_through_link(dst, src)) return;
     Staging& st = staging();
     CopyQueue& q = internal_copy_queue();
     for (uint64_t off = 0; off < src.size(); off += st.slot_bytes) {
@@ -304,6 +305,7 @@ void Device::copy_out(std::span<std::byte> dst, const Buffer& src) {
         std::memcpy(dst.data(), src.bytes().data(), dst.size());
         return;
     }
+    if (copy_out_through_link(dst, src)) return;
     Staging& st = staging();
     CopyQueue& q = internal_copy_queue();
     const size_t slots = st.slots.size();

@@ -120,6 +120,11 @@ public:
     // The mappings made since the last call are no longer needed once the timeline reaches `value`.
     virtual void retire_bus_peer_mappings(uint64_t value) noexcept { (void)value; }
 
+    // The clock of the link the device sits behind, in ns, where it is not the host's: a modelled
+    // link (the simulated USB bridge) advances it by what each transfer would cost instead of
+    // sleeping, so figures about transfers are read from it. nullopt: use the host's clock.
+    virtual std::optional<uint64_t> link_clock_ns() { return std::nullopt; }
+
     // Device tick counter frequency (timestamps), in ticks per second.
     uint64_t timestamp_frequency() const { return timestamp_hz_; }
 
@@ -188,6 +193,20 @@ protected:
     void clear_failure() noexcept;
 
     virtual std::shared_ptr<Program> load_program_impl(std::span<const std::byte> code_object, std::string_view kernel) = 0;
+    // Host <-> device copies for a backend whose link has its own staging memory (drivers/am
+    // over a USB bridge: the bridge's SRAM, reached by bulk transfers). Called under the
+    // submission mutex with the arguments checked; false: use the common staging slots. Same
+    // contract as copy_in / copy_out (ordered after earlier work on the timeline).
+    virtual bool copy_in_through_link(const Buffer& dst, std::span<const std::byte> src) {
+        (void)dst, (void)src;
+        return false;
+    }
+    virtual bool copy_out_through_link(std::span<std::byte> dst, const Buffer& src) {
+        (void)dst, (void)src;
+        return false;
+    }
+    // The queue copy_in / copy_out submit on (for the overrides above).
+    CopyQueue& internal_copy_queue();
     // Free what the backend itself retires by timeline value (program slots, ...): everything
     // retired at or below `completed` may go. Called whenever the common part collects.
     virtual void collect_retired(uint64_t completed) noexcept { (void)completed; }
@@ -207,7 +226,6 @@ private:
 
     struct Staging;
     Staging& staging();
-    CopyQueue& internal_copy_queue();
     ComputeQueue& internal_compute_queue();
 
     std::string name_;

@@ -41,6 +41,9 @@ std::string arch_for(const AmDevice& chip, KernelIsa isa) {
     return chip.asic().gc_generation >= 12 ? "gfx1201" : "gfx1100";
 }
 
+// Set on a thread inside AmHcqDevice::wait_signal_only.
+thread_local bool signals_only_wait = false;
+
 }  // namespace
 
 std::shared_ptr<AmHcqDevice> AmHcqDevice::create(std::unique_ptr<AmDevice> chip, AmHcqOptions options) {
@@ -117,6 +120,10 @@ AmHcqDevice::AmHcqDevice(Token, std::unique_ptr<AmDevice> chip, AmHcqOptions opt
     parts.staging_slot_bytes = options_.staging_bytes;
     parts.staging_slots = options_.staging_slots;  // RELEASE_MEM / SDMA TIMESTAMP count 10 ns ticks (tinygrad AMDSignal)
     attach(parts);
+    // Host copies through the bridge SRAM, mapped after the peer window (nothing else lives there).
+    if (shadow_ && SramStaging::usable(*this)) {
+        sram_staging_ = std::make_unique<SramStaging>(*this, kVmStart + options_.va_bytes + options_.peer_va_bytes);
+    }
     for (auto& c : compute_) c->start();
     copy_->start();
     opened();
@@ -124,6 +131,7 @@ AmHcqDevice::AmHcqDevice(Token, std::unique_ptr<AmDevice> chip, AmHcqOptions opt
 
 AmHcqDevice::~AmHcqDevice() {
     begin_shutdown();
+    sram_staging_.reset();
     for (auto& c : compute_) c->stop();
     copy_->stop();
     for (auto& c : compute_) c->release();
@@ -160,6 +168,23 @@ void AmHcqDevice::publish_last(const hcq::Buffer& buffer) {
 }
 
 bool AmHcqDevice::refresh_host(const void* host, uint64_t bytes) { return shadow_ && shadow_->refresh_host(host, bytes); }
+
+std::optional<uint64_t> AmHcqDevice::link_clock_ns() {
+    if (!shadow_) return std::nullopt;
+    return static_cast<uint64_t>(chip_->pci().now().count());
+}
+
+bool AmHcqDevice::copy_in_through_link(const hcq::Buffer& dst, std::span<const std::byte> src) {
+    if (!sram_staging_) return false;
+    sram_staging_->copy_in(internal_copy_queue(), dst, src);
+    return true;
+}
+
+bool AmHcqDevice::copy_out_through_link(std::span<std::byte> dst, const hcq::Buffer& src) {
+    if (!sram_staging_) return false;
+    sram_staging_->copy_out(internal_copy_queue(), dst, src);
+    return true;
+}
 
 uint64_t AmHcqDevice::physical(GpuVirtualAddress va) {
     std::optional<Translation> t = chip_->translate(va.value());
@@ -474,17 +499,15 @@ bool AmHcqDevice::check_faults() noexcept {
     }
 }
 
-void AmHcqDevice::pace_link(std::chrono::nanoseconds link_start, uint64_t host_start) noexcept {
-    // A waiter polls no faster than the link answers: on a bridge the transfers just made took
-    // their time on the wire (PciDevice::now() is the link's clock: the wall clock on hardware,
-    // where this sleeps nothing, the modelled one in simulation), so the device's clock never runs
-    // ahead of the host's while the host waits on it.
+void AmHcqDevice::wait_signal_only(const hcq::Signal& signal, uint64_t value) {
+    signals_only_wait = true;
     try {
-        const auto link = chip_->pci().now() - link_start;
-        const auto host = std::chrono::nanoseconds(hcq::host_now_ns() - host_start);
-        if (link > host) std::this_thread::sleep_for(link - host);
+        signal.wait(value);
     } catch (...) {
+        signals_only_wait = false;
+        throw;
     }
+    signals_only_wait = false;
 }
 
 void AmHcqDevice::refresh_signal(const hcq::SignalSlot& slot) noexcept {
@@ -493,25 +516,19 @@ void AmHcqDevice::refresh_signal(const hcq::SignalSlot& slot) noexcept {
     // progress: bring every host copy the GPU may have written up to date before the waiter
     // returns and reads them.
     try {
-        const auto link_start = chip_->pci().now();
-        const uint64_t host_start = hcq::host_now_ns();
-        if (shadow_->refresh_host(&slot, sizeof slot)) shadow_->refresh_all();
-        pace_link(link_start, host_start);
+        const bool moved = shadow_->refresh_host(&slot, sizeof slot);
+        if (signals_only_wait) {
+            if (moved) data_stale_.store(true);
+        } else if (moved || data_stale_.exchange(false)) {
+            shadow_->refresh_all();
+        }
     } catch (const std::exception& e) {
         fail(fmt::format("reading device memory over the link failed: {}", e.what()));
     }
 }
 
 void AmHcqDevice::sleep_for_signal(const hcq::SignalSlot&, uint64_t, uint64_t deadline_ns) {
-    if (shadow_) {
-        const auto link_start = chip_->pci().now();
-        const uint64_t host_start = hcq::host_now_ns();
-        const bool failed = check_faults();
-        pace_link(link_start, host_start);
-        if (failed) return;
-    } else if (check_faults()) {
-        return;
-    }
+    if (check_faults()) return;
     const uint64_t now = hcq::host_now_ns();
     if (deadline_ns <= now) return;
     std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<uint64_t>(deadline_ns - now, 50'000)));

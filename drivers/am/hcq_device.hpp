@@ -19,6 +19,7 @@
 
 #include "drivers/am/am_device.hpp"
 #include "drivers/am/shadow_memory.hpp"
+#include "drivers/am/sram_staging.hpp"
 #include "drivers/am/vram_allocator.hpp"
 #include "drivers/pci/dma_buffer.hpp"
 #include "drivers/pci/peer_window.hpp"
@@ -115,6 +116,10 @@ public:
     void publish_last(const hcq::Buffer& buffer);
     // Refresh the host copy of [host, host + bytes) (words the host polls); true when it changed.
     bool refresh_host(const void* host, uint64_t bytes);
+    // Wait for `signal` to reach `value` reading back only signals, not the host copies of data the
+    // GPU may have written (the driver's own waits, e.g. for the copy queue to drain the bridge
+    // SRAM): the data is brought up to date at the next wait that needs it.
+    void wait_signal_only(const hcq::Signal& signal, uint64_t value);
     // Refresh every host copy the GPU may write (after the host saw the device progress).
     void refresh_all_host() {
         if (shadow_) shadow_->refresh_all();
@@ -135,14 +140,17 @@ private:
     std::byte* map_memory(GpuVirtualAddress va, uint64_t size, uint64_t page_size, const hcq::BufferOptions& options) override;
     void unmap_memory(GpuVirtualAddress va, uint64_t size, std::byte* cpu) noexcept override;
     void collect_retired(uint64_t completed) noexcept override { peers_->collect(completed); }
+    bool copy_in_through_link(const hcq::Buffer& dst, std::span<const std::byte> src) override;
+    // Over a link that maps nothing (USB), its clock: the modelled one in simulation, which the
+    // host does not sleep to follow (the waits poll the device, whose progress needs no time).
+    std::optional<uint64_t> link_clock_ns() override;
+    bool copy_out_through_link(std::span<std::byte> dst, const hcq::Buffer& src) override;
 
     // An AMDGPU HSA code object (code_object.hpp) for the chip's own ISA: the image in VRAM, the
     // launch state from its kernel descriptor, the HCQ argument layout checked against its metadata.
     std::shared_ptr<hcq::Program> load_native(std::span<const std::byte> code_object, std::string_view kernel);
     std::byte* map_host(GpuVirtualAddress va, uint64_t size);
     std::byte* map_shadowed(GpuVirtualAddress va, uint64_t size, uint64_t page_size, const hcq::BufferOptions& options);
-    // Sleep as long as the link's clock moved beyond the host's since (link_start, host_start).
-    void pace_link(std::chrono::nanoseconds link_start, uint64_t host_start) noexcept;
     // Publish host writes to VRAM (shadowed links); fails the device when the link is gone.
     void publish_host_writes();
     void count_leaves(uint64_t va, uint64_t paddr, uint64_t size);
@@ -172,6 +180,10 @@ private:
 
     // Set when the link cannot map device memory for the CPU (see shadowed()).
     std::unique_ptr<ShadowMemory> shadow_;
+    // Set when the link's device-visible memory is a bridge SRAM: copy_in / copy_out go through it.
+    std::unique_ptr<SramStaging> sram_staging_;
+    // A signal moved during a wait_signal_only: the next refresh_signal reads the data copies back.
+    std::atomic<bool> data_stale_{false};
 
     std::vector<std::unique_ptr<ComputeQueueEngine>> compute_;
     std::unique_ptr<CopyQueueEngine> copy_;

@@ -112,6 +112,11 @@ public:
     virtual uint64_t now_ns() const = 0;
     // Adds device-side time (a DMA engine's work) to the modelled clock.
     virtual void spend_ns(uint64_t ns) = 0;
+    // The device's timestamp counter, in ns (what a GPU writes for a timestamp packet; the host
+    // compares it with its own clock). The modelled clock, where emulation runs slower than the
+    // modelled device; a port whose modelled clock runs ahead of the host (a slow link) reads wall
+    // time instead.
+    virtual uint64_t timestamp_ns() { return now_ns(); }
 
     // The name of the function this model sits at, for its own messages.
     virtual const std::string& device_name() const = 0;

@@ -58,7 +58,9 @@ void usb_asm24_transport_tlps() {
     BusAddress window{link.dma_windows[0].bus_address};
     dev->dma_window_write(window, out);
     // The engine releases a read only after a device write to the CQ window (asm2464pd-firmware
-    // README.md): arm, let edu DMA four bytes there, then read.
+    // README.md): arm, let edu DMA four bytes there, then read. Nothing reads a register in
+    // between: a BAR read streams its data over the same bulk IN pipe the released SRAM data
+    // already waits in.
     dev->dma_window_read_arm(window, in.size());
     dev->set_bus_master(true);
     pci::MmioRegion& r = dev->bar(0);
@@ -66,7 +68,6 @@ void usb_asm24_transport_tlps() {
     r.write64(BarOffset{edu::kRegDmaDestination}, link.dma_windows[0].read_trigger + 12);
     r.write32(BarOffset{edu::kRegDmaCount}, 4);
     r.write32(BarOffset{edu::kRegDmaCommand}, edu::kDmaStart | edu::kDmaToRam);
-    for (int i = 0; i < 100 && (r.read32(BarOffset{edu::kRegDmaCommand}) & edu::kDmaStart); ++i) dev->delay(std::chrono::microseconds(10));
     dev->dma_window_read(window, in);
     check(in == out, fmt::format("{}: 4 KiB written to SRAM at bus 0x{:x} through bulk OUT came back different through "
                                  "bulk IN",

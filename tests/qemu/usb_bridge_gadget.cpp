@@ -16,6 +16,7 @@
 #include <linux/usb/ch9.h>
 #include <linux/usb/functionfs.h>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <unistd.h>
 #include <vector>
@@ -36,7 +37,23 @@ struct BulkJobs {
     std::condition_variable ready, drained;
     std::deque<sim::asm24::SimAsm24Bridge::ArmedTransfer> jobs;
     unsigned outstanding = 0;
+    bool in_queued = false;  // an IN job whose data the model has not produced yet
 };
+
+// Queues the data phase the model has armed once the model would serve it (an SRAM read after
+// the device's write to the CQ window, which a request or a bulk OUT stream may cause), each IN
+// phase once. Called with queue.mutex held, after each control request and each bulk job.
+void queue_armed(sim::asm24::SimAsm24Bridge& bridge, BulkJobs& queue) {
+    std::optional<sim::asm24::SimAsm24Bridge::ArmedTransfer> armed = bridge.armed();
+    if (!armed || !armed->ready) return;
+    if (armed->endpoint == a24::kBulkIn) {
+        if (queue.in_queued) return;
+        queue.in_queued = true;
+    }
+    queue.jobs.push_back(*armed);
+    ++queue.outstanding;
+    queue.ready.notify_one();
+}
 
 void record(const std::string& line) {
     std::printf("asm24 gadget: %s\n", line.c_str());
@@ -86,21 +103,35 @@ void bulk_loop(sim::asm24::SimAsm24Bridge& bridge, BulkJobs& queue) {
             queue.jobs.pop_front();
         }
         std::vector<std::byte> data(job.bytes);
-        try {
-            if (job.endpoint == a24::kBulkIn) {
-                bridge.bulk(a24::kBulkIn, data, std::chrono::milliseconds(0));
-                if (!transfer(in, data.data(), data.size(), true)) return;
-            } else {
-                if (!transfer(out, data.data(), data.size(), false)) return;
-                bridge.bulk(a24::kBulkOut, data, std::chrono::milliseconds(0));
+        const auto model_bulk = [&](uint8_t endpoint) {
+            try {
+                bridge.bulk(endpoint, data, std::chrono::milliseconds(0));
+                return true;
+            } catch (const std::exception& e) {
+                log_error("bulk", e);
+                return false;
             }
-        } catch (const std::exception& e) {
-            log_error("bulk", e);
+        };
+        const auto through_model = [&] {
+            report_violations(bridge);
+            std::lock_guard lock(queue.mutex);
+            if (job.endpoint == a24::kBulkIn) queue.in_queued = false;
+            queue_armed(bridge, queue);  // a stream may have made the device release an SRAM read
+            --queue.outstanding;
+            queue.drained.notify_all();
+        };
+        if (job.endpoint == a24::kBulkIn) {
+            // The model is past an IN job once it has produced the data, not when the host takes
+            // it: the host may send control requests first (a TLP read between an SRAM arm and its
+            // bulk IN).
+            const bool produced = model_bulk(a24::kBulkIn);
+            through_model();
+            if (produced && !transfer(in, data.data(), data.size(), true)) return;
+            continue;
         }
-        report_violations(bridge);
-        std::lock_guard lock(queue.mutex);
-        --queue.outstanding;
-        queue.drained.notify_all();
+        if (!transfer(out, data.data(), data.size(), false)) return;
+        model_bulk(a24::kBulkOut);
+        through_model();
     }
 }
 
@@ -159,12 +190,8 @@ void bulk_loop(sim::asm24::SimAsm24Bridge& bridge, BulkJobs& queue) {
             }
         }
         report_violations(bridge);
-        if (auto armed = bridge.armed()) {
-            std::lock_guard lock(queue.mutex);
-            queue.jobs.push_back(*armed);
-            ++queue.outstanding;
-            queue.ready.notify_one();
-        }
+        std::lock_guard lock(queue.mutex);
+        queue_armed(bridge, queue);
     }
 }
 

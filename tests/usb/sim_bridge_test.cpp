@@ -307,6 +307,7 @@ TEST_CASE("the simulated firmware never stalls: it answers short, ACKs, drops or
         REQUIRE(bridge->armed());
         CHECK(bridge->armed()->endpoint == a24::kBulkIn);
         CHECK(bridge->armed()->bytes == 1024);
+        CHECK_FALSE(bridge->armed()->ready);  // nothing wrote the CQ window yet
     }
 }
 

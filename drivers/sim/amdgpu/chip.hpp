@@ -32,6 +32,8 @@ public:
     std::span<std::byte> vram() { return file_.vram(); }
 
     uint64_t now() const { return port != nullptr ? port->now_ns() : 0; }
+    // What the timestamp counter reads (SimPort::timestamp_ns: within wall time behind a slow link).
+    uint64_t timestamp_now() const { return port != nullptr ? port->timestamp_ns() : 0; }
     // Device work (a kernel's host execution time) advances the modelled clock.
     void spend(uint64_t ns) const {
         if (port != nullptr) port->spend_ns(ns);

@@ -164,6 +164,6 @@ private:
 
 // The 100 MHz GPU clock counter RELEASE_MEM data_sel 3 and SDMA TIMESTAMP write (tinygrad ops_amd.py AMDSignal timestamps:
 // timestamp_divider 100 → 10 ns per tick), from modelled time.
-inline uint64_t gpu_clock(const Chip& chip) { return chip.now() / 10; }
+inline uint64_t gpu_clock(const Chip& chip) { return chip.timestamp_now() / 10; }
 
 }  // namespace baregpu::sim::amdgpu

@@ -74,7 +74,8 @@ bool BridgeHeader::forwards_memory(uint64_t address) const {
 }
 
 PcieTree::PcieTree(std::string name, std::unique_ptr<pci::sim::SimDeviceModel> endpoint, std::atomic<uint64_t>& clock, ViolationSink sink)
-    : name_(std::move(name)), clock_(clock), sink_(std::move(sink)), model_(std::move(endpoint)), sram_(a24::kSramBytes),
+    : name_(std::move(name)), clock_(clock),
+      epoch_(std::chrono::steady_clock::now()), sink_(std::move(sink)), model_(std::move(endpoint)), sram_(a24::kSramBytes),
       sys_buf_(a24::kSmallWindowBytes), cq_buf_(a24::kSmallWindowBytes) {
     bridges_.resize(kBridgeCount);
     if (model_) {
@@ -224,6 +225,7 @@ bool PcieTree::memory_write(uint64_t address, std::span<const std::byte> data) {
         model_->mmio_write(hit->bar, hit->offset, static_cast<unsigned>(data.size()), v);
         return true;
     }
+    if (data.size() == 8 && hit->bar == 2) { uint64_t v = 0; std::memcpy(&v, data.data(), 8); model_->mmio_write(hit->bar, hit->offset, 8, v); return true; }
     for (size_t i = 0; i < data.size(); i += 4) {
         uint32_t v = 0;
         std::memcpy(&v, data.data() + i, 4);
@@ -242,6 +244,15 @@ std::span<std::byte> PcieTree::sram_span(uint64_t address, uint64_t length) {
     if (auto s = inside(a24::kGpuSram, sram_); !s.empty()) return s;
     if (auto s = inside(a24::kGpuSysBuf, sys_buf_); !s.empty()) return s;
     return inside(a24::kGpuCqBuf, cq_buf_);
+}
+
+// The link's modelled clock advances by what each transfer, poll and register access would cost
+// instead of sleeping, so it runs far ahead of wall time (a host polling a signal charges a round
+// trip per read in a microsecond of emulation) and a timestamp taken from it could show a kernel
+// longer than the host waited for it. A timestamp counter is a real clock, so the endpoint's
+// counter reads wall time; transfer figures come from the link clock (Device::link_clock_ns).
+uint64_t PcieTree::timestamp_ns() {
+    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - epoch_).count());
 }
 
 bool PcieTree::upstream_path_open() const {

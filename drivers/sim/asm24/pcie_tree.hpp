@@ -11,6 +11,7 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -73,6 +74,7 @@ public:
     void violation(const std::string& what, const std::string& where, const std::string& source) override;
     uint64_t now_ns() const override { return clock_.load(); }
     void spend_ns(uint64_t ns) override { clock_.fetch_add(ns); }
+    uint64_t timestamp_ns() override;
     const std::string& device_name() const override { return name_; }
 
     uint64_t interrupts_dropped() const { return interrupts_dropped_.load(); }
@@ -88,6 +90,7 @@ private:
 
     std::string name_;
     std::atomic<uint64_t>& clock_;
+    std::chrono::steady_clock::time_point epoch_;  // the timestamp counter's zero (timestamp_ns)
     ViolationSink sink_;
     std::vector<BridgeHeader> bridges_;
     std::unique_ptr<pci::sim::SimDeviceModel> model_;

@@ -434,11 +434,17 @@ size_t SimAsm24Bridge::control(uint8_t request_type, uint8_t request, uint16_t v
     m.give_up("unknown vendor request with a data stage", where, timeout);
 }
 
-std::optional<SimAsm24Bridge::ArmedTransfer> SimAsm24Bridge::armed() const {
+std::optional<SimAsm24Bridge::ArmedTransfer> SimAsm24Bridge::armed() {
     std::lock_guard lock(impl_->mutex);
-    const auto& pending = impl_->pending_stream ? impl_->pending_stream : impl_->pending_sram;
+    Impl& m = *impl_;
+    const auto& pending = m.pending_stream ? m.pending_stream : m.pending_sram;
     if (!pending) return std::nullopt;
-    return ArmedTransfer{pending->endpoint, pending->bytes};
+    bool ready = true;
+    if (pending->sram && pending->endpoint == a24::kBulkIn) {
+        m.settle();
+        ready = m.tree.cq_writes() != pending->cq_writes_at_arm;
+    }
+    return ArmedTransfer{pending->endpoint, pending->bytes, ready};
 }
 
 size_t SimAsm24Bridge::bulk(uint8_t endpoint, std::span<std::byte> data, std::chrono::milliseconds timeout) {

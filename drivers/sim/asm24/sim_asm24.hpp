@@ -102,11 +102,14 @@ public:
     // The bulk data phase the last request armed (a 0xF0 stream or a 0xF2 SRAM arm): which
     // endpoint and how many bytes; nullopt when none is pending. A device-side adapter needs it
     // to know what to send on bulk IN (tests/qemu serves this model through FunctionFS).
+    // `ready`: the engine would serve it now; false for an SRAM read the device has not yet
+    // released by writing the CQ window (an adapter must not answer the bulk IN before that).
     struct ArmedTransfer {
         uint8_t endpoint = 0;
         uint64_t bytes = 0;
+        bool ready = true;
     };
-    std::optional<ArmedTransfer> armed() const;
+    std::optional<ArmedTransfer> armed();
 
     // For tests and benchmarks.
     void inject(Fault fault);

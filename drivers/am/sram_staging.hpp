@@ -1,0 +1,47 @@
+// HCQ's copy_in / copy_out over a link whose only device-visible system memory is a bridge's SRAM
+// (pci::LinkCapabilities::dma_windows with a read_trigger: the ASM2464 custom firmware). tinygrad
+// ops_amd.py AMDAllocator._copyin / _copyout (USB): the host moves data with the SRAM engine's bulk
+// transfers ("700 MB/s", asm2464pd-firmware README.md) and the HCQ copy queue moves it between the
+// SRAM and VRAM, instead of staging through CPU-mapped VRAM that the host could reach only through
+// BAR streams (one TLP per dword, "3.6 MB/s write, 1.8 MB/s read").
+//   copy_in:  per 256 KB chunk, into the SRAM half the previous-but-one chunk used once the copy
+//             queue has drained it (its timeline value), then copy SRAM -> VRAM on the queue.
+//   copy_out: per 512 KB chunk, arm the SRAM read, copy VRAM -> SRAM and then write the CQ window
+//             (the read's trigger) on the queue, then take the data: the bulk IN returns only
+//             after the trigger, so the data is complete when it does.
+#pragma once
+
+#include "hcq/memory.hpp"
+#include "hcq/queue.hpp"
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <span>
+
+namespace baregpu::am {
+
+class AmHcqDevice;
+
+class SramStaging {
+public:
+    // The GPU VA range [va, va + kVaBytes) must be free; the windows are mapped there.
+    SramStaging(AmHcqDevice& device, uint64_t va);
+    static constexpr uint64_t kVaBytes = 2ull << 20;
+
+    // Whether `device`'s link has such windows.
+    static bool usable(AmHcqDevice& device);
+
+    // Under the device's submission mutex (hcq::Device::copy_in_through_link's contract).
+    void copy_in(hcq::CopyQueue& queue, const hcq::Buffer& dst, std::span<const std::byte> src);
+    void copy_out(hcq::CopyQueue& queue, std::span<std::byte> dst, const hcq::Buffer& src);
+
+private:
+    AmHcqDevice& device_;
+    uint64_t sram_bus_ = 0, sram_va_ = 0, trigger_va_ = 0;
+    std::optional<hcq::Buffer> trigger_src_;  // what the queue copies into the CQ window (contents do not matter)
+    std::array<uint64_t, 2> half_ready_{};  // timeline value after which each SRAM half may be overwritten
+    uint64_t next_half_ = 0;
+};
+
+}  // namespace baregpu::am
