@@ -10,13 +10,13 @@
 namespace baregpu::am {
 
 namespace {
-constexpr uint64_t kHalfBytes = 256 * 1024;  // copy-in: two halves, engine slots 0 and 16 (tinygrad's two windows)
+constexpr uint64_t kSramBytes = 512 * 1024;  // the engine's 32 slots of 16 KB
 constexpr uint64_t kTriggerOffset = 12;  // tinygrad ops_amd.py _copyout writes cq_buf + 12
 constexpr uint64_t kTriggerBytes = 4;
 
 const pci::LinkCapabilities::Window* sram_window(const pci::LinkCapabilities& link) {
     for (const auto& w : link.dma_windows) {
-        if (w.read_trigger != 0 && w.size >= 2 * kHalfBytes) return &w;
+        if (w.read_trigger != 0 && w.size >= kSramBytes) return &w;
     }
     return nullptr;
 }
@@ -31,29 +31,28 @@ SramStaging::SramStaging(AmHcqDevice& device, uint64_t va) : device_(device) {
     sram_bus_ = sram->bus_address;
     sram_va_ = va;
     const uint64_t trigger_page = sram->read_trigger & ~uint64_t{4095};
-    trigger_va_ = va + 2 * kHalfBytes + (sram->read_trigger - trigger_page) + kTriggerOffset;
+    trigger_va_ = va + kSramBytes + (sram->read_trigger - trigger_page) + kTriggerOffset;
     // The GPU reaches both as uncached system memory (tinygrad ops_amd.py USBIface._dma_region).
     AmDevice& chip = device.chip();
-    chip.map(sram_va_, sram_bus_, 2 * kHalfBytes, MapFlags{.system = true, .uncached = true}, false);
-    chip.map(va + 2 * kHalfBytes, trigger_page, 4096, MapFlags{.system = true, .uncached = true}, false);
+    chip.map(sram_va_, sram_bus_, kSramBytes, MapFlags{.system = true, .uncached = true}, false);
+    chip.map(va + kSramBytes, trigger_page, 4096, MapFlags{.system = true, .uncached = true}, false);
     chip.flush_tlbs();
 }
 
 void SramStaging::copy_in(hcq::CopyQueue& queue, const hcq::Buffer& dst, std::span<const std::byte> src) {
     pci::PciDevice& pci = device_.chip().pci();
     hcq::Signal& timeline = device_.timeline();
-    for (uint64_t off = 0; off < src.size(); off += kHalfBytes) {
-        const uint64_t len = std::min(kHalfBytes, src.size() - off);
-        const uint64_t half = next_half_++ % 2;
-        device_.wait_signal_only(timeline, half_ready_[half]);  // the queue finished reading what this half held
-        pci.dma_window_write(BusAddress(sram_bus_ + half * kHalfBytes), src.subspan(off, len));
+    for (uint64_t off = 0; off < src.size(); off += kSramBytes) {
+        const uint64_t len = std::min(kSramBytes, src.size() - off);
+        device_.wait_signal_only(timeline, sram_free_at_);  // the queue finished reading the previous chunk
+        pci.dma_window_write(BusAddress(sram_bus_), src.subspan(off, len));
         queue.reset();
         const uint64_t value = device_.next_timeline();
         queue.wait(timeline, value - 1)
-            .copy(dst.address() + off, GpuVirtualAddress(sram_va_ + half * kHalfBytes), len)
+            .copy(dst.address() + off, GpuVirtualAddress(sram_va_), len)
             .signal(timeline, value)
             .submit();
-        half_ready_[half] = value;
+        sram_free_at_ = value;
     }
 }
 
@@ -61,8 +60,8 @@ void SramStaging::copy_out(hcq::CopyQueue& queue, std::span<std::byte> dst, cons
     pci::PciDevice& pci = device_.chip().pci();
     hcq::Signal& timeline = device_.timeline();
     if (!trigger_src_) trigger_src_ = device_.memory().allocate(4096, {}, nullptr);
-    for (uint64_t off = 0; off < dst.size(); off += 2 * kHalfBytes) {
-        const uint64_t len = std::min(2 * kHalfBytes, dst.size() - off);
+    for (uint64_t off = 0; off < dst.size(); off += kSramBytes) {
+        const uint64_t len = std::min(kSramBytes, dst.size() - off);
         pci.dma_window_read_arm(BusAddress(sram_bus_), len);
         queue.reset();
         const uint64_t value = device_.next_timeline();
@@ -71,7 +70,7 @@ void SramStaging::copy_out(hcq::CopyQueue& queue, std::span<std::byte> dst, cons
             .copy(GpuVirtualAddress(trigger_va_), trigger_src_->address(), kTriggerBytes)
             .signal(timeline, value)
             .submit();
-        half_ready_ = {value, value};
+        sram_free_at_ = value;
         try {
             pci.dma_window_read(BusAddress(sram_bus_), dst.subspan(off, len));
         } catch (const TimeoutError& e) {

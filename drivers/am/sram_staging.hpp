@@ -4,8 +4,12 @@
 // transfers ("700 MB/s", asm2464pd-firmware README.md) and the HCQ copy queue moves it between the
 // SRAM and VRAM, instead of staging through CPU-mapped VRAM that the host could reach only through
 // BAR streams (one TLP per dword, "3.6 MB/s write, 1.8 MB/s read").
-//   copy_in:  per 256 KB chunk, into the SRAM half the previous-but-one chunk used once the copy
-//             queue has drained it (its timeline value), then copy SRAM -> VRAM on the queue.
+//   copy_in:  per 512 KB chunk (the whole SRAM, one arm and one bulk OUT), once the copy queue has
+//             drained the previous chunk (its timeline value), then copy SRAM -> VRAM on the queue.
+//             One submission per 512 KB: a submission costs about as much link time as 256 KB of
+//             data (ring words one TLP per dword, the write pointer, the HDP flush, the doorbell:
+//             each a USB round trip), so two 256 KB halves in flight (tinygrad's shape) lose more
+//             to the second submission than they gain by overlapping the GPU's copy.
 //   copy_out: per 512 KB chunk, arm the SRAM read, copy VRAM -> SRAM and then write the CQ window
 //             (the read's trigger) on the queue, then take the data: the bulk IN returns only
 //             after the trigger, so the data is complete when it does.
@@ -14,7 +18,6 @@
 #include "hcq/memory.hpp"
 #include "hcq/queue.hpp"
 
-#include <array>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -40,8 +43,7 @@ private:
     AmHcqDevice& device_;
     uint64_t sram_bus_ = 0, sram_va_ = 0, trigger_va_ = 0;
     std::optional<hcq::Buffer> trigger_src_;  // what the queue copies into the CQ window (contents do not matter)
-    std::array<uint64_t, 2> half_ready_{};  // timeline value after which each SRAM half may be overwritten
-    uint64_t next_half_ = 0;
+    uint64_t sram_free_at_ = 0;  // timeline value after which the SRAM may be overwritten
 };
 
 }  // namespace baregpu::am

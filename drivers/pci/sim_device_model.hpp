@@ -7,6 +7,7 @@
 #include "base/address.hpp"
 #include "drivers/pci/pci_device.hpp"
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -143,11 +144,12 @@ public:
     // Function-level reset: back to the power-on state (config space is the bus's business).
     virtual void function_reset() = 0;
 
-    // Lets the model's own engines (threads) run until they are idle or waiting on memory. A
+    // Lets the model's own engines (threads) run until they are idle or waiting on memory, for at
+    // most `bound` of wall time (an engine may be running a kernel that waits for the host). A
     // link that is slow next to the device (a USB bridge: 100 µs per round trip) calls it before
     // the host observes memory the device writes, so the device's progress per modelled round trip
     // does not depend on how the host's threads happen to be scheduled. Default: nothing to run.
-    virtual void settle() {}
+    virtual void settle(std::chrono::milliseconds bound) { (void)bound; }
 
 protected:
     SimPort& port() const { return *port_; }

@@ -152,6 +152,7 @@ void NaviModel::engine_loop() {
             batch.assign(kicks_.begin(), kicks_.end());
             kicks_.clear();
             pass = requested_pass_;
+            in_pass_ = true;
         }
         bool waiting = false;
         {
@@ -184,6 +185,7 @@ void NaviModel::engine_loop() {
         {
             std::lock_guard lock(kick_mutex_);
             polling_ = waiting;
+            in_pass_ = false;
             completed_pass_ = std::max(completed_pass_, pass);
         }
         idle_cv_.notify_all();
@@ -196,6 +198,14 @@ void NaviModel::request_pass() {
         ++requested_pass_;
     }
     kick_cv_.notify_one();
+}
+
+void NaviModel::settle(std::chrono::milliseconds bound) {
+    {
+        std::lock_guard lock(kick_mutex_);
+        if (kicks_.empty() && !in_pass_ && !polling_) return;
+    }
+    wait_engines_idle(bound);
 }
 
 bool NaviModel::wait_engines_idle(std::chrono::milliseconds timeout) {

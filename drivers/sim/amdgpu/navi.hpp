@@ -58,8 +58,10 @@ public:
     void mmio_write(unsigned bar, uint64_t offset, unsigned width, uint64_t value) override;
     // Navi dGPUs advertise no FLR (spec: function_level_reset = false): never called by the bus.
     void function_reset() override {}
-    // A USB link's host observes device memory: let the engines run to idle or a memory wait first.
-    void settle() override { wait_engines_idle(std::chrono::seconds(1)); }
+    // A USB link's host observes device memory: let the engines run to idle or a memory wait first
+    // (at once when nothing is queued, running or waiting: the driver reading back its own page
+    // tables must not pay an engine pass per dword).
+    void settle(std::chrono::milliseconds bound) override;
 
     // ---- fault injection and test hooks ----
     // The SMU stops answering messages (both mailboxes) until cleared or power_cycle().
@@ -144,7 +146,7 @@ private:
     std::mutex kick_mutex_;
     std::condition_variable kick_cv_, idle_cv_;
     std::vector<Kick> kicks_;
-    bool stop_ = false, polling_ = false;
+    bool stop_ = false, polling_ = false, in_pass_ = false;
     uint64_t requested_pass_ = 0, completed_pass_ = 0;
     std::thread engine_;  // last: started after everything it uses, joined first
 };

@@ -119,9 +119,14 @@ struct SimAsm24Bridge::Impl {
 
     // The GPU is fast next to a 100 µs round trip: before the host sees memory the endpoint
     // writes, its engines run to idle or to a memory wait (SimDeviceModel::settle).
-    void settle() {
-        if (pci::sim::SimDeviceModel* model = tree.model()) model->settle();
+    // Before the host observes what the device writes (SimDeviceModel::settle). An SRAM read waits
+    // for the device's trigger write, so the engines get up to a second; a BAR read (a signal the
+    // host polls) a few milliseconds, since the engine may be running a kernel that waits for the
+    // host's next write.
+    void settle(std::chrono::milliseconds bound = std::chrono::seconds(1)) {
+        if (pci::sim::SimDeviceModel* model = tree.model()) model->settle(bound);
     }
+    static constexpr std::chrono::milliseconds kBarReadSettle{2};
 
     uint8_t xdata_read(uint16_t at) {
         if (at == a24::kXdataLtssm) return link_down() ? 0x00 : a24::kLtssmL0;
@@ -220,6 +225,7 @@ struct SimAsm24Bridge::Impl {
             }
             return {};
         }
+        settle(kBarReadSettle);
         if (!tree.memory_read(r.address + lane, std::span(bytes.data(), width))) {
             return tlp::Completion{0, tlp::CompletionStatus::UnsupportedRequest, 0};
         }
@@ -289,6 +295,7 @@ struct SimAsm24Bridge::Impl {
             return;
         }
         counters.tlps += data.size() / 4;
+        if (endpoint != a24::kBulkOut) settle(kBarReadSettle);
         if (endpoint == a24::kBulkOut) {
             std::memcpy(&pcie_data, data.data() + data.size() - 4, 4);
             if (link_down() || !tree.memory_write(armed.address, data)) {
