@@ -235,7 +235,17 @@ public:
             return;
         }
         flush_locked();
+        if (width == 4) {
+            write_dword_locked(address, static_cast<uint32_t>(value));
+            return;
+        }
         controller_.mem_write(address, std::span<const std::byte>(bytes, width));
+    }
+
+    // One posted mode-0 TLP carrying its dword (0xF0 OUT, usb.py pcie_request): one control
+    // transfer, where a stream of one dword is two (the arm and the bulk OUT).
+    void write_dword_locked(uint64_t address, uint32_t value) {
+        controller_.single_tlp(usb::tlp::Request{usb::tlp::kMWr64, 0x0f, usb::tlp::Mode::Single, address, value});
     }
 
     void bar_read_block(unsigned bar, uint64_t offset, std::span<std::byte> out) {
@@ -324,6 +334,12 @@ private:
         if (batch_.empty()) return;
         std::vector<std::byte> data = std::move(batch_);
         batch_.clear();
+        if (data.size() == 4) {
+            uint32_t v;
+            std::memcpy(&v, data.data(), 4);
+            write_dword_locked(batch_address_, v);
+            return;
+        }
         controller_.mem_write(batch_address_, data);
     }
 

@@ -111,7 +111,7 @@ TEST_CASE("am:usb:sim: cold bring-up under 10 s and warm start under 1 s of mode
     CHECK(warm < cold);
 }
 
-TEST_CASE("am:usb:sim: a register read is one control and one bulk IN; a register write one control and one bulk OUT") {
+TEST_CASE("am:usb:sim: a register read is one control and one bulk IN; an isolated dword write one control transfer, adjacent ones one stream") {
     TempDirs dirs;
     Rig rig(dirs);
     auto dev = rig.open();
@@ -127,6 +127,12 @@ TEST_CASE("am:usb:sim: a register read is one control and one bulk IN; a registe
     CHECK(pci.bar(0).read32(BarOffset(0x100000 + 255 * 4)) == 255);
     const usb::TransferCounters written = *pci::usb_transfer_counters(pci);
     CHECK(written.total() - read.total() == 4);  // stream write (control + bulk OUT) + the read (control + bulk IN)
+    // An isolated dword write: one posted TLP carrying its data (0xF0 mode 0), no bulk transfer.
+    pci.bar(0).write32(BarOffset(0x200000), 0xabcd1234);
+    CHECK(pci.bar(0).read32(BarOffset(0x200000)) == 0xabcd1234);
+    const usb::TransferCounters single = *pci::usb_transfer_counters(pci);
+    CHECK(single.total() - written.total() == 3);  // the write's control + the read's control and bulk IN
+    CHECK(single.bulk_out == written.bulk_out);
 }
 
 TEST_CASE("am:usb:sim: unplug mid-copy is DeviceLostError naming the device, and nothing hangs") {
