@@ -16,28 +16,52 @@
 #include <bitset>
 #include <cstdlib>
 #include <fmt/format.h>
+#include <span>
+#include <unordered_map>
 
 namespace baregpu::am {
 
 // Page tables below the root: 4 KiB pages from a fixed VRAM pool, zeroed when handed out.
+// Only this process writes them (the GPU's walker reads), so reads come from a host copy kept
+// with every write: a table is read from VRAM once, whole, the first time it is looked at. Over
+// a USB bridge each VRAM read is a round trip, and a walk per mapped page made opening the
+// device read about a million dwords back.
 struct AmDevice::PtPool final : PtMemory {
+    using Table = std::array<uint64_t, 512>;
     explicit PtPool(Vram& v) : vram(v) {}
-    uint64_t read64(uint64_t paddr) override { return vram.read64(paddr); }
-    void write64(uint64_t paddr, uint64_t value) override { vram.write64(paddr, value); }
+    Table& table_at(uint64_t paddr) {
+        const uint64_t base = paddr & ~uint64_t{0xfff};
+        auto [it, fresh] = tables.try_emplace(base);
+        if (fresh) vram.read(base, std::as_writable_bytes(std::span(it->second)));
+        return it->second;
+    }
+    uint64_t read64(uint64_t paddr) override { return table_at(paddr)[(paddr & 0xfff) / 8]; }
+    void write64(uint64_t paddr, uint64_t value) override {
+        vram.write64(paddr, value);
+        table_at(paddr)[(paddr & 0xfff) / 8] = value;
+    }
+    void zero(uint64_t at) {
+        vram.fill_zero(at, 0x1000);
+        tables[at] = Table{};
+    }
     uint64_t alloc_table() override {
         for (size_t i = 0; i < used.size(); ++i) {
             if (!used[i]) {
                 used[i] = true;
                 uint64_t at = kPageTablePoolStart + i * 0x1000;
-                vram.fill_zero(at, 0x1000);
+                zero(at);
                 return at;
             }
         }
         throw Error("", "page-table pool exhausted");
     }
-    void free_table(uint64_t paddr) override { used[(paddr - kPageTablePoolStart) / 0x1000] = false; }
+    void free_table(uint64_t paddr) override {
+        used[(paddr - kPageTablePoolStart) / 0x1000] = false;
+        tables.erase(paddr);
+    }
     Vram& vram;
     std::bitset<kPageTablePoolSize / 0x1000> used;
+    std::unordered_map<uint64_t, Table> tables;  // host copies, by table address
 };
 
 namespace {
@@ -240,7 +264,7 @@ void AmDevice::bring_up() {
         // Every process starts with an empty VMID0 (the page-table pool is per process). A cold
         // chip gets its GC hub programmed; a warm one already points at this root (the layout is
         // the same), so flushing both hubs' TLBs is all it needs.
-        vram_->fill_zero(layout_.root_pt, 0x1000);
+        pt_pool_->zero(layout_.root_pt);
         page_table_ = std::make_unique<PageTable>(*pt_pool_, layout_.root_pt, discovery_.asic->gc_generation);
         if (report_.warm) {
             gmc_->flush_tlb(true);

@@ -135,6 +135,25 @@ TEST_CASE("am:usb:sim: a register read is one control and one bulk IN; an isolat
     CHECK(single.bulk_out == written.bulk_out);
 }
 
+TEST_CASE("am:usb:sim: mapping and unmapping memory reads no page table back over the link") {
+    TempDirs dirs;
+    Rig rig(dirs);
+    auto dev = rig.open();
+    pci::PciDevice& pci = dev->pci();
+    const usb::TransferCounters before = *pci::usb_transfer_counters(pci);
+    // 4 MiB of 4 KiB pages at an odd page offset (no 2 MiB leaves): new tables, a walk per page.
+    const uint64_t va = am::kVmStart + (64 << 20) + 0x1000, paddr = am::AmDevice::heap_begin() + 0x1000;
+    dev->map(va, paddr, 4 << 20, {}, false);
+    REQUIRE(dev->translate(va + 0x3000));
+    CHECK(dev->translate(va + 0x3000)->paddr == paddr + 0x3000);
+    dev->unmap(va, 4 << 20, false);
+    CHECK_FALSE(dev->translate(va));
+    const usb::TransferCounters after = *pci::usb_transfer_counters(pci);
+    // The tables are this process's own: their entries are written, never read back (before
+    // the host copy, each walk read every level through a BAR stream).
+    CHECK(after.bulk_in == before.bulk_in);
+}
+
 TEST_CASE("am:usb:sim: unplug mid-copy is DeviceLostError naming the device, and nothing hangs") {
     TempDirs dirs;
     Rig rig(dirs);
