@@ -12,9 +12,9 @@
 #include "drivers/am/sram_copy.hpp"
 #include "drivers/registry.hpp"
 #include "drivers/registry_am.hpp"
-#include "hcq/registry.hpp"
 #include "drivers/usb/asm24_controller.hpp"
 #include "drivers/usb/usb_backend.hpp"
+#include "hcq/registry.hpp"
 
 #include <fmt/format.h>
 

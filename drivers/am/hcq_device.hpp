@@ -141,10 +141,10 @@ private:
     void unmap_memory(GpuVirtualAddress va, uint64_t size, std::byte* cpu) noexcept override;
     void collect_retired(uint64_t completed) noexcept override { peers_->collect(completed); }
     bool copy_in_through_link(const hcq::Buffer& dst, std::span<const std::byte> src) override;
+    bool copy_out_through_link(std::span<std::byte> dst, const hcq::Buffer& src) override;
     // Over a link that maps nothing (USB), its clock: the modelled one in simulation, which the
     // host does not sleep to follow (the waits poll the device, whose progress needs no time).
     std::optional<uint64_t> link_clock_ns() override;
-    bool copy_out_through_link(std::span<std::byte> dst, const hcq::Buffer& src) override;
 
     // An AMDGPU HSA code object (code_object.hpp) for the chip's own ISA: the image in VRAM, the
     // launch state from its kernel descriptor, the HCQ argument layout checked against its metadata.

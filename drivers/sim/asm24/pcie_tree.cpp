@@ -213,6 +213,7 @@ bool PcieTree::memory_write(uint64_t address, std::span<const std::byte> data) {
         std::memcpy(memory_[hit->bar].data() + hit->offset, data.data(), data.size());
         return true;
     }
+    // As in memory_read: a qword-aligned 2-DW write is one 64-bit access (issue 32 B4).
     if (data.size() == 8 && hit->offset % 8 == 0) {
         uint64_t v = 0;
         std::memcpy(&v, data.data(), 8);
@@ -225,7 +226,6 @@ bool PcieTree::memory_write(uint64_t address, std::span<const std::byte> data) {
         model_->mmio_write(hit->bar, hit->offset, static_cast<unsigned>(data.size()), v);
         return true;
     }
-    if (data.size() == 8 && hit->bar == 2) { uint64_t v = 0; std::memcpy(&v, data.data(), 8); model_->mmio_write(hit->bar, hit->offset, 8, v); return true; }
     for (size_t i = 0; i < data.size(); i += 4) {
         uint32_t v = 0;
         std::memcpy(&v, data.data() + i, 4);
