@@ -24,11 +24,17 @@ using hcq::Buffer;
 using hcq::Device;
 using hcq::KernelArgs;
 
+// bench/kernels/empty.c as an x86-64 object, or kernels/amdgpu/empty.ll built for the chip.
 std::shared_ptr<hcq::Program> load(Device& device, std::string_view kernel) {
-    if (device.arch() != "x86_64") {
-        throw UnsupportedError(device.name(), "no benchmark kernels for " + device.arch() + " yet (bench/kernels has x86_64 only)");
+    const std::string file = device.arch() == "x86_64" ? "empty.o" : fmt::format("empty.{}.so", device.arch());
+    std::span<const std::byte> object = kernels::find_object(file);
+    if (object.empty()) {
+        throw UnsupportedError(device.name(), fmt::format("no benchmark kernels for {} (bench/kernels has no {}: it has x86_64 and "
+                                                          "gfx1100/gfx1201, the latter only when llc-19 and ld.lld-19 were found "
+                                                          "at build time)",
+                                                          device.arch(), file));
     }
-    return device.load_program(kernels::find_object("empty.o"), kernel);
+    return device.load_program(object, kernel);
 }
 
 Result summarize(std::string name, std::vector<double> samples, std::string unit) {

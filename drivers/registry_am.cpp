@@ -159,25 +159,28 @@ pci::Backend read_access(detail::UriOptions& u, const hcq::DeviceUri& uri) {
 }
 
 // The HCQ device over drivers/am for every AM URI: "sim-am:navi31?compute_ring=...", "am:0000:03:00.0",
-// "am:usb:sim". On a simulated chip kernels run as host code by the model (ARCHITECTURE.md, code objects).
+// "am:usb:sim". Kernels are the chip's own AMDGPU code objects everywhere; a simulated chip runs them in
+// its RDNA3/RDNA4 interpreter. isa=host (simulated chips only) loads x86-64 objects the model runs as
+// host code instead: much faster, but no GPU code runs (ARCHITECTURE.md, "Code objects and ISAs").
 std::shared_ptr<hcq::Device> open_am_hcq(const hcq::DeviceUri& uri) {
     am::AmHcqOptions options;
-    // Host code on a simulated chip by default (the HCQ acceptance suite's test kernels exist as
-    // x86-64 objects only). isa=native loads the chip's own AMDGPU code objects, which the model runs
-    // in its RDNA3/RDNA4 interpreter.
     const bool simulated = uri.scheme() == "sim-am" || uri.name() == "am:usb:sim";
-    std::string isa = simulated ? "host" : "native";
+    std::string isa = "native";
     std::optional<std::string> bus_name;
     detail::UriOptions u(uri);
     detail::ring_options(u, options);
     detail::memory_options(u, options);
     u.count("compute_queues", options.compute_queues, "compute HQDs, 1-8")
-        .choice("isa", isa, {"host", "native"}, "host (x86-64 code objects the model runs as host code) or native (AMDGPU code objects; a model "
-                "interprets them)")
+        .choice("isa", isa, {"native", "host"}, "native (the default: AMDGPU code objects; a model runs them in its interpreter) or, on a "
+                "simulated chip, host (x86-64 code objects the model runs as host code: faster, no GPU code runs)")
         .bytes("peer_va", options.peer_va_bytes, "bytes of the window peers are mapped in");
     if (uri.scheme() == "sim-am") u.text("bus", bus_name, detail::kBusHelp);
     const pci::Backend access = read_access(u, uri);
     u.done();
+    if (isa == "host" && !simulated) {
+        throw Error(uri.name(), "isa=host is for simulated chips (a model that runs x86-64 code); a real GPU runs its own machine code "
+                                "(isa=native, the default)");
+    }
     options.isa = isa == "native" ? am::KernelIsa::native : am::KernelIsa::host;
 
     std::shared_ptr<pci::sim::SimBus> bus = bus_name ? detail::sim_bus_for(bus_name, pci::sim::Transport::pcie_gen4_x16()) : nullptr;
@@ -196,7 +199,8 @@ namespace detail {
 void register_am_backends(hcq::Registry& registry) {
     hcq::Backend sim_am;
     sim_am.scheme = "sim-am";
-    sim_am.description = "simulated AMD GPUs (drivers/sim/amdgpu) driven by drivers/am; kernels run as host code";
+    sim_am.description = "simulated AMD GPUs (drivers/sim/amdgpu) driven by drivers/am; their gfx1100/gfx1201 machine code runs in the "
+                         "model's interpreter (?isa=host: x86-64 host code instead, faster)";
     sim_am.enumerate = [] { return std::vector<std::string>{"sim-am:navi31", "sim-am:navi48"}; };
     sim_am.open = open_am_hcq;
     registry.add(std::move(sim_am));
@@ -226,15 +230,19 @@ std::vector<BuiltinDevice> am_builtin_devices() {
     const struct {
         const char* name;
         const char* models;
+        const char* gfx;
         sim::amdgpu::Asic asic;
     } chips[] = {
-        {"sim-am:navi31", "AMD Navi31 / RX 7900 XTX (RDNA3), driven by drivers/am", sim::amdgpu::Asic::navi31},
-        {"sim-am:navi48", "AMD Navi48 / RX 9070 XT (RDNA4), driven by drivers/am", sim::amdgpu::Asic::navi48},
+        {"sim-am:navi31", "AMD Navi31 / RX 7900 XTX (RDNA3), driven by drivers/am", "gfx1100", sim::amdgpu::Asic::navi31},
+        {"sim-am:navi48", "AMD Navi48 / RX 9070 XT (RDNA4), driven by drivers/am", "gfx1201", sim::amdgpu::Asic::navi48},
     };
     for (const auto& chip : chips) {
         devices.push_back({chip.name, "simulated", true,
-                           fmt::format("model of {} on the simulated PCI bus ({}): a simulated GPU (HCQ device)", chip.models,
-                                       presented(make_navi(chip.asic, /*ephemeral=*/true)))});
+                           fmt::format("model of {} on the simulated PCI bus ({}): a simulated GPU (HCQ device) running its own {} "
+                                       "machine code in the model's interpreter; {}?isa=host runs x86-64 host code instead (faster, no "
+                                       "GPU code runs)",
+                                       chip.models,
+                                       presented(make_navi(chip.asic, /*ephemeral=*/true)), chip.gfx, chip.name)});
     }
     // GPUs behind ASM24xx USB bridges: listed from libusb (nothing without it). HCQ
     // devices with host copies of device memory (drivers/am/shadow_memory.hpp).

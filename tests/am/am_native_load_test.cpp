@@ -87,7 +87,7 @@ TEST_CASE("am native: malformed and foreign code objects are refused with what i
     }  // one owner of the chip at a time
 
     // And a host-code device refuses a gfx object (it loads x86-64 objects).
-    auto host = test::open_device("sim-am:navi31");
+    auto host = test::open_device("sim-am:navi31?isa=host");
     CHECK(host->arch() == "x86_64");
     CHECK_THROWS_AS(host->load_program(object, kernel.name()), Error);
 }

@@ -306,6 +306,40 @@ TEST_CASE("am native run: an encoding the model does not execute stops the dispa
     }
 }
 
+TEST_CASE("am native run: the cache invalidations LLVM puts at fences decode; other buffer instructions are refused") {
+    namespace rdna = sim::amdgpu::rdna;
+    // Encodings from llvm-mc-19 -show-encoding (-mcpu=gfx1100 / gfx1201).
+    const struct {
+        rdna::Gen gen;
+        std::vector<uint32_t> words;
+        rdna::Op op;  // invalid: refused, naming `refused`
+        const char* refused;
+    } cases[] = {
+        {rdna::Gen::gfx11, {0xe0ac0000u, 0, 0}, rdna::Op::buffer_gl0_inv, ""},
+        {rdna::Gen::gfx11, {0xe0b00000u, 0, 0}, rdna::Op::buffer_gl1_inv, ""},
+        {rdna::Gen::gfx11, {0xe0500000u, 0x80000100u, 0}, rdna::Op::invalid, "MUBUF opcode 20"},  // buffer_load_b32
+        {rdna::Gen::gfx12, {0xee0ac07cu, 0x00040000u, 0}, rdna::Op::global_inv, ""},
+        {rdna::Gen::gfx12, {0xee0b007cu, 0x000c0000u, 0}, rdna::Op::global_wb, ""},
+        {rdna::Gen::gfx12, {0xee13c07cu, 0x000c0000u, 0}, rdna::Op::global_wbinv, ""},
+        {rdna::Gen::gfx12, {0xec0ac07cu, 0x00040000u, 0}, rdna::Op::invalid, "FLAT opcode 43"},  // global_inv's opcode as FLAT
+        {rdna::Gen::gfx11, {0xdcac0000u, 0, 0}, rdna::Op::invalid, "opcode 43"},  // GC 11 FLAT has no opcode 43
+    };
+    for (const auto& c : cases) {
+        INFO(fmt::format("{:#010x}", c.words[0]));
+        std::string why;
+        const std::optional<rdna::Inst> in = rdna::decode(c.gen, c.words, why);
+        if (c.op == rdna::Op::invalid) {
+            CHECK_FALSE(in.has_value());
+            CHECK_THAT(why, Catch::Contains(c.refused));
+        } else {
+            REQUIRE(in.has_value());
+            CHECK(in->op == c.op);
+            CHECK(in->words == (c.gen == rdna::Gen::gfx11 ? 2 : 3));
+            CHECK(in->unit == rdna::Unit::other);
+        }
+    }
+}
+
 TEST_CASE("am native run: a kernel without its s_waitcnt reads a register its load still owes: a violation") {
     for (const GpuTarget& t : kTargets) {
         INFO(t.gfx);

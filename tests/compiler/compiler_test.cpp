@@ -1,5 +1,6 @@
 // The compiler on its own: views, kernel keys, the CPU code-object ABI, code generation and
 // the disk cache.
+#include "compiler/amdgpu_codegen.hpp"
 #include "compiler/compiler.hpp"
 #include "compiler/cpu_codegen.hpp"
 #include "compiler/cpu_kernel_abi.hpp"
@@ -81,6 +82,34 @@ Kernel scale_kernel(int64_t n, double c) {
     kernel.inputs = {DType::float32};
     kernel.root = add;
     return kernel;
+}
+
+// The device under test runs x86-64 objects (the cpu device, a simulated chip with isa=host) or its
+// own AMDGPU code (gfx1100 / gfx1201: a simulated Navi's interpreter, a real GPU).
+bool runs_host_code(const hcq::Device& dev) { return dev.arch() == "x86_64"; }
+
+// The device's own code for `kernel`: the CPU object for `cpu` and `tile`, or the linked AMDGPU code
+// object for the chip's gfx target.
+std::shared_ptr<hcq::Program> load_compiled(hcq::Device& dev, const Kernel& kernel, const Target& cpu = Target::host(),
+                                            const TileShape& tile = {}) {
+    if (runs_host_code(dev)) return dev.load_program(emit_cpu_object(kernel, cpu, tile), kernel.name());
+    return dev.load_program(emit_amdgpu_code_object(kernel, dev.arch()), kernel.name());
+}
+
+// Runs `prog` (out, inputs...) with `groups` workgroups: of one thread for CPU code, of the block the
+// GPU kernel requires otherwise (it computes one element per work-item, so the groups must cover
+// `elements`: fewer is refused here, as the tensor runtime never launches it so).
+void run_compiled(hcq::Device& dev, hcq::Program& prog, std::initializer_list<std::reference_wrapper<const hcq::Buffer>> buffers,
+                  uint32_t groups, int64_t elements) {
+    hcq::Dim3 block{1};
+    const auto& required = prog.info().required_block;
+    if (required[0] != 0) {
+        block = hcq::Dim3{required[0], required[1], required[2]};
+        REQUIRE(uint64_t(groups) * required[0] >= uint64_t(elements));
+    }
+    uint64_t v = dev.next_timeline();
+    dev.compute_queue().wait(dev.timeline(), v - 1).exec(prog, hcq::KernelArgs(prog, buffers), {groups}, block).signal(dev.timeline(), v).submit();
+    dev.synchronize();
 }
 
 std::filesystem::path fresh_directory(const char* what) {
@@ -211,29 +240,40 @@ TEST_CASE("kernel keys: equal graphs, equal keys; any difference, a different ke
     CHECK(scale_kernel(100, 2).name().size() < cpu_abi::kNameBytes);
 }
 
-TEST_CASE("codegen: the object loads on the cpu device and runs over any grid") {
+TEST_CASE("codegen: the object loads on the device under test and runs over any grid") {
     auto dev = test::open_device(test::hcq_devices().front());  // the device under test
+    INFO(dev->name() << " (" << dev->arch() << ")");
     const int64_t n = 10007;
     Kernel k = scale_kernel(n, 3);
-    std::vector<std::byte> object = emit_cpu_object(k, Target::host());
-    auto prog = dev->load_program(object, k.name());
+    auto prog = load_compiled(*dev, k);
     CHECK(prog->info().num_buffers == 2);
     CHECK(prog->info().num_values == 0);
-    CHECK(prog->info().max_threads_per_group == 1);
+    // CPU code loops over its elements in one-thread groups; GPU code is one work-item per element in
+    // the block it was compiled for, which the code object requires.
+    std::vector<uint32_t> grids{1u, 3u, 64u, 10007u};
+    if (runs_host_code(*dev)) {
+        CHECK(prog->info().max_threads_per_group == 1);
+    } else {
+        CHECK(prog->info().required_block == std::array<uint32_t, 3>{256, 1, 1});
+        const uint32_t cover = uint32_t((n + 255) / 256);
+        grids = {cover, cover + 1, cover + 64};  // groups past the end write nothing
+        hcq::Buffer a = dev->allocate(4), b = dev->allocate(4);
+        CHECK_THROWS_AS(dev->compute_queue().exec(*prog, hcq::KernelArgs(*prog, {a, b}), {cover}, {128}), std::invalid_argument);
+    }
     std::vector<float> in(static_cast<size_t>(n));
     for (size_t i = 0; i < in.size(); ++i) in[i] = float(i) * 0.25f - 100;
-    hcq::Buffer a = dev->allocate(uint64_t(n) * 4), out = dev->allocate(uint64_t(n) * 4);
+    hcq::Buffer a = dev->allocate(uint64_t(n) * 4), out = dev->allocate(uint64_t(n) * 4 + 1024);
     test::upload(*dev, a, in);
-    for (uint32_t groups : {1u, 3u, 64u, 10007u}) {
-        test::upload(*dev, out, std::vector<float>(size_t(n), -1.0f));
-        uint64_t v = dev->next_timeline();
-        dev->compute_queue().wait(dev->timeline(), v - 1).exec(*prog, hcq::KernelArgs(*prog, {out, a}), {groups}, {1}).signal(dev->timeline(), v).submit();
-        auto got = test::download<float>(*dev, out, size_t(n));
-        REQUIRE(test::first_difference(got, [&](size_t i) { return in[i] * 3 + 1; }) == "");
+    for (uint32_t groups : grids) {
+        INFO(groups << " groups");
+        test::upload(*dev, out, std::vector<float>(size_t(n) + 256, -1.0f));
+        run_compiled(*dev, *prog, {out, a}, groups, n);
+        auto got = test::download<float>(*dev, out, size_t(n) + 256);
+        REQUIRE(test::first_difference(got, [&](size_t i) { return i < size_t(n) ? in[i] * 3 + 1 : -1.0f; }) == "");
     }
 }
 
-TEST_CASE("codegen: the register-blocked matmul, for AVX-512 and AVX2 register files, over any grid") {
+TEST_CASE("codegen: the matmul kernel (on the CPU register-blocked for AVX-512 and AVX2 register files) over any grid") {
     auto dev = test::open_device(test::hcq_devices().front());  // the device under test
     // Sizes that cross the kernel's 192 x 256 tiles and 256-deep K slices, with ragged edges.
     const int64_t m = 203, k = 261, n = 270;
@@ -263,6 +303,17 @@ TEST_CASE("codegen: the register-blocked matmul, for AVX-512 and AVX2 register f
             for (int64_t q = 0; q < k; ++q) acc += double(a[size_t(i * k + q)]) * double(b[size_t(q * n + j)]);
             want[size_t(i * n + j)] = std::max(acc, 0.0);
         }
+    if (!runs_host_code(*dev)) {
+        // The GPU kernel: one work-item per output element. The register blocking and tile shapes
+        // below are the CPU code's.
+        auto prog = load_compiled(*dev, kernel);
+        const uint32_t groups = uint32_t((m * n + 255) / 256);
+        test::upload(*dev, out, std::vector<float>(size_t(m * n), NAN));
+        run_compiled(*dev, *prog, {out, da, db}, groups, m * n);
+        auto got = test::download<float>(*dev, out, size_t(m * n));
+        REQUIRE(test::first_difference(got, [&](size_t i) { return want[i]; }, within_1e4) == "");
+        return;
+    }
     // x86-64-v3 without target features: AVX2 and FMA, 16 vector registers (this CPU runs it).
     Target avx2{Target::host().triple, "x86-64-v3", ""};
     for (const Target& target : {Target::host(), avx2}) {
@@ -331,13 +382,20 @@ TEST_CASE("cache: a second compile of the same kernel is read from disk") {
         CHECK(second.object == first_object);
         CompiledKernel other = c.compile(scale_kernel(4096, 2.5));
         CHECK_FALSE(other.from_cache);
-        // What came from the cache runs.
-        auto dev = test::open_device(test::hcq_devices().front());  // the device under test
-        auto prog = dev->load_program(second.object, second.name);
+    }
+    {
+        // What came from the cache runs, on the device under test in its own code.
+        auto dev = test::open_device(test::hcq_devices().front());
+        const Target target = runs_host_code(*dev) ? Target::host() : Target{"amdgcn-amd-amdhsa", dev->arch(), ""};
+        const auto dev_dir = dir / "device";
+        { Compiler(target, KernelCache(dev_dir)).compile(k); }
+        Compiler c(target, KernelCache(dev_dir));
+        CompiledKernel cached = c.compile(k);
+        CHECK(cached.from_cache);
+        auto prog = dev->load_program(cached.object, cached.name);
         hcq::Buffer a = dev->allocate(4096 * 4), out = dev->allocate(4096 * 4);
         test::upload(*dev, a, std::vector<float>(4096, 2.0f));
-        uint64_t v = dev->next_timeline();
-        dev->compute_queue().wait(dev->timeline(), v - 1).exec(*prog, hcq::KernelArgs(*prog, {out, a}), {4}, {1}).signal(dev->timeline(), v).submit();
+        run_compiled(*dev, *prog, {out, a}, prog->info().required_block[0] != 0 ? 4096 / prog->info().required_block[0] : 4, 4096);
         CHECK(test::download<float>(*dev, out, 4096) == std::vector<float>(4096, 4.0f));
     }
     // A different target misses.

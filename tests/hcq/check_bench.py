@@ -3,7 +3,7 @@
 output's shape (the same for every suite): {"device": str, "isa": "x86-64", "results": [{"name", "value", "unit", ...}]},
 with every HCQ and tensor result present, in its unit, its value a positive number, and every
 tensor result carrying a numeric compile_ms and of_peak. Then `--suite tensor` alone must bring
-its own copy_h2d/copy_d2h; on sim-am:navi31?isa=native "isa" is "gfx1100" and results carry the
+its own copy_h2d/copy_d2h; on sim-am:navi31 (its own machine code) "isa" is "gfx1100" and results carry the
 chip's shader counts. Speed is not checked here.
 
 Usage: check_bench.py BAREGPU
@@ -85,21 +85,24 @@ def main():
         if {r["name"] for r in json.loads(prof.stdout)["results"]} != {"matmul_512"}:
             print(f"FAIL: --profile changed what was measured: {prof.stdout[:200]}")
             return 1
-    # A simulated chip running its own machine code: "isa" says so, and each result carries what the
-    # chip's interpreter counted per run (instructions by unit, bytes, modelled time).
-    with tempfile.TemporaryDirectory() as tmp:
-        env = dict(os.environ, BAREGPU_SIM_STATE_DIR=tmp)
-        sim = subprocess.run([sys.argv[1], "bench", "--suite", "tensor", "--device", "sim-am:navi31?isa=native", "--quick",
-                              "--json", "--only", "reduce_sum"], capture_output=True, text=True, timeout=300, env=env)
-        if sim.returncode != 0:
-            print(f"FAIL: bench on sim-am:navi31?isa=native exited with {sim.returncode}: {sim.stderr}")
-            return 1
-        out = json.loads(sim.stdout)
-        r = out["results"][0] if out.get("results") else {}
-        if out.get("isa") != "gfx1100" or not r.get("shader_valu", 0) > 0 or not r.get("shader_vmem_load", 0) > 0 \
-                or not r.get("shader_bytes_loaded", 0) >= 4 * 1024 or not r.get("shader_modelled_ns", 0) > 0:
-            print(f"FAIL: sim-am:navi31?isa=native: no isa gfx1100 or no shader counts: {sim.stdout[:600]}")
-            return 1
+    # A simulated chip runs its own machine code by default: "isa" says so, and each result carries what
+    # the chip's interpreter counted per run (instructions by unit, bytes, modelled time). With isa=host
+    # it runs x86-64 host code, and says that instead.
+    for device, isa in (("sim-am:navi31", "gfx1100"), ("sim-am:navi48", "gfx1201"), ("sim-am:navi31?isa=host", "x86-64")):
+        with tempfile.TemporaryDirectory() as tmp:
+            env = dict(os.environ, BAREGPU_SIM_STATE_DIR=tmp)
+            sim = subprocess.run([sys.argv[1], "bench", "--suite", "tensor", "--device", device, "--quick",
+                                  "--json", "--only", "reduce_sum"], capture_output=True, text=True, timeout=300, env=env)
+            if sim.returncode != 0:
+                print(f"FAIL: bench on {device} exited with {sim.returncode}: {sim.stderr}")
+                return 1
+            out = json.loads(sim.stdout)
+            r = out["results"][0] if out.get("results") else {}
+            counted = r.get("shader_valu", 0) > 0 and r.get("shader_vmem_load", 0) > 0 \
+                and r.get("shader_bytes_loaded", 0) >= 4 * 1024 and r.get("shader_modelled_ns", 0) > 0
+            if out.get("isa") != isa or counted != (isa != "x86-64"):
+                print(f"FAIL: {device}: expected isa {isa}, shader counts only for GPU code: {sim.stdout[:600]}")
+                return 1
     bad = subprocess.run([sys.argv[1], "bench", "--suite", "nosuch"], capture_output=True, text=True, timeout=60)
     if bad.returncode != 2 or "unknown suite" not in bad.stderr:
         print(f"FAIL: an unknown suite is not refused: {bad.returncode} {bad.stderr}")

@@ -37,7 +37,7 @@ TEST_CASE("timeout: a wait on a signal nobody writes throws TimeoutError within 
         // waits ended 89 and 129 ms late on sim-qcom and 101 ms late on sim-nv, the scheduler's
         // delay, not the wait's. A wait that ignores its timeout, or hangs, still fails here.
         CHECK(elapsed < limit + std::max(limit, 300e6));
-        CHECK_THAT(text, Catch::Contains(name));
+        CHECK_THAT(text, Catch::Contains(test::device_name(name)));
         CHECK_THAT(text, Catch::Contains("'never written'"));
         CHECK_THAT(text, Catch::Contains(s.address().hex()));
         CHECK_THAT(text, Catch::Contains("to reach 4"));
@@ -101,7 +101,7 @@ TEST_CASE("error state: a hang found by synchronize is reported by every later c
             call();
             FAIL("a call on a failed device succeeded");
         } catch (const DeviceLostError& e) {
-            CHECK_THAT(std::string(e.what()), Catch::Contains("hang") && Catch::Contains(name));
+            CHECK_THAT(std::string(e.what()), Catch::Contains("hang") && Catch::Contains(test::device_name(name)));
         }
     };
     expect_lost([&] { dev->synchronize(); });

@@ -4,6 +4,7 @@
 #include "drivers/registry.hpp"
 
 #include <cstdlib>
+#include <fmt/format.h>
 #include <mutex>
 #include <stdexcept>
 
@@ -90,6 +91,8 @@ std::string with_options(const std::string& name, const std::string& options) {
     return name + (name.find('?') == std::string::npos ? "?" : "&") + options;
 }
 
+std::string device_name(const std::string& name) { return hcq::DeviceUri::parse(name).name(); }
+
 std::string peer_of(const std::string& name) {
     if (const char* env = std::getenv("BAREGPU_TEST_PEER"); env && *env) return env;
     auto uri = hcq::DeviceUri::parse(name);
@@ -98,11 +101,15 @@ std::string peer_of(const std::string& name) {
 }
 
 std::span<const std::byte> kernel_object(const hcq::Device& device, std::string_view object) {
-    if (device.arch() != "x86_64") {
-        throw std::runtime_error("no test kernels compiled for " + device.arch() + " (" + device.name() + ")");
+    // x86-64: kernels/<object>.c as an ELF relocatable object; an AMD chip: kernels/amdgpu/<object>.ll
+    // built for it and linked (<object>.<gfx arch>.so).
+    const std::string file = device.arch() == "x86_64" ? std::string(object) + ".o" : fmt::format("{}.{}.so", object, device.arch());
+    auto bytes = test_kernels::find_object(file);
+    if (bytes.empty()) {
+        throw std::runtime_error(fmt::format("no test kernel {} for {} ({}): tests/hcq/kernels has no such kernel for this ISA, or "
+                                             "llc-19 / ld.lld-19 were missing when the tests were built",
+                                             file, device.arch(), device.name()));
     }
-    auto bytes = test_kernels::find_object(std::string(object) + ".o");
-    if (bytes.empty()) throw std::runtime_error("no test kernel object " + std::string(object) + ".o");
     return bytes;
 }
 

@@ -23,10 +23,14 @@ std::shared_ptr<hcq::Device> open_device(const std::string& name);
 // `name` with extra options appended; empty when the backend does not take options (the test
 // then skips what needs them).
 std::string with_options(const std::string& name, const std::string& options);
+// What a device opened by `name` calls itself: its URI less the options ("sim-am:navi31?isa=host" ->
+// "sim-am:navi31").
+std::string device_name(const std::string& name);
 // A second device of the same kind for cross-device tests ("cpu" -> "cpu:1"), or empty.
 std::string peer_of(const std::string& name);
 
-// A compiled test kernel for `device`'s ISA (tests/hcq/kernels/<object>.c for x86_64).
+// A compiled test kernel for `device`'s ISA (tests/hcq/kernels/<object>.c for x86_64,
+// kernels/amdgpu/<object>.ll for gfx1100 and gfx1201).
 std::span<const std::byte> kernel_object(const hcq::Device& device, std::string_view object);
 std::shared_ptr<hcq::Program> load_kernel(hcq::Device& device, std::string_view object, std::string_view kernel);
 

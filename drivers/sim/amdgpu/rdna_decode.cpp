@@ -47,7 +47,7 @@ const Entry kSop2[] = {
 const Entry kSop1[] = {
     {0, Op::s_mov_b32, "s_mov_b32"}, {1, Op::s_mov_b64, "s_mov_b64"}, {2, Op::s_cmov_b32, "s_cmov_b32"},
     {4, Op::s_brev_b32, "s_brev_b32"}, {8, Op::s_ctz_i32_b32, "s_ctz_i32_b32"}, {10, Op::s_clz_i32_u32, "s_clz_i32_u32"},
-    {14, Op::s_sext_i32_i8, "s_sext_i32_i8"}, {15, Op::s_sext_i32_i16, "s_sext_i32_i16", g11},
+    {14, Op::s_sext_i32_i8, "s_sext_i32_i8"}, {15, Op::s_sext_i32_i16, "s_sext_i32_i16"},
     {16, Op::s_bitset0_b32, "s_bitset0_b32"}, {18, Op::s_bitset1_b32, "s_bitset1_b32"}, {21, Op::s_abs_i32, "s_abs_i32"},
     {24, Op::s_bcnt1_i32_b32, "s_bcnt1_i32_b32"}, {25, Op::s_bcnt1_i32_b64, "s_bcnt1_i32_b64"},
     {30, Op::s_not_b32, "s_not_b32"}, {31, Op::s_not_b64, "s_not_b64"},
@@ -200,12 +200,21 @@ const Entry kFlat[] = {
     {59, Op::m_atomic_max_u32, "atomic_max_u32"}, {60, Op::m_atomic_and_b32, "atomic_and_b32"},
     {61, Op::m_atomic_or_b32, "atomic_or_b32"}, {62, Op::m_atomic_xor_b32, "atomic_xor_b32"},
     {86, Op::m_atomic_add_f32, "atomic_add_f32"},
+    // GC 12 VGLOBAL only (RDNA4 §14.8; llvm-mc-19 -mcpu=gfx1201: global_inv is 0xee0ac07c with scope:SCOPE_SE).
+    {43, Op::global_inv, "global_inv", g12}, {44, Op::global_wb, "global_wb", g12}, {79, Op::global_wbinv, "global_wbinv", g12},
+};
+
+// GC 11 MUBUF: only the two cache invalidations LLVM emits at workgroup and agent fences (RDNA3
+// §15.7; llvm-mc-19 -mcpu=gfx1100: buffer_gl0_inv is 0xe0ac0000 0x00000000). Buffer loads and
+// stores need a buffer resource the HCQ ABI never builds.
+const Entry kMubuf[] = {
+    {43, Op::buffer_gl0_inv, "buffer_gl0_inv", g11}, {44, Op::buffer_gl1_inv, "buffer_gl1_inv", g11},
 };
 
 struct Tables {
     // [gen][opcode]
     std::array<std::array<Op, 128>, 2> sop2{}, sop1_lo{}, sopc{}, sopp{};
-    std::array<std::array<Op, 256>, 2> sop1{}, vop1{}, smem{}, ds{}, flat{};
+    std::array<std::array<Op, 256>, 2> sop1{}, vop1{}, smem{}, ds{}, flat{}, mubuf{};
     std::array<std::array<Op, 64>, 2> vop2{};
     std::array<std::array<Op, 32>, 2> sopk{}, vopd{};
     std::array<std::array<Op, 1024>, 2> vop3{};
@@ -232,6 +241,7 @@ struct Tables {
         fill(vopd, kVopd);
         fill(ds, kDs);
         fill(flat, kFlat);
+        fill(mubuf, kMubuf);
         for (int g = 0; g < 2; ++g) {
             for (int i = 0; i < 64; ++i)
                 if (vop2[size_t(g)][size_t(i)] != Op::invalid) vop3[size_t(g)][256 + size_t(i)] = vop2[size_t(g)][size_t(i)];
@@ -257,6 +267,7 @@ uint32_t bits(uint64_t w, unsigned hi, unsigned lo) { return uint32_t((w >> lo) 
 int32_t sext(uint32_t v, unsigned width) { return int32_t(v << (32 - width)) >> (32 - width); }
 
 Unit unit_of(Op op) {
+    if (op >= Op::buffer_gl0_inv && op <= Op::global_wbinv) return Unit::other;
     if (op >= Op::s_load_b32 && op <= Op::s_load_b512) return Unit::smem;
     if (op >= Op::s_nop && op <= Op::s_wait_storecnt_dscnt) {
         if (op >= Op::s_branch && op <= Op::s_cbranch_execnz) return Unit::branch;
@@ -312,7 +323,7 @@ void take_literal(Inst& in, std::span<const uint32_t> w, unsigned at, std::initi
 
 const char* encoding_name(Encoding e) {
     static constexpr const char* kNames[] = {"SOP1", "SOP2", "SOPK", "SOPC", "SOPP", "SMEM", "VOP1", "VOP2",
-                                             "VOPC", "VOP3", "VOP3P", "VOPD", "DS", "FLAT", "GLOBAL", "SCRATCH"};
+                                             "VOPC", "VOP3", "VOP3P", "VOPD", "DS", "FLAT", "GLOBAL", "SCRATCH", "MUBUF"};
     return kNames[size_t(e)];
 }
 
@@ -547,6 +558,16 @@ std::optional<Inst> decode(Gen gen, std::span<const uint32_t> w, std::string& wh
         in.dst = uint16_t(bits(q, 63, 56));
         return finish();
     }
+    // GC 11 MUBUF 0b111000 [31:26] (RDNA3 §15.7): op [25:18]; two dwords.
+    if (gen == Gen::gfx11 && bits(d, 31, 26) == 0x38) {
+        if (!need(2)) return std::nullopt;
+        in.enc = Encoding::mubuf;
+        in.words = 2;
+        in.opcode = uint16_t(bits(d, 25, 18));
+        in.op = t.mubuf[g][in.opcode];
+        if (in.op == Op::invalid) return unknown("MUBUF", in.opcode);
+        return finish();
+    }
     // GC 11 FLAT/GLOBAL/SCRATCH 0b110111 [31:26] (RDNA3 §15.8): offset [12:0] signed, glc [14],
     // seg [17:16] (0 flat, 1 scratch, 2 global), op [24:18]; addr [39:32], data [47:40],
     // saddr [54:48] (0x7c: none), vdst [63:56].
@@ -577,6 +598,7 @@ std::optional<Inst> decode(Gen gen, std::span<const uint32_t> w, std::string& wh
         in.opcode = uint16_t(bits(d, 21, 14));
         in.op = seg <= 2 ? t.flat[g][in.opcode] : Op::invalid;
         if (in.op == Op::invalid) return unknown(seg <= 2 ? encoding_name(in.enc) : "VFLAT segment 3", in.opcode);
+        if (in.op >= Op::global_inv && in.op <= Op::global_wbinv && seg != 2) return unknown(encoding_name(in.enc), in.opcode);
         in.saddr = uint16_t(bits(d, 6, 0));
         in.dst = uint16_t(bits(q, 39, 32));
         in.glc = bits(q, 52, 52);

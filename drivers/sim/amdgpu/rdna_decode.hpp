@@ -21,7 +21,7 @@ namespace baregpu::sim::amdgpu::rdna {
 
 enum class Gen : uint8_t { gfx11, gfx12 };
 
-enum class Encoding : uint8_t { sop1, sop2, sopk, sopc, sopp, smem, vop1, vop2, vopc, vop3, vop3p, vopd, ds, flat, global, scratch };
+enum class Encoding : uint8_t { sop1, sop2, sopk, sopc, sopp, smem, vop1, vop2, vopc, vop3, vop3p, vopd, ds, flat, global, scratch, mubuf };
 const char* encoding_name(Encoding e);
 
 // Every operation the interpreter executes, named as the ISA guides name them (GC 12 renames,
@@ -89,6 +89,8 @@ enum class Op : uint16_t {
     m_store_b32, m_store_b64, m_store_b96, m_store_b128, m_atomic_swap_b32, m_atomic_cmpswap_b32, m_atomic_add_u32,
     m_atomic_sub_u32, m_atomic_min_i32, m_atomic_min_u32, m_atomic_max_i32, m_atomic_max_u32, m_atomic_and_b32,
     m_atomic_or_b32, m_atomic_xor_b32, m_atomic_add_f32,
+    // Cache control (GC 11 MUBUF, GC 12 VGLOBAL): what LLVM's memory legalizer emits for a fence.
+    buffer_gl0_inv, buffer_gl1_inv, global_inv, global_wb, global_wbinv,
     count_,
 };
 const char* op_name(Op op);

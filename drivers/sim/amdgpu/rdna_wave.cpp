@@ -376,6 +376,12 @@ private:
             case Unit::other: ++counts_.other; break;
         }
         bool ok = true;
+        // A cache invalidation or write-back: the model keeps no caches (every access reads and
+        // writes memory), so there is nothing to do.
+        if (in.op >= Op::buffer_gl0_inv && in.op <= Op::global_wbinv) {
+            w.pc = next;
+            return true;
+        }
         switch (in.enc) {
             case Encoding::sop1: case Encoding::sop2: case Encoding::sopk: case Encoding::sopc: ok = salu(in); break;
             case Encoding::sopp: return sopp(in, next);
@@ -386,6 +392,7 @@ private:
             case Encoding::flat: case Encoding::global: ok = vmem(in); break;
             case Encoding::scratch: return fail("scratch (private) memory is not modelled");
             case Encoding::vop3p: return fail("packed math is not modelled");
+            case Encoding::mubuf: return fail("buffer loads and stores are not modelled");
         }
         if (!ok) return false;
         if (in.op != Op::s_setpc_b64) w.pc = next;
