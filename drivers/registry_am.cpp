@@ -158,6 +158,17 @@ pci::Backend read_access(detail::UriOptions& u, const hcq::DeviceUri& uri) {
     return access == "sysfs" ? pci::Backend::Sysfs : pci::Backend::Vfio;
 }
 
+// What an interpreter report holds, by the names `baregpu bench --json` and the profiler's trace give
+// them (after "shader_"): instructions by unit, bytes, the modelled time.
+std::vector<std::pair<std::string, double>> shader_numbers(const sim::amdgpu::NativeDispatchReport& r) {
+    const auto& c = r.counts;
+    return {{"instructions", double(c.instructions())}, {"valu", double(c.valu)},         {"salu", double(c.salu)},
+            {"smem", double(c.smem)},                   {"vmem_load", double(c.vmem_load)}, {"vmem_store", double(c.vmem_store)},
+            {"lds", double(c.lds)},                     {"branch", double(c.branch)},     {"other", double(c.other)},
+            {"bytes_loaded", double(c.bytes_loaded)},   {"bytes_stored", double(c.bytes_stored)},
+            {"modelled_ns", double(r.modelled_ns)}};
+}
+
 // The HCQ device over drivers/am for every AM URI: "sim-am:navi31?compute_ring=...", "am:0000:03:00.0",
 // "am:usb:sim". Kernels are the chip's own AMDGPU code objects everywhere; a simulated chip runs them in
 // its RDNA3/RDNA4 interpreter. isa=host (simulated chips only) loads x86-64 objects the model runs as
@@ -187,8 +198,24 @@ std::shared_ptr<hcq::Device> open_am_hcq(const hcq::DeviceUri& uri) {
     AmParts parts = open_am_parts(uri.name(), {}, {}, bus, access);
     options.keepalive = parts.target.keepalive;
     options.name = detail::sim_device_name(uri, bus_name, parts.sim.address);
-    std::shared_ptr<hcq::Device> device = am::AmHcqDevice::create(std::move(parts.target.device), std::move(options));
-    if (parts.sim.navi != nullptr) detail::remember_sim(device, parts.sim);
+    const bool interpreted = options.isa == am::KernelIsa::native;
+    std::shared_ptr<am::AmHcqDevice> device = am::AmHcqDevice::create(std::move(parts.target.device), std::move(options));
+    if (parts.sim.navi != nullptr) {
+        detail::remember_sim(std::shared_ptr<hcq::Device>(device), parts.sim);
+        // The profiler's trace gets, for every kernel, what the chip's interpreter counted between
+        // the kernel's two timestamps on its HQD. The model lives as long as the device (keepalive);
+        // the device owns the source, so it is not captured as a handle.
+        if (interpreted) {
+            device->set_exec_details([navi = parts.sim.navi, am = device.get()](const hcq::Engine& engine, uint64_t begin, uint64_t end) {
+                hcq::Device::ExecDetails out;
+                const std::optional<uint32_t> hqd = am->compute_hqd_of(engine);
+                if (!hqd) return out;
+                for (const auto& [key, value] : shader_numbers(navi->native_between(0, *hqd, begin, end)))
+                    out.emplace_back("shader_" + key, value);
+                return out;
+            });
+        }
+    }
     return device;
 }
 
@@ -274,15 +301,12 @@ std::vector<std::string> am_firmware_dirs(std::string_view uri) {
 }
 
 std::optional<std::map<std::string, double>> sim_shader_counters(hcq::Device& device) {
+    if (device.arch() == "x86_64") return std::nullopt;  // isa=host: the model interprets nothing
     std::optional<detail::SimPartsRef> ref = detail::sim_parts_of(&device);
     if (!ref || ref->parts.navi == nullptr) return std::nullopt;
-    const sim::amdgpu::NativeDispatchReport t = ref->parts.navi->native_totals();
-    const auto& c = t.counts;
-    return std::map<std::string, double>{
-        {"salu", double(c.salu)}, {"smem", double(c.smem)}, {"valu", double(c.valu)}, {"vmem_load", double(c.vmem_load)},
-        {"vmem_store", double(c.vmem_store)}, {"lds", double(c.lds)}, {"branch", double(c.branch)}, {"other", double(c.other)},
-        {"instructions", double(c.instructions())}, {"bytes_loaded", double(c.bytes_loaded)},
-        {"bytes_stored", double(c.bytes_stored)}, {"modelled_ns", double(t.modelled_ns)}};
+    std::map<std::string, double> out;
+    for (const auto& [key, value] : shader_numbers(ref->parts.navi->native_totals())) out.emplace(key, value);
+    return out;
 }
 
 bool is_am_uri(std::string_view uri) { return uri.starts_with("am:") || uri.starts_with("sim-am:"); }

@@ -17,11 +17,13 @@
 #include "hcq/types.hpp"
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace baregpu::hcq {
@@ -163,6 +165,15 @@ public:
     detail::DeviceProfile* profile() const noexcept { return profile_.load(std::memory_order_acquire); }
     detail::DeviceProfile& ensure_profile();
 
+    // What something beside the driver knows about the kernels an engine ran between two of its
+    // timestamps (a simulated chip's interpreter: instructions by unit, bytes, modelled time), as
+    // (name, value) pairs the profiler adds to each kernel's trace event. Set once, before the device
+    // is used (the registry composes it for the devices whose models count).
+    using ExecDetails = std::vector<std::pair<std::string, double>>;
+    using ExecDetailsSource = std::function<ExecDetails(const Engine& engine, uint64_t begin_ticks, uint64_t end_ticks)>;
+    void set_exec_details(ExecDetailsSource source) { exec_details_ = std::move(source); }
+    const ExecDetailsSource& exec_details() const { return exec_details_; }
+
 protected:
     Device(std::string name, std::string arch, DeviceLimits limits, std::string peer_group);
 
@@ -230,6 +241,7 @@ private:
 
     std::string name_;
     std::string arch_;
+    ExecDetailsSource exec_details_;
     DeviceLimits limits_;
     std::string peer_group_;
     uint64_t timestamp_hz_ = 1'000'000'000;

@@ -31,6 +31,7 @@ struct TraceEvent {
     uint64_t begin_ns;  // host clock
     uint64_t end_ns;
     uint64_t arg;
+    Device::ExecDetails details;  // a kernel's, where the device has a source for them
 };
 
 struct ClockRecord {
@@ -197,7 +198,7 @@ void Profiler::add_host_span(const char* name, uint64_t begin_ns, uint64_t end_n
         State& s = state();
         std::string track = fmt::format("thread {}", host_thread_index());
         std::lock_guard lock(s.mutex);
-        s.events.push_back({"host", std::move(track), id, ProfileKind::host, begin_ns, end_ns, 0});
+        s.events.push_back({"host", std::move(track), id, ProfileKind::host, begin_ns, end_ns, 0, {}});
     } catch (...) {
         // Profiling never breaks the program it profiles.
     }
@@ -265,7 +266,15 @@ std::string Profiler::chrome_trace() {
                 out += fmt::format(",\"args\":{{\"bytes\":{},\"GB/s\":{:.3f}}}", e.arg, gbps);
                 break;
             }
-            case ProfileKind::exec: out += fmt::format(",\"args\":{{\"work_items\":{}}}", e.arg); break;
+            case ProfileKind::exec:
+                out += fmt::format(",\"args\":{{\"work_items\":{}", e.arg);
+                for (const auto& [key, value] : e.details) {
+                    out += ",";
+                    append_json_string(out, key);
+                    out += fmt::format(":{}", value);
+                }
+                out += "}";
+                break;
             case ProfileKind::wait: out += fmt::format(",\"args\":{{\"value\":{}}}", e.arg); break;
             case ProfileKind::host: break;
         }
@@ -441,12 +450,17 @@ void DeviceProfile::finish() noexcept {
             if (anchor.valid) return uint64_t(int64_t(anchor.host_ns) + int64_t(double(int64_t(ticks - anchor.ticks)) * nominal));
             return uint64_t(double(ticks) * nominal);
         };
+        // A kernel's details from the device's source, asked with the ticks its timestamps took.
+        auto details = [&](const Track& t, ProfileKind kind, uint64_t begin_ticks, uint64_t end_ticks) {
+            const Device::ExecDetailsSource& source = device_.exec_details();
+            return kind == ProfileKind::exec && source ? source(*t.engine, begin_ticks, end_ticks) : Device::ExecDetails{};
+        };
         for (size_t ti = 0; ti < tracks_.size(); ++ti) {
             const Track& t = tracks_[ti];
             for (const EngineEvent& e : logged[ti]) {
                 if (e.begin_ticks == 0 || e.end_ticks < e.begin_ticks) continue;
                 done.push_back({device_.name(), t.engine->name(), e.name_id, e.kind, to_host(t, e.begin_ticks), to_host(t, e.end_ticks),
-                                e.arg});
+                                e.arg, details(t, e.kind, e.begin_ticks, e.end_ticks)});
             }
         }
         size_t total = 0;
@@ -459,7 +473,8 @@ void DeviceProfile::finish() noexcept {
                 if (b == 0 || en == 0 || en < b) continue;  // never ran (device failed) or torn
                 const Track& t = tracks_[c.track[i]];
                 const Slot& e = c.slots[i];
-                done.push_back({device_.name(), t.engine->name(), e.name_id, e.kind, to_host(t, b), to_host(t, en), e.arg});
+                done.push_back({device_.name(), t.engine->name(), e.name_id, e.kind, to_host(t, b), to_host(t, en), e.arg,
+                                details(t, e.kind, b, en)});
             }
         }
         for (size_t ti = 0; ti < tracks_.size(); ++ti) {

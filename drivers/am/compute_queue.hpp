@@ -42,6 +42,8 @@ public:
     void release() noexcept override;
     // After a fault: dequeue, forget everything in the ring, activate again on the same memory.
     void restart();
+    // Its HQD: queue `queue()` of MEC1 pipe 0.
+    uint32_t queue() const { return queue_; }
 
     void encode_wait(hcq::CommandBuffer& out, GpuVirtualAddress signal, uint64_t value) override;
     void encode_signal(hcq::CommandBuffer& out, GpuVirtualAddress signal, uint64_t value) override;

@@ -317,6 +317,12 @@ std::vector<pci::PeerMemoryExporter::Segment> AmHcqDevice::peer_segments(uint64_
     });
 }
 
+std::optional<uint32_t> AmHcqDevice::compute_hqd_of(const hcq::Engine& engine) const {
+    for (const auto& c : compute_)
+        if (c.get() == &engine) return c->queue();
+    return std::nullopt;
+}
+
 AmHcqDevice::MemoryStats AmHcqDevice::memory_stats() {
     std::lock_guard lock(memory_mutex_);
     return {vram_.free_bytes(), vram_.largest_free(), vram_.fragments(), leaves_[0], leaves_[1], leaves_[2]};

@@ -70,6 +70,9 @@ public:
     ~AmHcqDevice() override;
 
     AmDevice& chip() { return *chip_; }
+    // The HQD behind one of this device's compute engines: its queue on MEC1 pipe 0; nullopt for
+    // any other engine.
+    std::optional<uint32_t> compute_hqd_of(const hcq::Engine& engine) const;
 
     void sleep_for_signal(const hcq::SignalSlot& slot, uint64_t target, uint64_t deadline_ns) override;
     // The engines poll memory themselves; over a link without CPU-mapped device memory the

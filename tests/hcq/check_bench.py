@@ -86,13 +86,15 @@ def main():
             print(f"FAIL: --profile changed what was measured: {prof.stdout[:200]}")
             return 1
     # A simulated chip runs its own machine code by default: "isa" says so, and each result carries what
-    # the chip's interpreter counted per run (instructions by unit, bytes, modelled time). With isa=host
-    # it runs x86-64 host code, and says that instead.
+    # the chip's interpreter counted per run (instructions by unit, bytes, modelled time), as does each
+    # kernel in the profiler's trace. With isa=host it runs x86-64 host code, and says that instead.
     for device, isa in (("sim-am:navi31", "gfx1100"), ("sim-am:navi48", "gfx1201"), ("sim-am:navi31?isa=host", "x86-64")):
         with tempfile.TemporaryDirectory() as tmp:
             env = dict(os.environ, BAREGPU_SIM_STATE_DIR=tmp)
+            trace_path = os.path.join(tmp, "trace.json")
             sim = subprocess.run([sys.argv[1], "bench", "--suite", "tensor", "--device", device, "--quick",
-                                  "--json", "--only", "reduce_sum"], capture_output=True, text=True, timeout=300, env=env)
+                                  "--json", "--only", "reduce_sum", "--profile", trace_path],
+                                 capture_output=True, text=True, timeout=300, env=env)
             if sim.returncode != 0:
                 print(f"FAIL: bench on {device} exited with {sim.returncode}: {sim.stderr}")
                 return 1
@@ -102,6 +104,19 @@ def main():
                 and r.get("shader_bytes_loaded", 0) >= 4 * 1024 and r.get("shader_modelled_ns", 0) > 0
             if out.get("isa") != isa or counted != (isa != "x86-64"):
                 print(f"FAIL: {device}: expected isa {isa}, shader counts only for GPU code: {sim.stdout[:600]}")
+                return 1
+            with open(trace_path) as f:
+                kernels = [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X" and e.get("cat") == "exec"]
+            traced = [e["args"].get("shader_instructions") for e in kernels]
+            if isa == "x86-64":
+                ok = kernels and all(t is None for t in traced)
+            else:
+                ok = kernels and all(t is not None and t > 0 and e["args"].get("shader_modelled_ns", 0) > 0
+                                     for t, e in zip(traced, kernels)) \
+                    and sum(traced) >= r["shader_instructions"]
+            if not ok:
+                print(f"FAIL: {device}: the trace's kernels should carry the interpreter's counts for GPU code only "
+                      f"(per run {r.get('shader_instructions')}): {kernels[:3]}")
                 return 1
     bad = subprocess.run([sys.argv[1], "bench", "--suite", "nosuch"], capture_output=True, text=True, timeout=60)
     if bad.returncode != 2 or "unknown suite" not in bad.stderr:

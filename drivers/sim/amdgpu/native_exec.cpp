@@ -119,6 +119,7 @@ NativeExecutor::Outcome NativeExecutor::run(const Dispatch& d, std::string& what
     rdna::Counts counts;
     rdna::Stop stop;
     const auto begin = std::chrono::steady_clock::now();
+    const uint64_t begin_ticks = gpu_clock(chip_);
     for (uint32_t z = 0; z < d.grid[2]; ++z)
         for (uint32_t y = 0; y < d.grid[1]; ++y)
             for (uint32_t x = 0; x < d.grid[0]; ++x)
@@ -132,6 +133,8 @@ NativeExecutor::Outcome NativeExecutor::run(const Dispatch& d, std::string& what
                          (b.cus * 2.0 * b.clock_ghz);  // ns
     const double memory_ns = double(counts.bytes_loaded + counts.bytes_stored) / b.bandwidth_gbs;
     last_.program = d.program;
+    last_.pipe = d.pipe;
+    last_.queue = d.queue;
     last_.counts = counts;
     last_.modelled_ns = uint64_t(std::max(issue, memory_ns)) + 2000;
     last_.host_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
@@ -139,8 +142,23 @@ NativeExecutor::Outcome NativeExecutor::run(const Dispatch& d, std::string& what
     totals_.modelled_ns += last_.modelled_ns;
     totals_.host_seconds += last_.host_seconds;
     chip_.spend(last_.modelled_ns);
+    last_.begin_ticks = begin_ticks;
+    last_.end_ticks = gpu_clock(chip_);
+    if (log_.size() == kLogged) log_.pop_front();
+    log_.push_back(last_);
     if (on_report) on_report(last_);
     return Outcome::done;
+}
+
+NativeDispatchReport NativeExecutor::between(uint32_t pipe, uint32_t queue, uint64_t begin, uint64_t end) const {
+    NativeDispatchReport sum;
+    for (const NativeDispatchReport& r : log_) {
+        if (r.pipe != pipe || r.queue != queue || r.begin_ticks < begin || r.end_ticks > end) continue;
+        sum.counts.add(r.counts);
+        sum.modelled_ns += r.modelled_ns;
+        sum.host_seconds += r.host_seconds;
+    }
+    return sum;
 }
 
 }  // namespace baregpu::sim::amdgpu

@@ -23,6 +23,7 @@
 #include "drivers/sim/amdgpu/pm4_engine.hpp"
 #include "drivers/sim/amdgpu/rdna_wave.hpp"
 
+#include <deque>
 #include <functional>
 #include <string>
 
@@ -31,6 +32,10 @@ namespace baregpu::sim::amdgpu {
 // What the last native dispatch did: the cost report's raw numbers.
 struct NativeDispatchReport {
     uint64_t program = 0;
+    uint32_t pipe = 0, queue = 0;  // the HQD that ran it (MEC1)
+    // The GPU clock RELEASE_MEM's timestamps read (gpu_clock, pm4_engine.hpp) when the dispatch
+    // began and when it ended: what a profiler's timestamps around it bracket.
+    uint64_t begin_ticks = 0, end_ticks = 0;
     rdna::Counts counts;
     uint64_t modelled_ns = 0;
     double host_seconds = 0;
@@ -50,11 +55,17 @@ public:
     const NativeDispatchReport& last_report() const { return last_; }
     // Every native dispatch since the model was made, summed (program 0): what a bench run costs.
     const NativeDispatchReport& totals() const { return totals_; }
+    // The dispatches HQD (pipe, queue) ran wholly between GPU clock ticks `begin` and `end`, summed
+    // (counts and modelled time; program 0): what a kernel between two timestamps did. From the
+    // last kLogged dispatches.
+    NativeDispatchReport between(uint32_t pipe, uint32_t queue, uint64_t begin, uint64_t end) const;
+    static constexpr size_t kLogged = 1 << 16;
 
 private:
     Chip& chip_;
     Gmc& gmc_;
     NativeDispatchReport last_, totals_;
+    std::deque<NativeDispatchReport> log_;  // oldest first, at most kLogged
 };
 
 }  // namespace baregpu::sim::amdgpu

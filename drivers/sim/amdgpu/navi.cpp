@@ -366,6 +366,11 @@ NativeDispatchReport NaviModel::native_totals() const {
     return impl_->native.totals();
 }
 
+NativeDispatchReport NaviModel::native_between(uint32_t pipe, uint32_t queue, uint64_t begin_ticks, uint64_t end_ticks) const {
+    std::lock_guard lock(mutex_);
+    return impl_->native.between(pipe, queue, begin_ticks, end_ticks);
+}
+
 NaviModel::ComputeQueueStatus NaviModel::compute_queue(uint32_t pipe, uint32_t queue) const {
     std::lock_guard lock(mutex_);
     return impl_->cp.status(pipe, queue);

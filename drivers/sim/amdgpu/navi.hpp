@@ -82,6 +82,8 @@ public:
     NativeDispatchReport native_report() const;
     // Every native dispatch's counts and modelled time, summed.
     NativeDispatchReport native_totals() const;
+    // What MEC1 pipe `pipe` queue `queue` ran between two GPU timestamps (NativeExecutor::between).
+    NativeDispatchReport native_between(uint32_t pipe, uint32_t queue, uint64_t begin_ticks, uint64_t end_ticks) const;
     // While set, a compute dispatch never completes: its queue stays on the DISPATCH_DIRECT
     // (rptr does not pass it, nothing after it runs, status().waiting) until cleared, or until
     // the queue is dequeued or the chip reset.
