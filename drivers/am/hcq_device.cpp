@@ -43,6 +43,8 @@ std::string arch_for(const AmDevice& chip, KernelIsa isa) {
 
 // Set on a thread inside AmHcqDevice::wait_signal_only.
 thread_local bool signals_only_wait = false;
+// Set while allocate_ring allocates: map_shadowed then adds the range as a marked one.
+thread_local bool allocating_ring = false;
 
 }  // namespace
 
@@ -163,6 +165,22 @@ void AmHcqDevice::host_writes_only(const hcq::Buffer& buffer) {
     if (shadow_) shadow_->host_writes_only(GpuVirtualAddress(buffer.address().value() - buffer.offset()));
 }
 
+hcq::Buffer AmHcqDevice::allocate_ring(uint64_t size) {
+    allocating_ring = true;
+    try {
+        hcq::Buffer ring = allocate_owned(size, {.host = true, .uncached = true});
+        allocating_ring = false;
+        return ring;
+    } catch (...) {
+        allocating_ring = false;
+        throw;
+    }
+}
+
+void AmHcqDevice::ring_written(const hcq::Buffer& ring, uint64_t offset, uint64_t bytes) {
+    if (shadow_) shadow_->written(GpuVirtualAddress(ring.address().value() - ring.offset()), ring.offset() + offset, bytes);
+}
+
 void AmHcqDevice::publish_last(const hcq::Buffer& buffer) {
     if (shadow_) shadow_->publish_last(GpuVirtualAddress(buffer.address().value() - buffer.offset()));
 }
@@ -241,7 +259,7 @@ std::byte* AmHcqDevice::map_shadowed(GpuVirtualAddress va, uint64_t size, uint64
         chip_->map(va.value(), e.paddr, e.size, MapFlags{.uncached = options.uncached}, /*flush=*/false);
         count_leaves(va.value(), e.paddr, e.size);
         chip_->flush_tlbs();
-        std::byte* host = shadow_->add(va, e.paddr, size, options.uncached);
+        std::byte* host = shadow_->add(va, e.paddr, size, options.uncached, /*marked=*/allocating_ring);
         mappings_[va.value()] = Mapping{std::move(extents), nullptr};
         return host;
     } catch (...) {

@@ -107,6 +107,10 @@ public:
     bool bar_mapped() const { return bar0_ != nullptr; }
     // Allocation for the engines' own memory (rings, control words, EOP, MQD).
     hcq::Buffer allocate_owned(uint64_t size, const hcq::BufferOptions& options) { return memory().allocate(size, options, nullptr); }
+    // A queue's ring: host memory the engine only reads, and only where a submission wrote it. Over a
+    // shadowed link it is not zero-filled in VRAM; the queue says what it wrote (ring_written).
+    hcq::Buffer allocate_ring(uint64_t size);
+    void ring_written(const hcq::Buffer& ring, uint64_t offset, uint64_t bytes);
 
     // The memory-strategy seam. On a link that maps device memory (BAR0) or lets the GPU DMA into
     // host memory, CPU pointers are the memory itself and these do nothing. On one that does not

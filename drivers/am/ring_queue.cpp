@@ -22,11 +22,10 @@ RingQueue::RingQueue(AmHcqDevice& device, hcq::QueueKind kind, std::string name,
 }
 
 void RingQueue::allocate_ring() {
-    ring_ = device_.allocate_owned(ring_units_ * unit_bytes_, {.host = true, .uncached = true});
+    ring_ = device_.allocate_ring(ring_units_ * unit_bytes_);  // the engine only reads the ring
     control_ = device_.allocate_owned(4096, {.host = true, .uncached = true});
     std::memset(control_.cpu(), 0, 4096);
-    device_.host_writes_only(ring_);  // the engine only reads the ring
-    device_.publish_last(control_);     // the write pointer, after the ring it points into
+    device_.publish_last(control_);  // the write pointer, after the ring it points into
     ring_words_ = reinterpret_cast<uint32_t*>(ring_.cpu());
     wptr_word_ = reinterpret_cast<uint64_t*>(control_.cpu());
     rptr_word_ = reinterpret_cast<uint64_t*>(control_.cpu() + 0x100);
@@ -96,6 +95,16 @@ void RingQueue::wait_ticket(uint64_t ticket, hcq::Duration timeout) {
 }
 
 void RingQueue::publish_wptr() {
+    // Over a shadowed link the ring goes to VRAM as written: every unit since the last publish
+    // (one or two pieces, as it wraps), before the write pointer (ShadowMemory publish order).
+    if (device_.shadowed() && wptr_ != published_wptr_) {
+        const uint64_t ring_bytes = ring_units_ * unit_bytes_;
+        const uint64_t units = std::min(wptr_ - published_wptr_, ring_units_);
+        const uint64_t first = (wptr_ - units) % ring_units_ * unit_bytes_, bytes = units * unit_bytes_;
+        device_.ring_written(ring_, first, std::min(bytes, ring_bytes - first));
+        if (first + bytes > ring_bytes) device_.ring_written(ring_, 0, first + bytes - ring_bytes);
+        published_wptr_ = wptr_;
+    }
     // tinygrad ops_amd.py AMDComputeQueue._submit: the ring's contents, then the write pointer in memory, then the
     // doorbell with the same value (the caller's next step).
     std::atomic_thread_fence(std::memory_order_seq_cst);
@@ -106,6 +115,7 @@ void RingQueue::publish_wptr() {
 void RingQueue::reset_pointers() {
     base_ += wptr_ + 1;
     wptr_ = 0;
+    published_wptr_ = 0;
     hcq::store_release(*wptr_word_, 0);
     hcq::store_release(*rptr_word_, 0);
     hcq::store_release(*fence_word_, 0);

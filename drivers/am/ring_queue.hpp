@@ -68,6 +68,7 @@ private:
     uint64_t* wptr_word_ = nullptr;
     uint64_t* rptr_word_ = nullptr;
     uint64_t* fence_word_ = nullptr;
+    uint64_t published_wptr_ = 0;  // over a shadowed link: the ring is in VRAM up to here
 };
 
 }  // namespace baregpu::am

@@ -8,6 +8,8 @@
 #include <cstring>
 #include <new>
 #include <span>
+#include <stdexcept>
+#include <utility>
 
 namespace baregpu::am {
 
@@ -30,7 +32,7 @@ ShadowMemory::~ShadowMemory() {
     for (auto& [va, r] : ranges_) std::free(r.host);
 }
 
-std::byte* ShadowMemory::add(GpuVirtualAddress va, uint64_t paddr, uint64_t size, bool uncached) {
+std::byte* ShadowMemory::add(GpuVirtualAddress va, uint64_t paddr, uint64_t size, bool uncached, bool marked) {
     const uint64_t bytes = (size + 4095) & ~uint64_t{4095};
     auto* host = static_cast<std::byte*>(std::aligned_alloc(4096, bytes));
     if (host == nullptr) throw std::bad_alloc();
@@ -40,16 +42,22 @@ std::byte* ShadowMemory::add(GpuVirtualAddress va, uint64_t paddr, uint64_t size
     r.paddr = paddr;
     r.words = size / 8;
     r.uncached = uncached;
-    r.order = uncached ? 1 : 0;
+    r.marked = marked;
+    r.host_writes_only = marked;
+    r.order = marked ? 2 : uncached ? 1 : 0;
     r.host = host;
     try {
-        r.snapshot.assign(r.words, 0);
         std::lock_guard lock(mutex_);
-        // Device and host copy start equal (zero): an engine may read its control words before the
-        // first doorbell publishes anything (a queue's write pointer at activation).
-        vram_.fill_zero(paddr, r.words * 8);
-        ++stats_.publishes;
-        stats_.bytes_published += r.words * 8;
+        if (!marked) {
+            // Device and host copy start equal (zero): an engine may read its control words before
+            // the first doorbell publishes anything (a queue's write pointer at activation). A ring
+            // is read only where a submission wrote it: zero-filling 1 MiB one TLP per dword would
+            // cost over a quarter of a second of link time for nothing.
+            r.snapshot.assign(r.words, 0);
+            vram_.fill_zero(paddr, r.words * 8);
+            ++stats_.publishes;
+            stats_.bytes_published += r.words * 8;
+        }
         by_host_[host] = va.value();
         ranges_[va.value()] = std::move(r);
     } catch (...) {
@@ -82,7 +90,31 @@ void ShadowMemory::publish_last(GpuVirtualAddress va) {
     if (it != ranges_.end()) it->second.order = 3;
 }
 
+void ShadowMemory::written(GpuVirtualAddress va, uint64_t offset, uint64_t bytes) {
+    if (bytes == 0) return;
+    std::lock_guard lock(mutex_);
+    auto it = ranges_.find(va.value());
+    if (it == ranges_.end() || !it->second.marked) throw std::logic_error("ShadowMemory::written on a range that is not a marked one");
+    Range& r = it->second;
+    const uint64_t first = offset / 8, end = std::min(r.words, (offset + bytes + 7) / 8);
+    if (first >= end) throw std::out_of_range("ShadowMemory::written past the range's end");
+    r.dirty.emplace_back(first, end);
+}
+
 void ShadowMemory::publish_range(Range& r) {
+    if (r.marked) {
+        // What the owner wrote, as it is, in address order with overlaps merged.
+        std::sort(r.dirty.begin(), r.dirty.end());
+        for (size_t i = 0; i < r.dirty.size();) {
+            uint64_t first = r.dirty[i].first, end = r.dirty[i].second;
+            for (++i; i < r.dirty.size() && r.dirty[i].first <= end; ++i) end = std::max(end, r.dirty[i].second);
+            vram_.write(r.paddr + first * 8, std::span(r.host + first * 8, (end - first) * 8));
+            ++stats_.publishes;
+            stats_.bytes_published += (end - first) * 8;
+        }
+        r.dirty.clear();
+        return;
+    }
     auto write = [&](uint64_t first, uint64_t count) {
         scratch_.resize(count);
         for (uint64_t i = 0; i < count; ++i) scratch_[i] = r.snapshot[first + i] = load(r.host, first + i);
@@ -149,7 +181,7 @@ bool ShadowMemory::refresh_host(const void* host, uint64_t bytes) {
     --it;
     Range& r = ranges_.at(it->second);
     const uint64_t offset = static_cast<uint64_t>(p - r.host);
-    if (offset >= r.words * 8) return false;
+    if (offset >= r.words * 8 || r.marked) return false;  // a ring: the device never writes it
     const uint64_t first = offset / 8;
     const uint64_t last = std::min(r.words, (offset + bytes + 7) / 8);
     return refresh_words(r, first, last - first);
