@@ -3,6 +3,7 @@
 #include "drivers/am/sdma_queue.hpp"
 
 #include "base/error.hpp"
+#include "drivers/am/bridge_trigger.hpp"
 #include "drivers/am/dwords.hpp"
 #include "drivers/am/page_table.hpp"
 #include "drivers/am/registers.hpp"
@@ -23,7 +24,6 @@ namespace {
 // it. The host learns the windows from LinkCapabilities; these are only checked against what it says.
 constexpr uint64_t kWindowBytes = 256 * 1024;  // two halves of the 512 KB SRAM: engine slots 0 and 16
 constexpr uint64_t kFenceOffset = 0x800;  // in the first small window (sys_buf + 0x800)
-constexpr uint64_t kTriggerOffset = 12;  // in the CQ window: what tinygrad's copy-out writes (ops_amd.py AMDAllocator._copyout)
 constexpr uint32_t kSentinelTag = 0x51000000;  // | seq & 0xffffff, as tinygrad's copyin
 constexpr uint64_t kSector = 512;
 // GPU VAs: VRAM identity-offset from kVmStart, the SRAM windows 2 GiB above it (above any VRAM this
@@ -172,7 +172,7 @@ void SramCopy::copy_in(uint64_t vram_dst, std::span<const std::byte> data) {
     wait_fence(seq_, "copy-in", chunks - 1);
 }
 
-uint64_t SramCopy::trigger_va() const { return kWindowVa + 2 * kWindowBytes + small_.size + kTriggerOffset; }
+uint64_t SramCopy::trigger_va() const { return kWindowVa + 2 * kWindowBytes + small_.size + kBridgeTriggerOffset; }
 
 void SramCopy::copy_out(uint64_t vram_src, std::span<std::byte> out) {
     if (out.empty()) return;

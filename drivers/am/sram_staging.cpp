@@ -1,6 +1,7 @@
 #include "drivers/am/sram_staging.hpp"
 
 #include "base/error.hpp"
+#include "drivers/am/bridge_trigger.hpp"
 #include "drivers/am/hcq_device.hpp"
 
 #include <fmt/format.h>
@@ -11,7 +12,6 @@ namespace baregpu::am {
 
 namespace {
 constexpr uint64_t kSramBytes = 512 * 1024;  // the engine's 32 slots of 16 KB
-constexpr uint64_t kTriggerOffset = 12;  // tinygrad ops_amd.py _copyout writes cq_buf + 12
 constexpr uint64_t kTriggerBytes = 4;
 
 const pci::LinkCapabilities::Window* sram_window(const pci::LinkCapabilities& link) {
@@ -31,7 +31,7 @@ SramStaging::SramStaging(AmHcqDevice& device, uint64_t va) : device_(device) {
     sram_bus_ = sram->bus_address;
     sram_va_ = va;
     const uint64_t trigger_page = sram->read_trigger & ~uint64_t{4095};
-    trigger_va_ = va + kSramBytes + (sram->read_trigger - trigger_page) + kTriggerOffset;
+    trigger_va_ = va + kSramBytes + (sram->read_trigger - trigger_page) + kBridgeTriggerOffset;
     // The GPU reaches both as uncached system memory (tinygrad ops_amd.py USBIface._dma_region).
     AmDevice& chip = device.chip();
     chip.map(sram_va_, sram_bus_, kSramBytes, MapFlags{.system = true, .uncached = true}, false);
