@@ -37,11 +37,7 @@ struct Options {
     // chip's interpreter: drivers/registry.hpp sim_shader_counters). When set, every tensor result
     // gets each counter's per-run change as "shader_<name>" (counts, bytes; "shader_modelled_ns").
     std::function<std::map<std::string, double>()> shader_counters;
-    // Results left out (exact names), e.g. what an interpreted device cannot run in reasonable time.
-    std::vector<std::string> skip;
     bool wants(const std::string& name) const {
-        for (const auto& s : skip)
-            if (name == s) return false;
         if (only.empty()) return true;
         for (const auto& o : only) {
             if (name.rfind(o, 0) == 0) return true;

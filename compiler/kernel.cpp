@@ -18,6 +18,24 @@ int64_t Kernel::reduce_elements() const {
     return n;
 }
 
+bool Kernel::has_row_reduce() const {
+    std::unordered_map<const Expr*, bool> seen;  // shared subexpressions once
+    auto visit = [&](auto& self, const Expr& e) -> bool {
+        if (!seen.emplace(&e, true).second) return false;
+        if (e.kind == ExprKind::row_reduce) return true;
+        for (const ExprRef& s : e.src) {
+            if (self(self, *s)) return true;
+        }
+        return false;
+    };
+    return root && visit(visit, *root);
+}
+
+int64_t Kernel::gpu_workgroups(int64_t block) const {
+    if (has_row_reduce()) return output_elements() / full_shape.back();
+    return (output_elements() + block - 1) / block;
+}
+
 std::string Kernel::key() const {
     // Each distinct expression once, in post-order, referring to its sources by number: shared
     // subexpressions stay shared and the text stays linear in the tree's size.

@@ -56,6 +56,11 @@ struct Kernel {
     int64_t output_elements() const { return numel(output_shape()); }
     // Elements of work per output element (the reduction's size, else 1).
     int64_t reduce_elements() const;
+    bool has_row_reduce() const;
+    // The grid of a GPU kernel launched in workgroups of `block` work-items: one workgroup per
+    // output row (the last axis) when it has row reductions, which its work-items compute together;
+    // else one work-item per output element.
+    int64_t gpu_workgroups(int64_t block) const;
     // A canonical text of everything the generated code depends on: equal texts, equal code.
     std::string key() const;
     // "k_" + a hash of key(): the function's symbol name.

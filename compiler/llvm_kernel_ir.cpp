@@ -171,27 +171,99 @@ public:
         const ID item_id = amd ? ID(llvm::Intrinsic::amdgcn_workitem_id_x) : ID(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x);
         llvm::Value* group = b_.CreateZExt(b_.CreateIntrinsic(group_id, {}, {}), i64_);
         llvm::Value* item = b_.CreateZExt(b_.CreateIntrinsic(item_id, {}, {}), i64_);
-        llvm::Value* gid = b_.CreateAdd(b_.CreateMul(group, c64(kAmdgpuBlock)), item);
-        auto* body = llvm::BasicBlock::Create(ctx_, "body", fn_);
-        auto* done = llvm::BasicBlock::Create(ctx_, "done", fn_);
-        b_.CreateCondBr(b_.CreateICmpULT(gid, c64(k_.output_elements())), body, done);
-        b_.SetInsertPoint(body);
+        amd_ = amd;
+        if (k_.has_row_reduce()) {
+            emit_gpu_rows(group, item);
+        } else {
+            llvm::Value* gid = b_.CreateAdd(b_.CreateMul(group, c64(kAmdgpuBlock)), item);
+            auto* body = llvm::BasicBlock::Create(ctx_, "body", fn_);
+            auto* done = llvm::BasicBlock::Create(ctx_, "done", fn_);
+            b_.CreateCondBr(b_.CreateICmpULT(gid, c64(k_.output_elements())), body, done);
+            b_.SetInsertPoint(body);
+            const Shape& full = k_.full_shape;
+            std::vector<bool> reduced(full.size(), false);
+            for (int a : k_.reduce_axes) reduced[size_t(a)] = true;
+            std::vector<llvm::Value*> idx(full.size(), c64(0));
+            llvm::Value* rest = gid;
+            for (size_t d = full.size(); d-- > 0;) {
+                if (reduced[d]) continue;
+                idx[d] = b_.CreateURem(rest, c64(full[d]));
+                rest = b_.CreateUDiv(rest, c64(full[d]));
+            }
+            out_index_ = idx;
+            store(value(*k_.root, idx, above_), gid);
+            b_.CreateBr(done);
+            b_.SetInsertPoint(done);
+        }
+        b_.CreateRetVoid();
+        return fn_;
+    }
+
+    // A kernel with row reductions (softmax, layernorm) on a GPU: workgroup g computes output row
+    // g (gpu_workgroups). Its work-items reduce the row together (row_value: block-strided
+    // partials, then a tree through LDS), so each reduction reads the row once rather than once
+    // per element, then store the row's elements, block-strided (coalesced).
+    void emit_gpu_rows(llvm::Value* row, llvm::Value* item) {
         const Shape& full = k_.full_shape;
-        std::vector<bool> reduced(full.size(), false);
-        for (int a : k_.reduce_axes) reduced[size_t(a)] = true;
+        const int64_t len = full.back();
         std::vector<llvm::Value*> idx(full.size(), c64(0));
-        llvm::Value* rest = gid;
-        for (size_t d = full.size(); d-- > 0;) {
-            if (reduced[d]) continue;
+        llvm::Value* rest = row;
+        for (size_t d = full.size() - 1; d-- > 0;) {
             idx[d] = b_.CreateURem(rest, c64(full[d]));
             rest = b_.CreateUDiv(rest, c64(full[d]));
         }
-        out_index_ = idx;
-        store(value(*k_.root, idx, above_), gid);
-        b_.CreateBr(done);
-        b_.SetInsertPoint(done);
-        b_.CreateRetVoid();
-        return fn_;
+        item_ = item;
+        // Every work-item reaches every barrier: the reductions run before the element loop,
+        // outside any branch on the item.
+        for (const Expr* r : row_reduces(*k_.root)) row_value(*r, idx);
+        llvm::Value* row_start = b_.CreateMul(row, c64(len));
+        strided_loop(item, c64(len), kAmdgpuBlock, "i", [&](llvm::Value* j) {
+            idx.back() = j;
+            out_index_ = idx;
+            above_.clear();
+            store(value(*k_.root, idx, above_), b_.CreateAdd(row_start, j));
+        });
+    }
+
+    // The workgroup's combined value of each work-item's `partial` (the same value in every item):
+    // a tree over kAmdgpuBlock slots of LDS / shared memory, a barrier between levels.
+    llvm::Value* workgroup_reduce(const Expr& e, llvm::Value* partial) {
+        llvm::Type* vt = value_type(e.dtype);
+        auto* slots_type = llvm::ArrayType::get(vt, uint64_t(kAmdgpuBlock));
+        constexpr unsigned kLocalAddressSpace = 3;  // AMDGPU LDS, NVPTX .shared (LLVM AMDGPUUsage, NVPTXUsage)
+        auto* slots = new llvm::GlobalVariable(module_, slots_type, false, llvm::GlobalValue::InternalLinkage, llvm::UndefValue::get(slots_type),
+                                               "row_partials", nullptr, llvm::GlobalValue::NotThreadLocal, kLocalAddressSpace);
+        slots->setAlignment(llvm::Align(4));
+        auto slot = [&](llvm::Value* i) { return b_.CreateInBoundsGEP(slots_type, slots, {c64(0), i}); };
+        b_.CreateStore(partial, slot(item_));
+        barrier();
+        for (int64_t half = kAmdgpuBlock / 2; half >= 1; half /= 2) {
+            auto* combine = llvm::BasicBlock::Create(ctx_, "tree", fn_);
+            auto* next = llvm::BasicBlock::Create(ctx_, "tree.next", fn_);
+            b_.CreateCondBr(b_.CreateICmpULT(item_, c64(half)), combine, next);
+            b_.SetInsertPoint(combine);
+            llvm::Value* mine = b_.CreateLoad(vt, slot(item_));
+            llvm::Value* other = b_.CreateLoad(vt, slot(b_.CreateAdd(item_, c64(half))));
+            b_.CreateStore(reduce_combine(e, mine, other), slot(item_));
+            b_.CreateBr(next);
+            b_.SetInsertPoint(next);
+            barrier();
+        }
+        return b_.CreateLoad(vt, slot(c64(0)));
+    }
+
+    // Every work-item of the workgroup arrives before any goes on, and sees the others' LDS /
+    // shared-memory stores (AMDGPU: workgroup-scope release and acquire fences around s_barrier,
+    // LLVM AMDGPUUsage "Memory Model"; NVPTX: bar.sync 0 orders shared memory for the CTA).
+    void barrier() {
+        if (amd_) {
+            llvm::SyncScope::ID workgroup = ctx_.getOrInsertSyncScopeID("workgroup");
+            b_.CreateFence(llvm::AtomicOrdering::Release, workgroup);
+            b_.CreateIntrinsic(llvm::Intrinsic::amdgcn_s_barrier, {}, {});
+            b_.CreateFence(llvm::AtomicOrdering::Acquire, workgroup);
+        } else {
+            b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {});
+        }
     }
 
     // Which axes the output loops run over: every non-reduced one (outer), the last innermost.
@@ -536,6 +608,16 @@ private:
     // plain: neither vectorized nor unrolled by the O3 pipeline (loops where that only costs
     // compile time and code size).
     void loop(llvm::Value* lo, llvm::Value* hi, const char* name, const std::function<void(llvm::Value*)>& body, bool plain = false) {
+        counted_loop(lo, hi, 1, name, body, plain);
+    }
+
+    // for (i = lo; i < hi; i += step) body(i): a GPU work-item's share of a row.
+    void strided_loop(llvm::Value* lo, llvm::Value* hi, int64_t step, const char* name, const std::function<void(llvm::Value*)>& body) {
+        counted_loop(lo, hi, step, name, body, false);
+    }
+
+    void counted_loop(llvm::Value* lo, llvm::Value* hi, int64_t step, const char* name, const std::function<void(llvm::Value*)>& body,
+                      bool plain) {
         llvm::AllocaInst* counter = entry_alloca(i64_, name);
         b_.CreateStore(lo, counter);
         auto* cond = llvm::BasicBlock::Create(ctx_, std::string(name) + ".cond", fn_);
@@ -547,7 +629,7 @@ private:
         b_.CreateCondBr(b_.CreateICmpSLT(i, hi), blk, done);
         b_.SetInsertPoint(blk);
         body(i);
-        b_.CreateStore(b_.CreateAdd(i, c64(1), "", true, true), counter);
+        b_.CreateStore(b_.CreateAdd(i, c64(step), "", true, true), counter);
         llvm::BranchInst* latch = b_.CreateBr(cond);
         if (plain) {
             llvm::Metadata* no_vectorize[] = {llvm::MDString::get(ctx_, "llvm.loop.vectorize.enable"),
@@ -812,7 +894,8 @@ private:
             keep->setAlignment(llvm::Align(64));
             private_bytes_ += uint64_t(e.row) * 4 + 64;
         }
-        loop(c64(0), c64(e.row), "row_r", [&](llvm::Value* j) {
+        // A GPU workgroup's items take the row's elements block-strided, then combine (emit_gpu_rows).
+        strided_loop(item_ ? item_ : c64(0), c64(e.row), item_ ? kAmdgpuBlock : 1, "row_r", [&](llvm::Value* j) {
             std::vector<llvm::Value*> at = idx;
             at.back() = j;
             Memo below;
@@ -822,6 +905,7 @@ private:
         });
         if (keep) row_cache_.emplace(&src, keep);
         llvm::Value* v = b_.CreateLoad(vt, acc);
+        if (item_) v = workgroup_reduce(e, v);
         row_values_.emplace(&e, v);
         return v;
     }
@@ -964,6 +1048,8 @@ private:
     uint64_t private_bytes_ = 0;
     TileShape tile_;
     bool cpu_ = false;  // a CPU workgroup (a stack of its own), not a GPU work-item
+    bool amd_ = false;  // a GPU kernel for AMDGPU (else NVPTX)
+    llvm::Value* item_ = nullptr;  // the work-item id when a GPU workgroup computes a row together
 };
 
 std::string module_text(const llvm::Module& module) {

@@ -190,16 +190,16 @@ void Runtime::realize(const NodeRef& node) {
             item.output->realized = std::move(out);
             continue;
         }
-        // GPU code (a required block): one work-item per output element, in groups of that block
-        // (the kernel computes gid = group * block + item). CPU code: about 16K element-operations per
-        // workgroup of one thread, at most one group per output element.
+        // GPU code (a required block): workgroups of that block, as many as the kernel's schedule
+        // asks (Kernel::gpu_workgroups: one per output row or one work-item per element). CPU code:
+        // about 16K element-operations per workgroup of one thread, at most one group per output element.
         hcq::Dim3 block{1};
         uint32_t groups = 0;
         auto launch_shape = [&](const hcq::Program& program) {
             const auto& required = program.info().required_block;
             if (required[0] != 0) {
                 block = hcq::Dim3{required[0], required[1], required[2]};
-                groups = uint32_t((k.output_elements() + required[0] - 1) / required[0]);
+                groups = uint32_t(k.gpu_workgroups(required[0]));
             } else {
                 block = hcq::Dim3{1};
                 int64_t work = k.output_elements() * k.reduce_elements();

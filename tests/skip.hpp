@@ -16,6 +16,9 @@ using SkipCheck = std::function<std::string(int argc, char** argv)>;
 
 std::vector<SkipCheck>& skip_checks();
 
+// BAREGPU_LONG=full: the long suites at full length (./bootstrap.sh test --long).
+bool long_run();
+
 // Registers a check at static initialisation: `const test::SkipUnless needs_tools{[](int, char**) { ... }};`
 struct SkipUnless {
     explicit SkipUnless(SkipCheck check) { skip_checks().push_back(std::move(check)); }

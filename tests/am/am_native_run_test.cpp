@@ -18,6 +18,7 @@
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -86,8 +87,9 @@ struct Rig {
     }
 };
 
-// Runs `kernel`'s code object (after `patch`) with float inputs on the rig, one work-item per
-// output element in workgroups of 256 (the compiler's gid = group * 256 + item).
+// Runs `kernel`'s code object (after `patch`) with float inputs on the rig, in workgroups of 256 as
+// the tensor runtime launches it (Kernel::gpu_workgroups: one work-item per output element, or one
+// workgroup per row for a kernel with row reductions).
 struct Launch {
     std::function<void(std::vector<std::byte>& object, const am::AmdgpuCodeObject& parsed)> patch;
     std::function<void(am::pm4::KernelDispatch&)> change;
@@ -115,7 +117,7 @@ std::vector<float> run(Rig& rig, const Kernel& kernel, const std::string& gfx, c
     hcq::KernelArgs args(*program);
     for (size_t i = 0; i < buffers.size(); ++i) args.buffer(uint32_t(i), buffers[i]);
     hcq::Signal done = rig.dev->new_signal(0, "done");
-    const uint32_t groups = uint32_t((outputs + 255) / 256);
+    const uint32_t groups = uint32_t(kernel.gpu_workgroups(256));
     rig.dev->compute_queue().exec(*program, args, {groups}, {256}).signal(done, 1).submit();
     if (!expect_done) {
         CHECK_THROWS(done.wait(1, std::chrono::milliseconds(500)));
@@ -160,6 +162,36 @@ std::vector<std::pair<size_t, sim::amdgpu::rdna::Inst>> instructions(const std::
         file += 4u * in->words;
     }
     return out;
+}
+
+// Runs hand-assembled code (`code` at VA 0x10000) as one wave32 workgroup of 32 items, straight
+// through the interpreter: s[0:1] hold the address of a 4 KiB page, which comes back.
+std::vector<std::byte> run_words(sim::amdgpu::rdna::Gen gen, const std::vector<uint32_t>& code, uint32_t lds_bytes,
+                                 sim::amdgpu::rdna::Counts& counts) {
+    namespace rdna = sim::amdgpu::rdna;
+    constexpr uint64_t kCode = 0x10000, kOut = 0x20000;
+    struct Flat : rdna::Memory {
+        std::vector<std::byte> out = std::vector<std::byte>(4096);
+        std::byte* page(uint64_t va, bool) override { return va == kOut ? out.data() : nullptr; }
+    } memory;
+    rdna::Program program(gen, kCode, [](void* ctx, uint64_t va, std::span<uint32_t> w) {
+        const auto& c = *static_cast<const std::vector<uint32_t>*>(ctx);
+        const uint64_t i = (va - kCode) / 4;
+        if (va < kCode || i + w.size() > c.size()) return false;
+        std::copy_n(c.begin() + ptrdiff_t(i), w.size(), w.begin());
+        return true;
+    }, const_cast<std::vector<uint32_t>*>(&code));
+    rdna::WaveSetup setup;
+    setup.vgprs = 32;
+    setup.user_sgpr_count = 2;
+    setup.user_sgprs[0] = uint32_t(kOut);
+    setup.lds_bytes = lds_bytes;
+    setup.block = {32, 1, 1};
+    rdna::Stop stop;
+    const bool ran = rdna::run_workgroup(program, memory, setup, {0, 0, 0}, counts, stop);
+    INFO(stop.what);
+    REQUIRE(ran);
+    return memory.out;
 }
 
 }  // namespace
@@ -222,6 +254,44 @@ TEST_CASE("am native run: compiler kernels give the reference results on Navi31 
                     (unsigned long long)report.counts.vmem_load, (unsigned long long)report.counts.bytes_loaded,
                     double(report.modelled_ns) / 1000, report.host_seconds * 1000,
                     double(report.counts.instructions()) / report.host_seconds / 1e6);
+    }
+}
+
+TEST_CASE("am native run: a kernel with row reductions is one workgroup per row, reducing through LDS, reading the row once per pass") {
+    // (x - max(x)) / sum(x - max(x)) along rows of 1000: two row reductions, the second over the
+    // first's result, as softmax's are.
+    const int64_t rows = 5, len = 1000;
+    NodeRef x = input({rows, len});
+    auto row_of = [&](Op op, NodeRef v) {
+        return Node::make_view(Node::make_reduce(op, v, {1}), ShapeTracker::contiguous({rows, 1}).expand({rows, len}));
+    };
+    NodeRef centred = Node::make_alu(Op::sub, DType::float32, {x, row_of(Op::reduce_max, x)});
+    const Kernel k = only_kernel(Node::make_alu(Op::div, DType::float32, {centred, row_of(Op::reduce_sum, centred)}));
+    REQUIRE(k.has_row_reduce());
+    CHECK(k.gpu_workgroups(256) == rows);
+    std::vector<float> in(size_t(rows * len));
+    for (size_t i = 0; i < in.size(); ++i) in[i] = float((i * 7919) % 1013) * 0.01f - float(i / size_t(len));
+    std::vector<float> want(in.size());
+    for (size_t r = 0; r < size_t(rows); ++r) {
+        const float* row = in.data() + r * size_t(len);
+        const double mx = *std::max_element(row, row + len);
+        double sum = 0;
+        for (int64_t j = 0; j < len; ++j) sum += row[j] - mx;
+        for (int64_t j = 0; j < len; ++j) want[r * size_t(len) + size_t(j)] = float((row[j] - mx) / sum);
+    }
+    for (const GpuTarget& t : kTargets) {
+        INFO(t.gfx);
+        Rig rig(t.asic);
+        auto out = run(rig, k, t.gfx, {in}, in.size());
+        REQUIRE(test::first_difference(out, [&](size_t i) { return want[i]; }, near_1e5) == "");
+        INFO(rig.violations());
+        CHECK(rig.bus->violations().empty());
+        const auto& report = rig.model->native_report();
+        CHECK(report.counts.workgroups == uint64_t(rows));
+        CHECK(report.counts.lds > 0);
+        // Three passes over each row (the maximum, the sum, the elements), not one per element.
+        CHECK(report.counts.bytes_loaded <= uint64_t(3 * rows * len * 4) + 1024);
+        CHECK(report.counts.bytes_stored == uint64_t(rows * len * 4));
     }
 }
 
@@ -338,6 +408,66 @@ TEST_CASE("am native run: the cache invalidations LLVM puts at fences decode; ot
             CHECK(in->unit == rdna::Unit::other);
         }
     }
+}
+
+TEST_CASE("am native run: the two-address DS forms store and load at offset0 and offset1 in elements, x64 for stride64") {
+    namespace rdna = sim::amdgpu::rdna;
+    // One wave32 of GC 11 code, assembled by llvm-mc-19 -mcpu=gfx1100 (the DS words are the same for
+    // gfx1201). Lane l: v2..v5 = 100+l, 200+l, 300+l, 400+l; v10 = 8l, v20 = v10+0x800, v21 =
+    // v10+0x400, v22 = v10+0x1000, v23 = 4l+0x2000.
+    //   ds_store_2addr_stride64_b64 v10, v[2:3], v[4:5] offset0:1 offset1:2  (v10+512, v10+1024)
+    //   ds_store_2addr_b32 v20, v2, v3 offset1:1                            (v20, v20+4)
+    //   ds_store_2addr_b64 v22, v[2:3], v[4:5] offset1:32                    (v22, v22+256)
+    //   ds_store_2addr_stride64_b32 v23, v4, v5 offset1:1                    (v23, v23+256)
+    //   ds_load_2addr_b32 v[6:7], v10 offset0:128 offset1:129                (v10+512, +516)
+    //   ds_load_2addr_stride64_b32 v[8:9], v10 offset0:4 offset1:2           (v10+1024, v10+512)
+    //   ds_load_2addr_b64 v[12:15], v21 offset0:128                          (v21+1024, v21)
+    //   ds_load_2addr_stride64_b64 v[16:19], v10 offset0:1 offset1:2         (v10+512, v10+1024)
+    //   ds_load_2addr_b32 v[24:25], v22 offset1:65                           (v22, v22+260)
+    //   ds_load_2addr_b32 v[26:27], v23 offset1:64                           (v23, v23+256)
+    //   s_waitcnt lgkmcnt(0); then v[6:9], v[12:15], v[16:19], v[24:27] to s[0:1] + 64l.
+    const std::vector<uint32_t> code{
+        0x30140083u, 0x4a0400ffu, 0x00000064u, 0x4a0600ffu, 0x000000c8u, 0x4a0800ffu, 0x0000012cu, 0x4a0a00ffu, 0x00000190u,
+        0x4a2814ffu, 0x00000800u, 0x4a2a14ffu, 0x00000400u, 0x4a2c14ffu, 0x00001000u, 0x302e0082u, 0x4a2e2effu, 0x00002000u,
+        0xd93c0201u, 0x0004020au, 0xd8380100u, 0x00030214u, 0xd9382000u, 0x00040216u, 0xd83c0100u, 0x00050417u,
+        0xd8dc8180u, 0x0600000au, 0xd8e00204u, 0x0800000au, 0xd9dc0080u, 0x0c000015u, 0xd9e00201u, 0x1000000au,
+        0xd8dc4100u, 0x18000016u, 0xd8dc4000u, 0x1a000017u, 0xbf89fc07u, 0x30160086u, 0xdc760000u, 0x0000060bu,
+        0xdc760010u, 0x00000c0bu, 0xdc760020u, 0x0000100bu, 0xdc760030u, 0x0000180bu, 0xbfb00000u};
+    rdna::Counts counts;
+    const std::vector<std::byte> out = run_words(rdna::Gen::gfx11, code, 16384, counts);
+    for (uint32_t l = 0; l < 32; ++l) {
+        uint32_t got[16];
+        std::memcpy(got, out.data() + 64 * l, sizeof got);
+        const uint32_t want[16] = {100 + l, 200 + l, 300 + l, 100 + l, 100 + l, 200 + l, 300 + l, 400 + l,
+                                   100 + l, 200 + l, 300 + l, 400 + l, 100 + l, 400 + l, 300 + l, 400 + l};
+        INFO("lane " << l);
+        CHECK(std::vector<uint32_t>(got, got + 16) == std::vector<uint32_t>(want, want + 16));
+    }
+    CHECK(counts.lds == 10);
+}
+
+TEST_CASE("am native run: GC 12's pseudo-scalar transcendentals (v_s_*_f32) write their SGPR from a scalar source") {
+    namespace rdna = sim::amdgpu::rdna;
+    // llvm-mc-19 -mcpu=gfx1201: s_mov_b32 s2, 4.0; v_s_sqrt_f32 s3, s2; v_s_rsq_f32 s4, s2;
+    // v_s_rcp_f32 s5, -s2; v_s_exp_f32 s6, s2; v_s_log_f32 s7, s2 mul:2; v1..v5 = s3..s7;
+    // global_store_b128 v0, v[1:4], s[0:1]; global_store_b32 v0, v5, s[0:1] offset:16 (v0 = 0).
+    const std::vector<uint32_t> code{0xbe8200f6u, 0xd6880003u, 0x00000002u, 0xd6860004u, 0x00000002u, 0xd6840005u, 0x20000002u,
+                                     0xd6800006u, 0x00000002u, 0xd6820007u, 0x08000002u, 0x7e020203u, 0x7e040204u, 0x7e060205u,
+                                     0x7e080206u, 0x7e0a0207u, 0x7e000280u, 0xee074000u, 0x00800000u, 0x00000000u, 0xee068000u,
+                                     0x02800000u, 0x00001000u, 0xbfb00000u};
+    rdna::Counts counts;
+    const std::vector<std::byte> out = run_words(rdna::Gen::gfx12, code, 0, counts);
+    float got[5];
+    std::memcpy(got, out.data(), sizeof got);
+    CHECK(got[0] == 2.0f);     // sqrt 4
+    CHECK(got[1] == 0.5f);     // 1 / sqrt 4
+    CHECK(got[2] == -0.25f);   // 1 / -4 (the neg modifier)
+    CHECK(got[3] == 16.0f);    // 2^4
+    CHECK(got[4] == 4.0f);     // log2 4, times 2 (omod)
+    // GC 11 has no such opcodes: the same words are refused there.
+    std::string why;
+    CHECK_FALSE(rdna::decode(rdna::Gen::gfx11, std::vector<uint32_t>{0xd6880003u, 0x00000002u}, why).has_value());
+    CHECK_THAT(why, Catch::Contains("VOP3 opcode 648"));
 }
 
 TEST_CASE("am native run: a kernel without its s_waitcnt reads a register its load still owes: a violation") {

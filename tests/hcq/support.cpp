@@ -117,9 +117,4 @@ std::shared_ptr<hcq::Program> load_kernel(hcq::Device& device, std::string_view 
     return device.load_program(kernel_object(device, object), kernel);
 }
 
-bool long_run() {
-    const char* env = std::getenv("BAREGPU_LONG");
-    return env && std::string(env) == "full";
-}
-
 }  // namespace baregpu::test

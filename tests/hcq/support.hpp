@@ -2,6 +2,8 @@
 // the test kernels for each ISA, and the BAREGPU_LONG switch.
 #pragma once
 
+#include "tests/skip.hpp"  // long_run()
+
 #include "hcq/device.hpp"
 #include "tests/elements.hpp"
 #include "hcq/registry.hpp"
@@ -33,9 +35,6 @@ std::string peer_of(const std::string& name);
 // kernels/amdgpu/<object>.ll for gfx1100 and gfx1201).
 std::span<const std::byte> kernel_object(const hcq::Device& device, std::string_view object);
 std::shared_ptr<hcq::Program> load_kernel(hcq::Device& device, std::string_view object, std::string_view kernel);
-
-// BAREGPU_LONG=full.
-bool long_run();
 
 // Host-visible helpers that go through the device's own copy path.
 template <typename T>

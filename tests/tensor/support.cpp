@@ -12,6 +12,10 @@ std::shared_ptr<tensor::Runtime> device_runtime() {
     return rt;
 }
 
+bool interpreted_device() { return bool(device_runtime()->device().exec_details()); }
+
+bool too_slow_to_interpret(int64_t macs) { return macs > 1'000'000 && interpreted_device() && !long_run(); }
+
 void check_close(const tensor::Tensor& got, const Ref& want, double rtol, double atol) {
     REQUIRE(got.shape() == want.shape);
     std::vector<double> values;

@@ -161,12 +161,6 @@ int bench_command(std::span<const std::string_view> args) {
                 std::fprintf(stderr, "baregpu bench: %s runs its %s code in the model's interpreter: the tensor suite at --quick sizes "
                              "(the full ones would take hours; ?isa=host runs host code)\n", dev->name().c_str(), dev->arch().c_str());
             }
-            // Left out unless --only asks for results by name (then it runs only if named).
-            if (suite != "hcq" && options.only.empty()) {
-                tensor_options.skip.push_back("softmax_4096");
-                std::fprintf(stderr, "baregpu bench: softmax_4096 left out: its GPU kernel recomputes the row's max and sum for every "
-                             "element, about 16 s a run interpreted; --only softmax_4096 with BAREGPU_TIMEOUT_MS=120000 runs it\n");
-            }
         }
         std::vector<bench::Result> results;
         if (suite != "tensor") results = bench::run_hcq_suite(*dev, options);

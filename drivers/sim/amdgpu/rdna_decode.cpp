@@ -165,6 +165,10 @@ const Entry kVop3[] = {
     {828, Op::v_lshlrev_b64, "v_lshlrev_b64", g11}, {829, Op::v_lshrrev_b64, "v_lshrrev_b64"},
     {830, Op::v_ashrrev_i64, "v_ashrrev_i64"}, {864, Op::v_readlane_b32, "v_readlane_b32"},
     {865, Op::v_writelane_b32, "v_writelane_b32"},
+    // RDNA4 ISA guide V_S_EXP_F32 ... V_S_SQRT_F32 (VOP3; opcodes checked with llvm-mc-19 -mcpu=gfx1201);
+    // the f16 forms (the odd opcodes) are not modelled.
+    {640, Op::v_s_exp_f32, "v_s_exp_f32", g12}, {642, Op::v_s_log_f32, "v_s_log_f32", g12}, {644, Op::v_s_rcp_f32, "v_s_rcp_f32", g12},
+    {646, Op::v_s_rsq_f32, "v_s_rsq_f32", g12}, {648, Op::v_s_sqrt_f32, "v_s_sqrt_f32", g12},
 };
 // VOPD OPX (0-13) and OPY (0-18): RDNA3 ISA guide §7.6 table "VOPD instructions".
 const Entry kVopd[] = {
@@ -180,11 +184,15 @@ const Entry kDs[] = {
     {6, Op::ds_max_i32, "ds_max_i32"}, {7, Op::ds_min_u32, "ds_min_u32"}, {8, Op::ds_max_u32, "ds_max_u32"},
     {9, Op::ds_and_b32, "ds_and_b32"}, {10, Op::ds_or_b32, "ds_or_b32"}, {11, Op::ds_xor_b32, "ds_xor_b32"},
     {13, Op::ds_store_b32, "ds_store_b32"}, {14, Op::ds_store_2addr_b32, "ds_store_2addr_b32"},
+    {15, Op::ds_store_2addr_stride64_b32, "ds_store_2addr_stride64_b32"},
     {18, Op::ds_min_f32, "ds_min_f32"}, {19, Op::ds_max_f32, "ds_max_f32"}, {21, Op::ds_add_f32, "ds_add_f32"},
     {30, Op::ds_store_b8, "ds_store_b8"}, {31, Op::ds_store_b16, "ds_store_b16"}, {32, Op::ds_add_rtn_u32, "ds_add_rtn_u32"},
-    {54, Op::ds_load_b32, "ds_load_b32"}, {55, Op::ds_load_2addr_b32, "ds_load_2addr_b32"}, {57, Op::ds_load_i8, "ds_load_i8"},
+    {54, Op::ds_load_b32, "ds_load_b32"}, {55, Op::ds_load_2addr_b32, "ds_load_2addr_b32"},
+    {56, Op::ds_load_2addr_stride64_b32, "ds_load_2addr_stride64_b32"}, {57, Op::ds_load_i8, "ds_load_i8"},
     {58, Op::ds_load_u8, "ds_load_u8"}, {59, Op::ds_load_i16, "ds_load_i16"}, {60, Op::ds_load_u16, "ds_load_u16"},
-    {77, Op::ds_store_b64, "ds_store_b64"}, {118, Op::ds_load_b64, "ds_load_b64"}, {222, Op::ds_store_b96, "ds_store_b96"},
+    {77, Op::ds_store_b64, "ds_store_b64"},
+    {78, Op::ds_store_2addr_b64, "ds_store_2addr_b64"}, {79, Op::ds_store_2addr_stride64_b64, "ds_store_2addr_stride64_b64"}, {118, Op::ds_load_b64, "ds_load_b64"},
+    {119, Op::ds_load_2addr_b64, "ds_load_2addr_b64"}, {120, Op::ds_load_2addr_stride64_b64, "ds_load_2addr_stride64_b64"}, {222, Op::ds_store_b96, "ds_store_b96"},
     {223, Op::ds_store_b128, "ds_store_b128"}, {254, Op::ds_load_b96, "ds_load_b96"}, {255, Op::ds_load_b128, "ds_load_b128"},
 };
 // FLAT, GLOBAL and SCRATCH share one opcode space (RDNA3 §15.8; RDNA4 §14.8 VFLAT/VGLOBAL/VSCRATCH).
@@ -265,6 +273,21 @@ const Tables& tables() {
 
 uint32_t bits(uint64_t w, unsigned hi, unsigned lo) { return uint32_t((w >> lo) & ((1ull << (hi - lo + 1)) - 1)); }
 int32_t sext(uint32_t v, unsigned width) { return int32_t(v << (32 - width)) >> (32 - width); }
+
+// The DS forms with two addresses take offset0 and offset1 as two 8-bit fields; the others one 16-bit offset.
+bool ds_two_addresses(Op op) {
+    switch (op) {
+        case Op::ds_store_2addr_b32:
+        case Op::ds_store_2addr_stride64_b32:
+        case Op::ds_store_2addr_b64:
+        case Op::ds_store_2addr_stride64_b64:
+        case Op::ds_load_2addr_b32:
+        case Op::ds_load_2addr_stride64_b32:
+        case Op::ds_load_2addr_b64:
+        case Op::ds_load_2addr_stride64_b64: return true;
+        default: return false;
+    }
+}
 
 Unit unit_of(Op op) {
     if (op >= Op::buffer_gl0_inv && op <= Op::global_wbinv) return Unit::other;
@@ -551,7 +574,7 @@ std::optional<Inst> decode(Gen gen, std::span<const uint32_t> w, std::string& wh
         if (bits(d, 17, 17)) return unknown("DS with GDS", in.opcode);
         in.offset = int32_t(bits(d, 7, 0));
         in.offset1 = int32_t(bits(d, 15, 8));
-        if (in.op != Op::ds_load_2addr_b32 && in.op != Op::ds_store_2addr_b32) in.offset |= in.offset1 << 8;
+        if (!ds_two_addresses(in.op)) in.offset |= in.offset1 << 8;
         in.addr = uint16_t(bits(q, 39, 32));
         in.data0 = uint16_t(bits(q, 47, 40));
         in.data1 = uint16_t(bits(q, 55, 48));

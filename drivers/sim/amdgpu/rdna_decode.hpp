@@ -77,12 +77,15 @@ enum class Op : uint16_t {
     v_minmax_f32, v_div_scale_f32, v_mad_u64_u32, v_mad_i64_i32, v_add_co_u32, v_sub_co_u32, v_subrev_co_u32,
     v_add_nc_u16, v_sub_nc_u16, v_mul_lo_u16, v_lshlrev_b16, v_lshrrev_b16, v_ashrrev_i16, v_ldexp_f32, v_mul_lo_u32,
     v_mul_hi_u32, v_mul_hi_i32, v_lshrrev_b64, v_ashrrev_i64, v_readlane_b32, v_writelane_b32,
+    // GC 12's pseudo-scalar transcendentals: a scalar source, an SGPR result
+    v_s_exp_f32, v_s_log_f32, v_s_rcp_f32, v_s_rsq_f32, v_s_sqrt_f32,
     // VOPC (and their VOP3 forms): the comparison is in Inst::cmp
     v_cmp, v_cmpx, v_cmp_class_f32, v_cmpx_class_f32,
     // DS
     ds_add_u32, ds_sub_u32, ds_min_i32, ds_max_i32, ds_min_u32, ds_max_u32, ds_and_b32, ds_or_b32, ds_xor_b32, ds_store_b32,
     ds_store_2addr_b32, ds_min_f32, ds_max_f32, ds_add_f32, ds_store_b8, ds_store_b16, ds_add_rtn_u32, ds_load_b32,
-    ds_load_2addr_b32, ds_load_i8, ds_load_u8, ds_load_i16, ds_load_u16, ds_store_b64, ds_load_b64, ds_store_b96,
+    ds_load_2addr_b32, ds_store_2addr_stride64_b32, ds_load_2addr_stride64_b32, ds_store_2addr_b64,
+    ds_store_2addr_stride64_b64, ds_load_2addr_b64, ds_load_2addr_stride64_b64, ds_load_i8, ds_load_u8, ds_load_i16, ds_load_u16, ds_store_b64, ds_load_b64, ds_store_b96,
     ds_store_b128, ds_load_b96, ds_load_b128,
     // FLAT / GLOBAL / SCRATCH
     m_load_u8, m_load_i8, m_load_u16, m_load_i16, m_load_b32, m_load_b64, m_load_b96, m_load_b128, m_store_b8, m_store_b16,

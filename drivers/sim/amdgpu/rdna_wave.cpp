@@ -108,7 +108,8 @@ bool is_float(Op op) {
         case Op::v_mul_f32: case Op::v_min_f32: case Op::v_max_f32: case Op::v_fmac_f32: case Op::v_cvt_pk_rtz_f16_f32:
         case Op::v_fma_f32: case Op::v_min3_f32: case Op::v_max3_f32: case Op::v_med3_f32: case Op::v_div_fixup_f32:
         case Op::v_div_fmas_f32: case Op::v_maxmin_f32: case Op::v_minmax_f32: case Op::v_div_scale_f32: case Op::v_ldexp_f32:
-        case Op::v_cmp_class_f32: case Op::v_cmpx_class_f32: case Op::v_cvt_f32_f16:
+        case Op::v_cmp_class_f32: case Op::v_cmpx_class_f32: case Op::v_cvt_f32_f16: case Op::v_s_exp_f32: case Op::v_s_log_f32:
+        case Op::v_s_rcp_f32: case Op::v_s_rsq_f32: case Op::v_s_sqrt_f32:
             return true;
         default: return false;
     }
@@ -782,6 +783,19 @@ private:
                 const uint32_t e = w.exec();
                 return swrite(in.dst, a.raw(e == 0 ? 0 : unsigned(std::countr_zero(e))));
             }
+            // GC 12's pseudo-scalar transcendentals (RDNA4 ISA guide V_S_EXP_F32 ... V_S_SQRT_F32): the
+            // VALU computes one value from a scalar source (SGPR, constant or literal) into an SGPR.
+            case Op::v_s_exp_f32: case Op::v_s_log_f32: case Op::v_s_rcp_f32: case Op::v_s_rsq_f32: case Op::v_s_sqrt_f32: {
+                if (in.src0 >= 256) return fail(fmt::format("{} reads v{}: its source is scalar", op_name(in.op), in.src0 - 256));
+                if (!src(in.src0, a, 0, true)) return false;
+                const float x = a.f(0);
+                const float r = in.op == Op::v_s_exp_f32   ? std::exp2(x)
+                                : in.op == Op::v_s_log_f32 ? std::log2(x)
+                                : in.op == Op::v_s_rcp_f32 ? 1.0f / x
+                                : in.op == Op::v_s_rsq_f32 ? 1.0f / std::sqrt(x)
+                                                           : std::sqrt(x);
+                return swrite(in.dst, u32(out_mods(r)));
+            }
             case Op::v_readlane_b32: {
                 uint32_t lane = 0;
                 if (in.src0 < 256) return fail("v_readlane_b32 reads a VGPR");
@@ -1274,6 +1288,15 @@ private:
             issue(Wave::Pending::Kind::ds, false, in.dst, n);
             return true;
         };
+        // The 2addr forms: two elements of `bytes`, at offset0 and offset1 counted in elements (in 64
+        // elements for the stride64 forms); a load fills dst then the registers after it (RDNA3 §16
+        // DS_LOAD_2ADDR_B32, DS_LOAD_2ADDR_STRIDE64_B64, DS_STORE_2ADDR_*).
+        auto two = [&](unsigned bytes, unsigned stride, bool store_them) {
+            const uint32_t first = uint32_t(in.offset) * bytes * stride, second = uint32_t(in.offset1) * bytes * stride;
+            if (store_them) return store(bytes, first, in.data0) && store(bytes, second, in.data1);
+            const unsigned regs = bytes / 4;
+            return load(bytes, first, in.dst, false) && load(bytes, second, uint16_t(in.dst + regs), false) && lds_issue(2 * regs);
+        };
         switch (in.op) {
             case Op::ds_store_b8: return store(1, off, in.data0);
             case Op::ds_store_b16: return store(2, off, in.data0);
@@ -1281,8 +1304,14 @@ private:
             case Op::ds_store_b64: return store(8, off, in.data0);
             case Op::ds_store_b96: return store(12, off, in.data0);
             case Op::ds_store_b128: return store(16, off, in.data0);
-            // The 2addr forms: two dwords at offset0 * 4 and offset1 * 4 (RDNA3 §16 DS_STORE_2ADDR_B32).
-            case Op::ds_store_2addr_b32: return store(4, uint32_t(in.offset) * 4, in.data0) && store(4, uint32_t(in.offset1) * 4, in.data1);
+            case Op::ds_store_2addr_b32: return two(4, 1, true);
+            case Op::ds_store_2addr_stride64_b32: return two(4, 64, true);
+            case Op::ds_store_2addr_b64: return two(8, 1, true);
+            case Op::ds_store_2addr_stride64_b64: return two(8, 64, true);
+            case Op::ds_load_2addr_b32: return two(4, 1, false);
+            case Op::ds_load_2addr_stride64_b32: return two(4, 64, false);
+            case Op::ds_load_2addr_b64: return two(8, 1, false);
+            case Op::ds_load_2addr_stride64_b64: return two(8, 64, false);
             case Op::ds_load_b32: return load(4, off, in.dst, false) && lds_issue(1);
             case Op::ds_load_b64: return load(8, off, in.dst, false) && lds_issue(2);
             case Op::ds_load_b96: return load(12, off, in.dst, false) && lds_issue(3);
@@ -1291,9 +1320,6 @@ private:
             case Op::ds_load_i8: return load(1, off, in.dst, true) && lds_issue(1);
             case Op::ds_load_u16: return load(2, off, in.dst, false) && lds_issue(1);
             case Op::ds_load_i16: return load(2, off, in.dst, true) && lds_issue(1);
-            case Op::ds_load_2addr_b32:
-                return load(4, uint32_t(in.offset) * 4, in.dst, false) && load(4, uint32_t(in.offset1) * 4, uint16_t(in.dst + 1), false) &&
-                       lds_issue(2);
             case Op::ds_add_u32: return rmw([](uint32_t x, uint32_t y) { return x + y; }, false);
             case Op::ds_add_rtn_u32: return rmw([](uint32_t x, uint32_t y) { return x + y; }, true);
             case Op::ds_sub_u32: return rmw([](uint32_t x, uint32_t y) { return x - y; }, false);
