@@ -3,6 +3,7 @@
 #include "tests/hcq/support.hpp"
 
 #include <cmath>
+#include <cstdlib>
 #include <fmt/format.h>
 
 namespace baregpu::test {
@@ -11,6 +12,16 @@ std::shared_ptr<tensor::Runtime> device_runtime() {
     static std::shared_ptr<tensor::Runtime> rt = tensor::Runtime::for_device(open_device(hcq_devices().front()));
     return rt;
 }
+
+namespace {
+// With BAREGPU_LONG=full the largest shapes make single kernels of several seconds on a chip that
+// interprets its code (tens of seconds under ASan: the padded 30-channel conv2d): waits get two
+// minutes there unless BAREGPU_TIMEOUT_MS says otherwise (read once, at the first wait).
+const bool long_waits = [] {
+    if (long_run()) setenv("BAREGPU_TIMEOUT_MS", "120000", /*overwrite*/ 0);
+    return true;
+}();
+}  // namespace
 
 bool interpreted_device() { return bool(device_runtime()->device().exec_details()); }
 
