@@ -195,6 +195,19 @@ const Entry kDs[] = {
     {119, Op::ds_load_2addr_b64, "ds_load_2addr_b64"}, {120, Op::ds_load_2addr_stride64_b64, "ds_load_2addr_stride64_b64"}, {222, Op::ds_store_b96, "ds_store_b96"},
     {223, Op::ds_store_b128, "ds_store_b128"}, {254, Op::ds_load_b96, "ds_load_b96"}, {255, Op::ds_load_b128, "ds_load_b128"},
 };
+// VOP3P (RDNA3 §15.3.6, RDNA4 VOP3P; opcodes from llvm-mc-19 -mcpu=gfx1100 / gfx1201): the same
+// numbers on both but the f16 minimum and maximum (GC 12's v_pk_min_num_f16 / v_pk_max_num_f16).
+const Entry kVop3p[] = {
+    {0, Op::v_pk_mad_i16, "v_pk_mad_i16"}, {1, Op::v_pk_mul_lo_u16, "v_pk_mul_lo_u16"}, {2, Op::v_pk_add_i16, "v_pk_add_i16"},
+    {3, Op::v_pk_sub_i16, "v_pk_sub_i16"}, {4, Op::v_pk_lshlrev_b16, "v_pk_lshlrev_b16"}, {5, Op::v_pk_lshrrev_b16, "v_pk_lshrrev_b16"},
+    {6, Op::v_pk_ashrrev_i16, "v_pk_ashrrev_i16"}, {7, Op::v_pk_max_i16, "v_pk_max_i16"}, {8, Op::v_pk_min_i16, "v_pk_min_i16"},
+    {9, Op::v_pk_mad_u16, "v_pk_mad_u16"}, {10, Op::v_pk_add_u16, "v_pk_add_u16"}, {11, Op::v_pk_sub_u16, "v_pk_sub_u16"},
+    {12, Op::v_pk_max_u16, "v_pk_max_u16"}, {13, Op::v_pk_min_u16, "v_pk_min_u16"}, {14, Op::v_pk_fma_f16, "v_pk_fma_f16"},
+    {15, Op::v_pk_add_f16, "v_pk_add_f16"}, {16, Op::v_pk_mul_f16, "v_pk_mul_f16"},
+    {17, Op::v_pk_min_f16, "v_pk_min_f16", g11}, {18, Op::v_pk_max_f16, "v_pk_max_f16", g11},
+    {27, Op::v_pk_min_f16, "v_pk_min_num_f16", g12}, {28, Op::v_pk_max_f16, "v_pk_max_num_f16", g12},
+    {32, Op::v_fma_mix_f32, "v_fma_mix_f32"}, {33, Op::v_fma_mixlo_f16, "v_fma_mixlo_f16"}, {34, Op::v_fma_mixhi_f16, "v_fma_mixhi_f16"},
+};
 // FLAT, GLOBAL and SCRATCH share one opcode space (RDNA3 §15.8; RDNA4 §14.8 VFLAT/VGLOBAL/VSCRATCH).
 const Entry kFlat[] = {
     {16, Op::m_load_u8, "load_u8"}, {17, Op::m_load_i8, "load_i8"}, {18, Op::m_load_u16, "load_u16"},
@@ -221,7 +234,7 @@ const Entry kMubuf[] = {
 
 struct Tables {
     // [gen][opcode]
-    std::array<std::array<Op, 128>, 2> sop2{}, sop1_lo{}, sopc{}, sopp{};
+    std::array<std::array<Op, 128>, 2> sop2{}, sop1_lo{}, sopc{}, sopp{}, vop3p{};
     std::array<std::array<Op, 256>, 2> sop1{}, vop1{}, smem{}, ds{}, flat{}, mubuf{};
     std::array<std::array<Op, 64>, 2> vop2{};
     std::array<std::array<Op, 32>, 2> sopk{}, vopd{};
@@ -246,6 +259,7 @@ struct Tables {
         fill(vop1, kVop1);
         fill(vop2, kVop2);
         fill(vop3, kVop3);
+        fill(vop3p, kVop3p);
         fill(vopd, kVopd);
         fill(ds, kDs);
         fill(flat, kFlat);
@@ -532,8 +546,30 @@ std::optional<Inst> decode(Gen gen, std::span<const uint32_t> w, std::string& wh
         take_literal(in, w, 2, {in.src0, in.src1, in.src2});
         return finish();
     }
-    // VOP3P 0b11001100 [31:24]: op [22:16]. No packed operation is executed yet.
-    if (bits(d, 31, 24) == 0xcc) return unknown("VOP3P", bits(d, 22, 16));
+    // VOP3P 0b11001100 [31:24] (RDNA3 §15.3.6): vdst [7:0], neg_hi [10:8], opsel [13:11], opsel_hi[2]
+    // [14], clamp [15], op [22:16]; src0 [40:32], src1 [49:41], src2 [58:50], opsel_hi[1:0] [60:59],
+    // neg [63:61].
+    if (bits(d, 31, 24) == 0xcc) {
+        if (!need(2)) return std::nullopt;
+        in.enc = Encoding::vop3p;
+        in.words = 2;
+        in.opcode = uint16_t(bits(d, 22, 16));
+        in.op = t.vop3p[g][in.opcode];
+        if (in.op == Op::invalid) return unknown("VOP3P", in.opcode);
+        in.dst = uint16_t(bits(d, 7, 0));
+        in.neg_hi = uint8_t(bits(d, 10, 8));
+        in.opsel = uint8_t(bits(d, 13, 11));
+        in.opsel_hi = uint8_t(bits(d, 14, 14) << 2 | bits(q, 60, 59));
+        in.clamp = bits(d, 15, 15);
+        in.src0 = uint16_t(bits(q, 40, 32));
+        in.src1 = uint16_t(bits(q, 49, 41));
+        in.src2 = uint16_t(bits(q, 58, 50));
+        in.neg = uint8_t(bits(q, 63, 61));
+        for (uint16_t s : {in.src0, in.src1, in.src2})
+            if (s == 0xfa || s == 0xe9 || s == 0xea) return unknown("VOP3P with DPP", in.opcode);
+        take_literal(in, w, 2, {in.src0, in.src1, in.src2});
+        return finish();
+    }
     // VOPD 0b110010 [31:26] (RDNA3 §15.3.7): src0X [8:0], vsrc1X [16:9], opY [21:17], opX [25:22];
     // src0Y [40:32], vsrc1Y [48:41], vdstY [55:49] (its low bit is the inverse of vdstX's),
     // vdstX [63:56]; a literal follows when a source is 255 or the operation is fmaak/fmamk.

@@ -81,6 +81,10 @@ enum class Op : uint16_t {
     v_s_exp_f32, v_s_log_f32, v_s_rcp_f32, v_s_rsq_f32, v_s_sqrt_f32,
     // VOPC (and their VOP3 forms): the comparison is in Inst::cmp
     v_cmp, v_cmpx, v_cmp_class_f32, v_cmpx_class_f32,
+    // VOP3P: two 16-bit operations per lane, and the mixed-precision FMAs
+    v_pk_mad_i16, v_pk_mul_lo_u16, v_pk_add_i16, v_pk_sub_i16, v_pk_lshlrev_b16, v_pk_lshrrev_b16, v_pk_ashrrev_i16,
+    v_pk_max_i16, v_pk_min_i16, v_pk_mad_u16, v_pk_add_u16, v_pk_sub_u16, v_pk_max_u16, v_pk_min_u16, v_pk_fma_f16,
+    v_pk_add_f16, v_pk_mul_f16, v_pk_min_f16, v_pk_max_f16, v_fma_mix_f32, v_fma_mixlo_f16, v_fma_mixhi_f16,
     // DS
     ds_add_u32, ds_sub_u32, ds_min_i32, ds_max_i32, ds_min_u32, ds_max_u32, ds_and_b32, ds_or_b32, ds_xor_b32, ds_store_b32,
     ds_store_2addr_b32, ds_min_f32, ds_max_f32, ds_add_f32, ds_store_b8, ds_store_b16, ds_add_rtn_u32, ds_load_b32,

@@ -392,7 +392,7 @@ private:
             case Encoding::ds: ok = ds(in); break;
             case Encoding::flat: case Encoding::global: ok = vmem(in); break;
             case Encoding::scratch: return fail("scratch (private) memory is not modelled");
-            case Encoding::vop3p: return fail("packed math is not modelled");
+            case Encoding::vop3p: ok = packed(in); break;
             case Encoding::mubuf: return fail("buffer loads and stores are not modelled");
         }
         if (!ok) return false;
@@ -1217,6 +1217,83 @@ private:
             dy[l] = ry[l];
         });
         counts_.valu += 1;  // the second operation
+        return true;
+    }
+
+    // VOP3P (RDNA3 §15.3.6 and chapter 16's V_PK_*, V_FMA_MIX*): two 16-bit operations per lane.
+    // Source i gives the low operation its half opsel[i] and the high one its half opsel_hi[i] (0:
+    // bits 15:0, 1: bits 31:16); for the f16 operations neg negates source i of the low operation,
+    // neg_hi of the high one. V_FMA_MIX* read source i as f32 where opsel_hi[i] is 0, else as the f16
+    // half opsel[i] picks, with neg as negate and neg_hi as absolute value (LLVM VOP3PInstructions.td
+    // "mix" modifiers), and write f32, or f16 into the low or high half keeping the other.
+    bool packed(const Inst& in) {
+        const bool mix = in.op == Op::v_fma_mix_f32 || in.op == Op::v_fma_mixlo_f16 || in.op == Op::v_fma_mixhi_f16;
+        const bool f16 = in.op == Op::v_pk_fma_f16 || in.op == Op::v_pk_add_f16 || in.op == Op::v_pk_mul_f16 ||
+                         in.op == Op::v_pk_min_f16 || in.op == Op::v_pk_max_f16;
+        const bool three = mix || in.op == Op::v_pk_fma_f16 || in.op == Op::v_pk_mad_i16 || in.op == Op::v_pk_mad_u16;
+        if (in.clamp) return fail("clamp on packed math is not modelled");
+        if (!f16 && !mix && (in.neg != 0 || in.neg_hi != 0)) return fail("neg on a 16-bit integer operation");
+        Operand s[3];
+        const uint16_t codes[3] = {in.src0, in.src1, in.src2};
+        for (unsigned i = 0; i < (three ? 3u : 2u); ++i) {
+            // A float inline constant is an f16 value in packed math, and its high half is not
+            // documented: neither is modelled (LLVM materializes such constants as literals here).
+            if (codes[i] >= 240 && codes[i] <= 248) return fail(fmt::format("a float inline constant (source {}) in packed math", codes[i]));
+            if (!src(codes[i], s[i])) return false;
+        }
+        uint32_t* d = vdst(in.dst);
+        if (d == nullptr) return false;
+        if (mix) {
+            auto value = [&](unsigned i, unsigned l) {
+                const uint32_t raw = s[i].raw(l);
+                float x = ((in.opsel_hi >> i) & 1) ? from_half(uint16_t(raw >> (((in.opsel >> i) & 1) ? 16 : 0))) : f32(raw);
+                if ((in.neg_hi >> i) & 1) x = std::fabs(x);
+                if ((in.neg >> i) & 1) x = -x;
+                return x;
+            };
+            lanes([&](unsigned l) {
+                const float r = std::fma(value(0, l), value(1, l), value(2, l));
+                if (in.op == Op::v_fma_mix_f32) d[l] = u32(r);
+                else if (in.op == Op::v_fma_mixlo_f16) d[l] = (d[l] & 0xffff0000u) | to_half(r);
+                else d[l] = (d[l] & 0xffffu) | uint32_t(to_half(r)) << 16;
+            });
+            return true;
+        }
+        auto half = [&](unsigned i, unsigned l, bool high) {
+            uint16_t h = uint16_t(s[i].raw(l) >> ((((high ? in.opsel_hi : in.opsel) >> i) & 1) ? 16 : 0));
+            if (f16 && (((high ? in.neg_hi : in.neg) >> i) & 1)) h ^= 0x8000;
+            return h;
+        };
+        // f16 results are computed in double and rounded to f16 (through f32: exact for the sum and
+        // product of two f16 values, which f32 holds; the FMA may differ from silicon in the last bit).
+        auto op = [&](uint16_t a, uint16_t b, uint16_t c) -> uint16_t {
+            const auto fa = double(from_half(a)), fb = double(from_half(b)), fc = double(from_half(c));
+            const auto ia = int16_t(a), ib = int16_t(b);
+            switch (in.op) {
+                case Op::v_pk_fma_f16: return to_half(float(fa * fb + fc));
+                case Op::v_pk_add_f16: return to_half(float(fa + fb));
+                case Op::v_pk_mul_f16: return to_half(float(fa * fb));
+                case Op::v_pk_min_f16: return to_half(float(std::fmin(fa, fb)));
+                case Op::v_pk_max_f16: return to_half(float(std::fmax(fa, fb)));
+                case Op::v_pk_mad_i16: case Op::v_pk_mad_u16: return uint16_t(a * b + c);
+                case Op::v_pk_mul_lo_u16: return uint16_t(a * b);
+                case Op::v_pk_add_i16: case Op::v_pk_add_u16: return uint16_t(a + b);
+                case Op::v_pk_sub_i16: case Op::v_pk_sub_u16: return uint16_t(a - b);
+                case Op::v_pk_lshlrev_b16: return uint16_t(b << (a & 15));
+                case Op::v_pk_lshrrev_b16: return uint16_t(b >> (a & 15));
+                case Op::v_pk_ashrrev_i16: return uint16_t(ib >> (a & 15));
+                case Op::v_pk_max_i16: return uint16_t(std::max(ia, ib));
+                case Op::v_pk_min_i16: return uint16_t(std::min(ia, ib));
+                case Op::v_pk_max_u16: return std::max(a, b);
+                case Op::v_pk_min_u16: return std::min(a, b);
+                default: return 0;
+            }
+        };
+        lanes([&](unsigned l) {
+            const uint16_t lo = op(half(0, l, false), half(1, l, false), three ? half(2, l, false) : 0);
+            const uint16_t hi = op(half(0, l, true), half(1, l, true), three ? half(2, l, true) : 0);
+            d[l] = uint32_t(hi) << 16 | lo;
+        });
         return true;
     }
 

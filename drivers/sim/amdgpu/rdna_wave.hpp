@@ -8,7 +8,7 @@
 // markers. Waves of a workgroup run in turn; s_barrier (GC 12: s_barrier_signal + s_barrier_wait)
 // holds a wave until every live wave of its workgroup reached it. Anything outside what the model
 // executes — an unknown encoding, an out-of-range register, an LDS access past the allocation, a
-// VOP3P, a scratch access — stops the dispatch with a message naming the PC and the instruction.
+// scratch access — stops the dispatch with a message naming the PC and the instruction.
 // A memory access the page tables do not map stops it as a page fault (Memory::page says so).
 #pragma once
 
