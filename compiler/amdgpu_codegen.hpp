@@ -1,8 +1,9 @@
 // AMDGPU code generation (RDNA3 gfx1100, RDNA4 gfx1201, ...) through LLVM's AMDGPU target.
 //
 // The kernel is an amdgpu_kernel function whose arguments are the HCQ layout's buffers (the
-// output, then the inputs, each a 64-bit address); one work-item computes one output element,
-// 256 work-items per workgroup (launch ceil(elements / 256) groups of 256). LLVM writes the
+// output, then the inputs, each a 64-bit address); one work-item computes one output element, or
+// one workgroup one output row when the kernel has row reductions, 256 work-items per workgroup
+// (launch Kernel::gpu_workgroups(256) groups of 256). LLVM writes the
 // kernel descriptor (.rodata, name.kd) and the HSA metadata note (NT_AMDGPU_METADATA,
 // code object v5).
 //

@@ -13,8 +13,8 @@ namespace baregpu::compiler {
 
 enum class KernelFlavor {
     cpu,     // void name(const void* kernargs, const baregpu_dispatch*): one workgroup, loops inside
-    amdgpu,  // amdgpu_kernel void name(ptr out, ptr in...): one work-item per output element
-    nvptx,   // ptx_kernel void name(ptr out, ptr in...): one thread per output element, the same grid
+    amdgpu,  // amdgpu_kernel void name(ptr out, ptr in...): a work-item per output element (a workgroup per row: row reductions)
+    nvptx,   // ptx_kernel void name(ptr out, ptr in...): the same schedule in threads and blocks
 };
 
 // Work-items per workgroup of AMDGPU and NVPTX kernels (the launch's block.x).

@@ -4,8 +4,8 @@
 // The kernel is the AMDGPU path's kernel for NVIDIA: a .entry (LLVM's ptx_kernel calling
 // convention plus the nvvm.annotations "kernel" entry) whose .param space holds the HCQ
 // layout's buffers (the output, then the inputs, each a 64-bit generic address); thread
-// ctaid.x * 256 + tid.x computes one output element (launch ceil(elements / 256) blocks of 256,
-// maxntid 256). PTX comes from libLLVM in-process; only ptxas is a subprocess (the toolkit's own
+// ctaid.x * 256 + tid.x computes one output element, or block ctaid.x one output row when the
+// kernel has row reductions (launch Kernel::gpu_workgroups(256) blocks of 256, maxntid 256). PTX comes from libLLVM in-process; only ptxas is a subprocess (the toolkit's own
 // assembler has no library form in the toolkit we may depend on).
 #pragma once
 
