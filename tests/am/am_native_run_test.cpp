@@ -472,8 +472,9 @@ TEST_CASE("am native run: GC 12's pseudo-scalar transcendentals (v_s_*_f32) writ
 
 TEST_CASE("am native run: packed math (VOP3P) takes each half by opsel / opsel_hi, negates by neg / neg_hi, and mixes f16 with f32") {
     namespace rdna = sim::amdgpu::rdna;
-    // Assembled by llvm-mc-19 (-mcpu=gfx1100, then gfx1201 where the f16 maximum is
-    // v_pk_max_num_f16, opcode 28 instead of 18): v1 = (1.0, 2.0) and v2 = (3.0, 4.0) as (low, high) f16;
+    // Assembled by llvm-mc-19 -mcpu=gfx1100 and -mcpu=gfx1201: the same words up to the stores, but
+    // for the f16 maximum (GC 12's v_pk_max_num_f16, opcode 28 instead of 18: word 10). v1 = (1.0,
+    // 2.0) and v2 = (3.0, 4.0) as (low, high) f16;
     //   v_pk_add_f16 v3, v1, v2
     //   v_pk_mul_f16 v4, v1, v2 op_sel:[1,0] op_sel_hi:[0,1]
     //   v_pk_fma_f16 v5, v1, v2, v1 neg_lo:[1,0,0]
@@ -484,22 +485,21 @@ TEST_CASE("am native run: packed math (VOP3P) takes each half by opsel / opsel_h
     // v16 = 0.5f, v17 = 0xabcd0000;
     //   v_fma_mix_f32 v15, v1, v2, v16 op_sel_hi:[1,1,0]
     //   v_fma_mixlo_f16 v17, v1, v2, v16 op_sel:[1,1,0] op_sel_hi:[1,1,0]
-    // then v3..v6, v9, v10, v11, v13, v14, v15, v17 to s[0:1].
-    const std::vector<uint32_t> gfx1100{
+    // then (v0 = 0) v3..v6, v9, v10, v11, v13, v14, v15, v17 to s[0:1] (GLOBAL stores, encoded per generation).
+    const std::vector<uint32_t> math{
         0x7e0202ffu, 0x40003c00u, 0x7e0402ffu, 0x44004200u, 0xcc0f4003u, 0x18020501u, 0xcc104804u, 0x10020501u, 0xcc0e4005u,
         0x3c060501u, 0xcc124206u, 0x18020501u, 0x7e0e02ffu, 0x0005fffeu, 0x7e1002ffu, 0x00030007u, 0x7e1802ffu, 0x00010001u,
         0xcc0a4009u, 0x18021107u, 0xcc00400au, 0x1c221107u, 0xcc06400bu, 0x18020f0cu, 0xcc07400du, 0x18021107u, 0xcc0c400eu,
-        0x18021107u, 0x7e2002f0u, 0xcc20000fu, 0x1c420501u, 0x7e2202ffu, 0xabcd0000u, 0xcc211811u, 0x1c420501u, 0x7e000280u,
-        0xdc760000u, 0x00000300u, 0xdc6a0010u, 0x00000900u, 0xdc6a0014u, 0x00000a00u, 0xdc6a0018u, 0x00000b00u, 0xdc6a001cu,
-        0x00000d00u, 0xdc6a0020u, 0x00000e00u, 0xdc6a0024u, 0x00000f00u, 0xdc6a0028u, 0x00001100u, 0xbfb00000u};
-    const std::vector<uint32_t> gfx1201{
-        0x7e0202ffu, 0x40003c00u, 0x7e0402ffu, 0x44004200u, 0xcc0f4003u, 0x18020501u, 0xcc104804u, 0x10020501u, 0xcc0e4005u,
-        0x3c060501u, 0xcc1c4206u, 0x18020501u, 0x7e0e02ffu, 0x0005fffeu, 0x7e1002ffu, 0x00030007u, 0x7e1802ffu, 0x00010001u,
-        0xcc0a4009u, 0x18021107u, 0xcc00400au, 0x1c221107u, 0xcc06400bu, 0x18020f0cu, 0xcc07400du, 0x18021107u, 0xcc0c400eu,
-        0x18021107u, 0x7e2002f0u, 0xcc20000fu, 0x1c420501u, 0x7e2202ffu, 0xabcd0000u, 0xcc211811u, 0x1c420501u, 0x7e000280u,
-        0xee074000u, 0x01800000u, 0x00000000u, 0xee068000u, 0x04800000u, 0x00001000u, 0xee068000u, 0x05000000u, 0x00001400u,
-        0xee068000u, 0x05800000u, 0x00001800u, 0xee068000u, 0x06800000u, 0x00001c00u, 0xee068000u, 0x07000000u, 0x00002000u,
-        0xee068000u, 0x07800000u, 0x00002400u, 0xee068000u, 0x08800000u, 0x00002800u, 0xbfb00000u};
+        0x18021107u, 0x7e2002f0u, 0xcc20000fu, 0x1c420501u, 0x7e2202ffu, 0xabcd0000u, 0xcc211811u, 0x1c420501u, 0x7e000280u};
+    std::vector<uint32_t> gfx1100 = math, gfx1201 = math;
+    gfx1201[10] = 0xcc1c4206u;
+    gfx1100.insert(gfx1100.end(), {0xdc760000u, 0x00000300u, 0xdc6a0010u, 0x00000900u, 0xdc6a0014u, 0x00000a00u, 0xdc6a0018u,
+                                   0x00000b00u, 0xdc6a001cu, 0x00000d00u, 0xdc6a0020u, 0x00000e00u, 0xdc6a0024u, 0x00000f00u,
+                                   0xdc6a0028u, 0x00001100u, 0xbfb00000u});
+    gfx1201.insert(gfx1201.end(), {0xee074000u, 0x01800000u, 0x00000000u, 0xee068000u, 0x04800000u, 0x00001000u, 0xee068000u,
+                                   0x05000000u, 0x00001400u, 0xee068000u, 0x05800000u, 0x00001800u, 0xee068000u, 0x06800000u,
+                                   0x00001c00u, 0xee068000u, 0x07000000u, 0x00002000u, 0xee068000u, 0x07800000u, 0x00002400u,
+                                   0xee068000u, 0x08800000u, 0x00002800u, 0xbfb00000u});
     const std::vector<uint32_t> want{
         0x46004400u,  // (4.0, 6.0)
         0x44004600u,  // (2 * 3, 1 * 4)

@@ -356,6 +356,19 @@ void take_literal(Inst& in, std::span<const uint32_t> w, unsigned at, std::initi
         }
 }
 
+// The second dword VOP3 and VOP3P share: src0 [40:32], src1 [49:41], src2 [58:50], neg [63:61];
+// then the literal dword when a source is 255. false: a source selects DPP (not modelled).
+bool take_vop3_sources(Inst& in, uint64_t q, std::span<const uint32_t> w) {
+    in.src0 = uint16_t(bits(q, 40, 32));
+    in.src1 = uint16_t(bits(q, 49, 41));
+    in.src2 = uint16_t(bits(q, 58, 50));
+    in.neg = uint8_t(bits(q, 63, 61));
+    for (uint16_t s : {in.src0, in.src1, in.src2})
+        if (s == 0xfa || s == 0xe9 || s == 0xea) return false;
+    take_literal(in, w, 2, {in.src0, in.src1, in.src2});
+    return true;
+}
+
 }  // namespace
 
 const char* encoding_name(Encoding e) {
@@ -536,14 +549,8 @@ std::optional<Inst> decode(Gen gen, std::span<const uint32_t> w, std::string& wh
             in.opsel = uint8_t(bits(d, 14, 11));
         }
         in.clamp = bits(d, 15, 15);
-        in.src0 = uint16_t(bits(q, 40, 32));
-        in.src1 = uint16_t(bits(q, 49, 41));
-        in.src2 = uint16_t(bits(q, 58, 50));
         in.omod = uint8_t(bits(q, 60, 59));
-        in.neg = uint8_t(bits(q, 63, 61));
-        for (uint16_t s : {in.src0, in.src1, in.src2})
-            if (s == 0xfa || s == 0xe9 || s == 0xea) return unknown("VOP3 with DPP", in.opcode);
-        take_literal(in, w, 2, {in.src0, in.src1, in.src2});
+        if (!take_vop3_sources(in, q, w)) return unknown("VOP3 with DPP", in.opcode);
         return finish();
     }
     // VOP3P 0b11001100 [31:24] (RDNA3 §15.3.6): vdst [7:0], neg_hi [10:8], opsel [13:11], opsel_hi[2]
@@ -561,13 +568,7 @@ std::optional<Inst> decode(Gen gen, std::span<const uint32_t> w, std::string& wh
         in.opsel = uint8_t(bits(d, 13, 11));
         in.opsel_hi = uint8_t(bits(d, 14, 14) << 2 | bits(q, 60, 59));
         in.clamp = bits(d, 15, 15);
-        in.src0 = uint16_t(bits(q, 40, 32));
-        in.src1 = uint16_t(bits(q, 49, 41));
-        in.src2 = uint16_t(bits(q, 58, 50));
-        in.neg = uint8_t(bits(q, 63, 61));
-        for (uint16_t s : {in.src0, in.src1, in.src2})
-            if (s == 0xfa || s == 0xe9 || s == 0xea) return unknown("VOP3P with DPP", in.opcode);
-        take_literal(in, w, 2, {in.src0, in.src1, in.src2});
+        if (!take_vop3_sources(in, q, w)) return unknown("VOP3P with DPP", in.opcode);
         return finish();
     }
     // VOPD 0b110010 [31:26] (RDNA3 §15.3.7): src0X [8:0], vsrc1X [16:9], opY [21:17], opX [25:22];
