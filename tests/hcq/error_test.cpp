@@ -5,6 +5,8 @@
 #include "tests/hcq/support.hpp"
 #include "tests/sanitizers.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <string>
@@ -21,22 +23,31 @@ TEST_CASE("timeout: a wait on a signal nobody writes throws TimeoutError within 
     Signal s = dev->new_signal(3, "never written");
     for (auto timeout : {1ms, 10ms, 50ms, 100ms, 200ms}) {
         INFO("timeout " << timeout.count() << " ms");
-        uint64_t t0 = host_now_ns();
-        std::string text;
-        try {
-            s.wait(4, timeout);
-            FAIL("wait returned for a value that was never written");
-        } catch (const TimeoutError& e) {
-            text = e.what();
-        }
-        double elapsed = double(host_now_ns() - t0);
-        double limit = double(std::chrono::nanoseconds(timeout).count());
-        CHECK(elapsed >= limit);
+        const double limit = double(std::chrono::nanoseconds(timeout).count());
         // Within 2x, and never less than 300 ms of slack: on a loaded 2-core machine (fresh CI
         // runs: QEMU under TCG, LLVM filling empty kernel caches, simulated engines polling, ASan)
         // waits ended 89 and 129 ms late on sim-qcom and 101 ms late on sim-nv, the scheduler's
-        // delay, not the wait's. A wait that ignores its timeout, or hangs, still fails here.
-        CHECK(elapsed < limit + std::max(limit, 300e6));
+        // delay, not the wait's. Stalls of the whole process happen too (a 10 ms wait on sim-nvrm:h100
+        // ended after 498 ms in a CI run under ASan; a 200 ms one after 920 ms locally, with three
+        // test programs running): a late wait is measured again, up to three times. A wait that
+        // ignores its timeout is late every time, and one that hangs never returns.
+        std::string text, tries;
+        bool on_time = false;
+        for (int attempt = 0; attempt < 3 && !on_time; ++attempt) {
+            const uint64_t t0 = host_now_ns();
+            try {
+                s.wait(4, timeout);
+                FAIL("wait returned for a value that was never written");
+            } catch (const TimeoutError& e) {
+                text = e.what();
+            }
+            const double elapsed = double(host_now_ns() - t0);
+            REQUIRE(elapsed >= limit);
+            on_time = elapsed < limit + std::max(limit, 300e6);
+            tries += fmt::format("{}{:.1f} ms", tries.empty() ? "" : ", ", elapsed / 1e6);
+        }
+        INFO("elapsed per try: " << tries);
+        CHECK(on_time);
         CHECK_THAT(text, Catch::Contains(test::device_name(name)));
         CHECK_THAT(text, Catch::Contains("'never written'"));
         CHECK_THAT(text, Catch::Contains(s.address().hex()));
