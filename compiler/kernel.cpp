@@ -1,5 +1,7 @@
 #include "compiler/kernel.hpp"
 
+#include "compiler/matmul_match.hpp"
+
 #include <cstdio>
 #include <fmt/format.h>
 #include <unordered_map>
@@ -33,6 +35,11 @@ bool Kernel::has_row_reduce() const {
 
 int64_t Kernel::gpu_workgroups(int64_t block) const {
     if (has_row_reduce()) return output_elements() / full_shape.back();
+    if (std::optional<MatmulPlan> p = match_matmul(*this, kGpuTile, kGpuTile)) {
+        int64_t tiles = (full_shape[p->m] + kGpuTile - 1) / kGpuTile * ((full_shape[p->n] + kGpuTile - 1) / kGpuTile);
+        for (size_t d : p->batch) tiles *= full_shape[d];
+        return tiles;
+    }
     return (output_elements() + block - 1) / block;
 }
 

@@ -59,7 +59,8 @@ struct Kernel {
     bool has_row_reduce() const;
     // The grid of a GPU kernel launched in workgroups of `block` work-items: one workgroup per
     // output row (the last axis) when it has row reductions, which its work-items compute together;
-    // else one work-item per output element.
+    // one per 64 x 64 tile of C for a matrix product (matmul_match.hpp); else one work-item per
+    // output element.
     int64_t gpu_workgroups(int64_t block) const;
     // A canonical text of everything the generated code depends on: equal texts, equal code.
     std::string key() const;

@@ -3,6 +3,7 @@
 #include "base/error.hpp"
 #include "compiler/cpu_codegen.hpp"
 #include "compiler/cpu_kernel_abi.hpp"
+#include "compiler/matmul_match.hpp"
 
 #include <cmath>
 #include <cstdlib>
@@ -51,10 +52,11 @@ public:
         Shape full = k_.full_shape;
         // Named, not bound: the loop lambdas below capture them (clang 14, which builds the
         // sanitizer tests, cannot capture a structured binding).
-        const auto axes = output_axes();
+        const auto axes = output_axes(k_);
         const auto& outer = axes.first;
         const auto& inner = axes.second;
-        if (std::optional<MatmulPlan> plan = match_matmul(outer, inner, target)) {
+        const Block blk = block_for(target);
+        if (std::optional<MatmulPlan> plan = match_matmul(k_, blk.mr, blk.nr)) {
             emit_matmul(*plan, target, group, groups);
             b_.CreateRetVoid();
             return fn_;
@@ -174,6 +176,8 @@ public:
         amd_ = amd;
         if (k_.has_row_reduce()) {
             emit_gpu_rows(group, item);
+        } else if (std::optional<MatmulPlan> plan = match_matmul(k_, kGpuTile, kGpuTile)) {
+            emit_gpu_matmul(*plan, group, item);
         } else {
             llvm::Value* gid = b_.CreateAdd(b_.CreateMul(group, c64(kAmdgpuBlock)), item);
             auto* body = llvm::BasicBlock::Create(ctx_, "body", fn_);
@@ -213,10 +217,47 @@ public:
             rest = b_.CreateUDiv(rest, c64(full[d]));
         }
         item_ = item;
+        llvm::Value* row_start = b_.CreateMul(row, c64(len));
+        bool whole_rows = true;  // every row reduction runs over the kernel's last axis
+        std::unordered_map<const Expr*, bool> seen;  // shared subexpressions once
+        std::function<void(const Expr&)> check = [&](const Expr& x) {
+            if (!seen.emplace(&x, true).second) return;
+            if (x.kind == ExprKind::row_reduce && x.row != len) whole_rows = false;
+            for (const ExprRef& s : x.src) check(*s);
+        };
+        check(*k_.root);
+        if (whole_rows && len <= kAmdgpuBlock * kRowSlots) {
+            // The row in registers: each item's elements item + 256 p, p < ceil(len / 256), each
+            // with its own memo for the whole kernel, so every reduction and the element pass
+            // reuse what the first one loaded: the row comes from memory once. Positions past
+            // the row read its last element (in bounds) and count for nothing.
+            const int64_t positions = (len + kAmdgpuBlock - 1) / kAmdgpuBlock;
+            row_slots_.assign(size_t(positions), {});
+            for (int64_t p = 0; p < positions; ++p) {
+                llvm::Value* j = b_.CreateAdd(item, c64(p * kAmdgpuBlock));
+                RowSlot& slot = row_slots_[size_t(p)];
+                slot.valid = (p + 1) * kAmdgpuBlock <= len ? nullptr : b_.CreateICmpULT(j, c64(len));
+                slot.idx = idx;
+                slot.idx.back() = slot.valid ? umin(j, c64(len - 1)) : j;
+            }
+            for (const Expr* r : row_reduces(*k_.root)) row_value(*r, idx);
+            for (RowSlot& slot : row_slots_) {
+                out_index_ = slot.idx;
+                llvm::Value* v = value(*k_.root, slot.idx, slot.memo);
+                auto* body = llvm::BasicBlock::Create(ctx_, "row.store", fn_);
+                auto* next = llvm::BasicBlock::Create(ctx_, "row.next", fn_);
+                b_.CreateCondBr(slot.valid ? slot.valid : b_.getTrue(), body, next);
+                b_.SetInsertPoint(body);
+                store(v, b_.CreateAdd(row_start, slot.idx.back()));
+                b_.CreateBr(next);
+                b_.SetInsertPoint(next);
+            }
+            row_slots_.clear();
+            return;
+        }
         // Every work-item reaches every barrier: the reductions run before the element loop,
         // outside any branch on the item.
         for (const Expr* r : row_reduces(*k_.root)) row_value(*r, idx);
-        llvm::Value* row_start = b_.CreateMul(row, c64(len));
         strided_loop(item, c64(len), kAmdgpuBlock, "i", [&](llvm::Value* j) {
             idx.back() = j;
             out_index_ = idx;
@@ -252,6 +293,140 @@ public:
         return b_.CreateLoad(vt, slot(c64(0)));
     }
 
+    // The reduce index k into the reduce axes (row-major): plain for one axis.
+    void set_reduce_index(std::vector<llvm::Value*>& at, llvm::Value* k) {
+        for (size_t j = k_.reduce_axes.size(); j-- > 0;) {
+            auto d = size_t(k_.reduce_axes[j]);
+            if (j == 0) {
+                at[d] = k;
+                break;
+            }
+            at[d] = b_.CreateURem(k, c64(k_.full_shape[d]));
+            k = b_.CreateUDiv(k, c64(k_.full_shape[d]));
+        }
+    }
+
+    // A matrix product on a GPU: workgroup g computes one kGpuTile x kGpuTile tile of C (tiles
+    // in row-major order, batches outermost: Kernel::gpu_workgroups), each of its 256 work-items a
+    // kGpuMicro x kGpuMicro block in registers. Per slice of kGpuSlice along K the work-items
+    // stage A's and B's tiles in LDS / shared memory, k-major (each item's four rows and four
+    // columns are one 16-byte load), then each item does 16 FMAs per two loads. Global loads:
+    // (2 x 64 x 16) per 64 x 64 x 16 FMAs, 1/32 per FMA (the per-element kernel: 2). Indices past
+    // M, N or K are clamped to the last valid one and their values replaced by 0, so nothing
+    // is read out of bounds and padded rows and columns add nothing.
+    void emit_gpu_matmul(const MatmulPlan& p, llvm::Value* group, llvm::Value* item) {
+        static_assert((kGpuTile / kGpuMicro) * (kGpuTile / kGpuMicro) == kAmdgpuBlock, "one micro block per work-item");
+        constexpr int64_t T = kGpuTile, R = kGpuMicro, S = kGpuSlice, side = T / R;
+        const Shape& full = k_.full_shape;
+        const int64_t M = full[p.m], N = full[p.n], K = k_.reduce_elements();
+        const int64_t m_tiles = (M + T - 1) / T, n_tiles = (N + T - 1) / T;
+        item_ = item;
+        std::vector<llvm::Value*> idx(full.size(), c64(0));
+        llvm::Value* nt = b_.CreateURem(group, c64(n_tiles));
+        llvm::Value* rest = b_.CreateUDiv(group, c64(n_tiles));
+        llvm::Value* mt = b_.CreateURem(rest, c64(m_tiles));
+        rest = b_.CreateUDiv(rest, c64(m_tiles));
+        for (size_t j = p.batch.size(); j-- > 0;) {
+            size_t d = p.batch[j];
+            idx[d] = b_.CreateURem(rest, c64(full[d]));
+            rest = b_.CreateUDiv(rest, c64(full[d]));
+        }
+        llvm::Value* m0 = b_.CreateMul(mt, c64(T));
+        llvm::Value* n0 = b_.CreateMul(nt, c64(T));
+        llvm::Value* ty = b_.CreateUDiv(item, c64(side));
+        llvm::Value* tx = b_.CreateURem(item, c64(side));
+
+        constexpr unsigned kLocalAddressSpace = 3;  // AMDGPU LDS, NVPTX .shared (LLVM AMDGPUUsage, NVPTXUsage)
+        auto* tile_type = llvm::ArrayType::get(f32_, uint64_t(S * T));
+        auto shared_tile = [&](const char* name) {
+            auto* g = new llvm::GlobalVariable(module_, tile_type, false, llvm::GlobalValue::InternalLinkage, llvm::UndefValue::get(tile_type),
+                                               name, nullptr, llvm::GlobalValue::NotThreadLocal, kLocalAddressSpace);
+            g->setAlignment(llvm::Align(16));
+            return g;
+        };
+        llvm::GlobalVariable* as = shared_tile("a_tile");
+        llvm::GlobalVariable* bs = shared_tile("b_tile");
+        auto at_tile = [&](llvm::GlobalVariable* t, llvm::Value* i) { return b_.CreateInBoundsGEP(tile_type, t, {c64(0), i}); };
+
+        auto* vt = llvm::FixedVectorType::get(f32_, unsigned(R));
+        std::vector<llvm::AllocaInst*> acc(size_t(R * R));
+        for (auto*& a : acc) {
+            a = entry_alloca(f32_, "acc");
+            b_.CreateStore(cf(0), a);
+        }
+        // A factor at (row or column, k), 0 past the edges (the index clamped to stay in bounds).
+        auto factor = [&](const Expr& e, size_t axis, llvm::Value* i, int64_t extent, llvm::Value* k) {
+            llvm::Value* valid = b_.CreateAnd(b_.CreateICmpULT(i, c64(extent)), b_.CreateICmpULT(k, c64(K)));
+            std::vector<llvm::Value*> at = idx;
+            at[axis] = umin(i, c64(extent - 1));
+            set_reduce_index(at, umin(k, c64(K - 1)));
+            Memo memo;
+            return b_.CreateSelect(valid, value(e, at, memo), cf(0));
+        };
+        loop(c64(0), c64((K + S - 1) / S), "kslice", [&](llvm::Value* ks) {
+            llvm::Value* k0 = b_.CreateMul(ks, c64(S));
+            for (int64_t r = 0; r < S * T / kAmdgpuBlock; ++r) {
+                llvm::Value* e = b_.CreateAdd(item, c64(r * kAmdgpuBlock));
+                // A: consecutive items along k (A's rows are usually contiguous there), stored [k][m].
+                llvm::Value* am = b_.CreateUDiv(e, c64(S));
+                llvm::Value* ak = b_.CreateURem(e, c64(S));
+                b_.CreateStore(factor(*p.a, p.m, b_.CreateAdd(m0, am), M, b_.CreateAdd(k0, ak)),
+                               at_tile(as, b_.CreateAdd(b_.CreateMul(ak, c64(T)), am)));
+                // B: consecutive items along n, stored [k][n].
+                llvm::Value* bk = b_.CreateUDiv(e, c64(T));
+                llvm::Value* bn = b_.CreateURem(e, c64(T));
+                b_.CreateStore(factor(*p.b, p.n, b_.CreateAdd(n0, bn), N, b_.CreateAdd(k0, bk)),
+                               at_tile(bs, b_.CreateAdd(b_.CreateMul(bk, c64(T)), bn)));
+            }
+            barrier();
+            for (int64_t kk = 0; kk < S; ++kk) {
+                llvm::Value* av = b_.CreateAlignedLoad(vt, at_tile(as, b_.CreateAdd(c64(kk * T), b_.CreateMul(ty, c64(R)))), llvm::Align(16));
+                llvm::Value* bv = b_.CreateAlignedLoad(vt, at_tile(bs, b_.CreateAdd(c64(kk * T), b_.CreateMul(tx, c64(R)))), llvm::Align(16));
+                for (int64_t i = 0; i < R; ++i) {
+                    llvm::Value* a = b_.CreateExtractElement(av, uint64_t(i));
+                    for (int64_t j = 0; j < R; ++j) {
+                        llvm::AllocaInst* slot = acc[size_t(i * R + j)];
+                        llvm::Value* bj = b_.CreateExtractElement(bv, uint64_t(j));
+                        b_.CreateStore(b_.CreateIntrinsic(llvm::Intrinsic::fma, {f32_}, {a, bj, b_.CreateLoad(f32_, slot)}), slot);
+                    }
+                }
+            }
+            barrier();  // the next slice overwrites the tiles
+        }, true);
+        // The epilogue: whatever lies above the sum, at each of the item's elements inside C.
+        Shape out_shape = k_.output_shape();
+        std::vector<int64_t> out_stride(full.size(), 0);
+        for (int64_t st = 1, d = int64_t(full.size()); d-- > 0;) {
+            out_stride[size_t(d)] = st;
+            st *= out_shape[size_t(d)];
+        }
+        for (int64_t i = 0; i < R; ++i) {
+            for (int64_t j = 0; j < R; ++j) {
+                llvm::Value* m = b_.CreateAdd(m0, b_.CreateAdd(b_.CreateMul(ty, c64(R)), c64(i)));
+                llvm::Value* n = b_.CreateAdd(n0, b_.CreateAdd(b_.CreateMul(tx, c64(R)), c64(j)));
+                auto* body = llvm::BasicBlock::Create(ctx_, "epilogue", fn_);
+                auto* next = llvm::BasicBlock::Create(ctx_, "epilogue.next", fn_);
+                b_.CreateCondBr(b_.CreateAnd(b_.CreateICmpULT(m, c64(M)), b_.CreateICmpULT(n, c64(N))), body, next);
+                b_.SetInsertPoint(body);
+                std::vector<llvm::Value*> at = idx;
+                at[p.m] = m;
+                at[p.n] = n;
+                out_index_ = at;
+                above_.clear();
+                reduced_ = b_.CreateLoad(f32_, acc[size_t(i * R + j)]);
+                llvm::Value* v = value(*k_.root, at, above_);
+                llvm::Value* off = c64(0);
+                for (size_t d = 0; d < full.size(); ++d) {
+                    if (out_shape[d] != 1) off = b_.CreateAdd(off, b_.CreateMul(at[d], c64(out_stride[d])));  // reduce axes: size 1
+                }
+                store(v, off);
+                reduced_ = nullptr;
+                b_.CreateBr(next);
+                b_.SetInsertPoint(next);
+            }
+        }
+    }
+
     // Every work-item of the workgroup arrives before any goes on, and sees the others' LDS /
     // shared-memory stores (AMDGPU: workgroup-scope release and acquire fences around s_barrier,
     // LLVM AMDGPUUsage "Memory Model"; NVPTX: bar.sync 0 orders shared memory for the CTA).
@@ -266,24 +441,10 @@ public:
         }
     }
 
-    // Which axes the output loops run over: every non-reduced one (outer), the last innermost.
-    std::pair<std::vector<size_t>, std::optional<size_t>> output_axes() const {
-        std::vector<bool> reduced(k_.full_shape.size(), false);
-        for (int a : k_.reduce_axes) reduced[size_t(a)] = true;
-        std::vector<size_t> outer;
-        std::optional<size_t> inner;
-        for (size_t d = 0; d < k_.full_shape.size(); ++d) {
-            if (reduced[d]) continue;
-            if (inner) outer.push_back(*inner);
-            inner = d;
-        }
-        return {outer, inner};
-    }
-
     // Whether the CPU kernel is the register-blocked matmul (whose tile shape can be chosen).
     bool blocked_matmul(const Target& target) const {
-        auto [outer, inner] = output_axes();
-        return match_matmul(outer, inner, target).has_value();
+        const Block blk = block_for(target);
+        return match_matmul(k_, blk.mr, blk.nr).has_value();
     }
 
     void set_tile(const TileShape& tile) { tile_ = tile; }
@@ -294,19 +455,6 @@ public:
 private:
     // Accumulators an interchanged reduction keeps per row (on the kernel's stack).
     static constexpr int64_t kMaxPartials = 4096;
-
-    // A sum of a product whose left factor does not vary along the output's inner axis n and
-    // whose right factor does not vary along another output axis m: C[m, n] = sum_k A(m, k)
-    // B(k, n), k running over every reduce axis (flattened row-major: a conv2d's channels and
-    // window), with any views, batch axes and an elementwise epilogue above the sum. A and B are
-    // arbitrary expressions (a transposed load, a broadcast, a padded window, a cast).
-    struct MatmulPlan {
-        size_t m, n;
-        std::vector<size_t> batch;  // the other output axes, outermost first
-        const Expr* red;
-        const Expr* a;
-        const Expr* b;
-    };
 
     // Register blocking (Goto/BLIS): the micro-kernel keeps an mr x nr block of C in vector
     // registers over a K slice; nr is two vectors (32 floats with AVX-512, mr = kMr: 24 of the
@@ -322,27 +470,6 @@ private:
     // kMc, kNc and kKc are the TileShape (kernel.hpp; its defaults, or the tile search's choice).
     static constexpr int64_t kMr = 12;  // TileShape::mc: a multiple of kMr (and so of kMr / 2)
 
-    // Whether e's value changes along kernel axis d: some load or mask under it does (only
-    // the top view sees the kernel index; the views below see its flat offset).
-    bool varies_along(const Expr& e, size_t d) const {
-        if (k_.full_shape[d] == 1) return false;
-        std::unordered_map<const Expr*, bool> seen;  // shared subexpressions once
-        std::function<bool(const Expr&)> visit = [&](const Expr& x) {
-            if (!seen.emplace(&x, true).second) return false;
-            if (x.kind == ExprKind::load || x.kind == ExprKind::masked) {
-                const View& v = x.view.views().back();
-                auto [lo, hi] = v.mask_of(d);
-                if (v.strides[d] != 0 || lo != 0 || hi != v.shape[d]) return true;
-            }
-            if (x.kind == ExprKind::reduce || x.kind == ExprKind::row_reduce) return true;
-            for (const ExprRef& s : x.src) {
-                if (visit(*s)) return true;
-            }
-            return false;
-        };
-        return visit(e);
-    }
-
     // The register block for the target: floats per vector (vl), rows (mr) and columns (nr).
     struct Block {
         int64_t vl, mr, nr;
@@ -350,40 +477,6 @@ private:
     static Block block_for(const Target& target) {
         // 32 vector registers with AVX-512: 12 x 2 accumulators; 16 with AVX2: 6 x 2.
         return has_feature(target, "avx512f") ? Block{16, kMr, 32} : Block{8, kMr / 2, 16};
-    }
-
-    std::optional<MatmulPlan> match_matmul(const std::vector<size_t>& outer, std::optional<size_t> inner, const Target& target) const {
-        const Expr* red = find_reduce(*k_.root);
-        if (!red || !inner || outer.empty() || red->op != Op::reduce_sum || red->dtype != DType::float32) return std::nullopt;
-        const Expr& prod = *red->src[0];
-        if (prod.kind != ExprKind::alu || prod.op != Op::mul || prod.dtype != DType::float32) return std::nullopt;
-        const Expr* x = prod.src[0].get();
-        const Expr* y = prod.src[1].get();
-        if (x->dtype != DType::float32 || y->dtype != DType::float32) return std::nullopt;
-        // m: the innermost other output axis that one factor ignores while the other ignores n
-        // (a matmul's row axis; a conv2d's output channels).
-        std::optional<MatmulPlan> found;
-        for (size_t j = outer.size(); j-- > 0 && !found;) {
-            for (auto [a, b] : {std::pair{x, y}, std::pair{y, x}}) {
-                if (varies_along(*a, *inner) || varies_along(*b, outer[j])) continue;
-                MatmulPlan p{outer[j], *inner, {}, red, a, b};
-                for (size_t d : outer) {
-                    if (d != outer[j]) p.batch.push_back(d);
-                }
-                found = p;
-                break;
-            }
-        }
-        if (!found) return std::nullopt;
-        MatmulPlan p = *found;
-        // Padding M and N up to whole register blocks must not multiply the work by more than
-        // 4: a matrix-vector product (M or N of 1) is memory-bound and better served by the
-        // general loops, which the blocked kernel would do at 12 or 32 times the arithmetic.
-        const Block blk = block_for(target);
-        const int64_t M = k_.full_shape[p.m], N = k_.full_shape[p.n];
-        const int64_t padded = (M + blk.mr - 1) / blk.mr * blk.mr * ((N + blk.nr - 1) / blk.nr * blk.nr);
-        if (padded > 4 * M * N) return std::nullopt;
-        return p;
     }
 
     static bool has_feature(const Target& target, const char* feature) {
@@ -410,18 +503,7 @@ private:
         const int64_t vl = blk.vl, mr = blk.mr, nr = blk.nr;
         const int64_t kMc = tile_.mc, kNc = tile_.nc, kKc = tile_.kc;
         const int64_t M = full[p.m], N = full[p.n], K = k_.reduce_elements();
-        // The reduce index k into the reduce axes (row-major): plain for one axis.
-        auto set_k = [&](std::vector<llvm::Value*>& at, llvm::Value* k) {
-            for (size_t j = k_.reduce_axes.size(); j-- > 0;) {
-                auto d = size_t(k_.reduce_axes[j]);
-                if (j == 0) {
-                    at[d] = k;
-                    break;
-                }
-                at[d] = b_.CreateURem(k, c64(full[d]));
-                k = b_.CreateUDiv(k, c64(full[d]));
-            }
-        };
+        auto set_k = [&](std::vector<llvm::Value*>& at, llvm::Value* k) { set_reduce_index(at, k); };
         auto* vt = llvm::FixedVectorType::get(f32_, unsigned(vl));
         llvm::AllocaInst* apack = entry_buffer(kMc * kKc, "apack");
         llvm::AllocaInst* bpack = entry_buffer(kKc * kNc, "bpack");
@@ -556,14 +638,6 @@ private:
             });
             reduced_ = nullptr;
         });
-    }
-
-    static const Expr* find_reduce(const Expr& e) {
-        if (e.kind == ExprKind::reduce) return &e;
-        for (const ExprRef& s : e.src) {
-            if (const Expr* r = find_reduce(*s)) return r;
-        }
-        return nullptr;
     }
 
     // Whether the loads under the reduction walk memory more contiguously along the output's
@@ -894,6 +968,17 @@ private:
             keep->setAlignment(llvm::Align(64));
             private_bytes_ += uint64_t(e.row) * 4 + 64;
         }
+        if (!row_slots_.empty()) {
+            // The row in registers (emit_gpu_rows): this item's positions, then the workgroup's tree.
+            llvm::Value* partial = reduce_init(e);
+            for (RowSlot& slot : row_slots_) {
+                llvm::Value* x = reduce_combine(e, partial, value(src, slot.idx, slot.memo));
+                partial = slot.valid ? b_.CreateSelect(slot.valid, x, partial) : x;
+            }
+            llvm::Value* v = workgroup_reduce(e, partial);
+            row_values_.emplace(&e, v);
+            return v;
+        }
         // A GPU workgroup's items take the row's elements block-strided, then combine (emit_gpu_rows).
         strided_loop(item_ ? item_ : c64(0), c64(e.row), item_ ? kAmdgpuBlock : 1, "row_r", [&](llvm::Value* j) {
             std::vector<llvm::Value*> at = idx;
@@ -1050,6 +1135,15 @@ private:
     bool cpu_ = false;  // a CPU workgroup (a stack of its own), not a GPU work-item
     bool amd_ = false;  // a GPU kernel for AMDGPU (else NVPTX)
     llvm::Value* item_ = nullptr;  // the work-item id when a GPU workgroup computes a row together
+    // A GPU row held in registers (emit_gpu_rows): per position, the index, whether it lies in
+    // the row (nullptr: always), and the values computed there.
+    struct RowSlot {
+        std::vector<llvm::Value*> idx;
+        llvm::Value* valid = nullptr;
+        Memo memo;
+    };
+    std::vector<RowSlot> row_slots_;
+    static constexpr int64_t kRowSlots = 16;  // elements per work-item: rows up to 4096 in registers
 };
 
 std::string module_text(const llvm::Module& module) {

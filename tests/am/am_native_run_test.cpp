@@ -257,41 +257,83 @@ TEST_CASE("am native run: compiler kernels give the reference results on Navi31 
     }
 }
 
-TEST_CASE("am native run: a kernel with row reductions is one workgroup per row, reducing through LDS, reading the row once per pass") {
-    // (x - max(x)) / sum(x - max(x)) along rows of 1000: two row reductions, the second over the
-    // first's result, as softmax's are.
-    const int64_t rows = 5, len = 1000;
-    NodeRef x = input({rows, len});
-    auto row_of = [&](Op op, NodeRef v) {
-        return Node::make_view(Node::make_reduce(op, v, {1}), ShapeTracker::contiguous({rows, 1}).expand({rows, len}));
-    };
-    NodeRef centred = Node::make_alu(Op::sub, DType::float32, {x, row_of(Op::reduce_max, x)});
-    const Kernel k = only_kernel(Node::make_alu(Op::div, DType::float32, {centred, row_of(Op::reduce_sum, centred)}));
-    REQUIRE(k.has_row_reduce());
-    CHECK(k.gpu_workgroups(256) == rows);
-    std::vector<float> in(size_t(rows * len));
-    for (size_t i = 0; i < in.size(); ++i) in[i] = float((i * 7919) % 1013) * 0.01f - float(i / size_t(len));
-    std::vector<float> want(in.size());
-    for (size_t r = 0; r < size_t(rows); ++r) {
-        const float* row = in.data() + r * size_t(len);
-        const double mx = *std::max_element(row, row + len);
-        double sum = 0;
-        for (int64_t j = 0; j < len; ++j) sum += row[j] - mx;
-        for (int64_t j = 0; j < len; ++j) want[r * size_t(len) + size_t(j)] = float((row[j] - mx) / sum);
+TEST_CASE("am native run: a kernel with row reductions is one workgroup per row, reducing through LDS; rows up to 4096 read once") {
+    // (x - max(x)) / sum(x - max(x)) along rows: two row reductions, the second over the first's
+    // result, as softmax's are. Rows of 1000 stay in registers (4 elements per work-item): one
+    // read; rows of 5000 are read once per pass (the maximum, the sum, the elements).
+    for (const auto& [rows, len, passes] : {std::tuple<int64_t, int64_t, int64_t>{5, 1000, 1}, {2, 5000, 3}}) {
+        INFO("rows of " << len);
+        NodeRef x = input({rows, len});
+        auto row_of = [&](Op op, NodeRef v) {
+            return Node::make_view(Node::make_reduce(op, v, {1}), ShapeTracker::contiguous({rows, 1}).expand({rows, len}));
+        };
+        NodeRef centred = Node::make_alu(Op::sub, DType::float32, {x, row_of(Op::reduce_max, x)});
+        const Kernel k = only_kernel(Node::make_alu(Op::div, DType::float32, {centred, row_of(Op::reduce_sum, centred)}));
+        REQUIRE(k.has_row_reduce());
+        CHECK(k.gpu_workgroups(256) == rows);
+        std::vector<float> in(size_t(rows * len));
+        for (size_t i = 0; i < in.size(); ++i) in[i] = float((i * 7919) % 1013) * 0.01f - float(i / size_t(len));
+        std::vector<float> want(in.size());
+        for (size_t r = 0; r < size_t(rows); ++r) {
+            const float* row = in.data() + r * size_t(len);
+            const double mx = *std::max_element(row, row + len);
+            double sum = 0;
+            for (int64_t j = 0; j < len; ++j) sum += row[j] - mx;
+            for (int64_t j = 0; j < len; ++j) want[r * size_t(len) + size_t(j)] = float((row[j] - mx) / sum);
+        }
+        for (const GpuTarget& t : kTargets) {
+            INFO(t.gfx);
+            Rig rig(t.asic);
+            auto out = run(rig, k, t.gfx, {in}, in.size());
+            REQUIRE(test::first_difference(out, [&](size_t i) { return want[i]; }, near_1e5) == "");
+            INFO(rig.violations());
+            CHECK(rig.bus->violations().empty());
+            const auto& report = rig.model->native_report();
+            CHECK(report.counts.workgroups == uint64_t(rows));
+            CHECK(report.counts.lds > 0);
+            // Kernel arguments, and the last position's items past the row re-read its last element.
+            CHECK(report.counts.bytes_loaded <= uint64_t(passes * rows * len * 4 + rows * 256 * 4) + 1024);
+            CHECK(report.counts.bytes_loaded >= uint64_t(passes * rows * len * 4));
+            CHECK(report.counts.bytes_stored == uint64_t(rows * len * 4));
+        }
     }
+}
+
+TEST_CASE("am native run: a matmul is one workgroup per 64x64 tile of C, staged through LDS: 1/32 global loads per FMA, edges zero-padded") {
+    // (130 x 100) @ (100 x 70) + 1: M, N and K all off the tile (64) and the slice (16), a
+    // transposed B, an epilogue above the sum.
+    const int64_t M = 130, K = 100, N = 70;
+    NodeRef a = input({M, K}), b = input({N, K});
+    auto av = Node::make_view(a, ShapeTracker::contiguous({M, K}).reshape({M, 1, K}).expand({M, N, K}));
+    auto bv = Node::make_view(b, ShapeTracker::contiguous({N, K}).reshape({1, N, K}).expand({M, N, K}));
+    NodeRef sum = Node::make_reduce(Op::reduce_sum, Node::make_alu(Op::mul, DType::float32, {av, bv}), {2});
+    const Kernel k = only_kernel(Node::make_alu(Op::add, DType::float32, {sum, Node::make_constant(1.0, DType::float32, {M, N, 1})}));
+    const int64_t tiles = 3 * 2;
+    CHECK(k.gpu_workgroups(256) == tiles);
+    const auto A = ramp(size_t(M * K), 0.03f, -1.0f), B = ramp(size_t(N * K), -0.02f, 0.5f);
+    std::vector<float> want(size_t(M * N));
+    for (int64_t i = 0; i < M; ++i)
+        for (int64_t j = 0; j < N; ++j) {
+            double ref = 1;
+            for (int64_t x = 0; x < K; ++x) ref += double(A[size_t(i * K + x)]) * B[size_t(j * K + x)];
+            want[size_t(i * N + j)] = float(ref);
+        }
     for (const GpuTarget& t : kTargets) {
         INFO(t.gfx);
         Rig rig(t.asic);
-        auto out = run(rig, k, t.gfx, {in}, in.size());
-        REQUIRE(test::first_difference(out, [&](size_t i) { return want[i]; }, near_1e5) == "");
+        auto out = run(rig, k, t.gfx, {A, B}, want.size());
+        REQUIRE(test::first_difference(out, [&](size_t i) { return want[i]; }, [](float x, float r) { return near(x, r, 1e-4); }) == "");
         INFO(rig.violations());
         CHECK(rig.bus->violations().empty());
         const auto& report = rig.model->native_report();
-        CHECK(report.counts.workgroups == uint64_t(rows));
+        CHECK(report.counts.workgroups == uint64_t(tiles));
         CHECK(report.counts.lds > 0);
-        // Three passes over each row (the maximum, the sum, the elements), not one per element.
-        CHECK(report.counts.bytes_loaded <= uint64_t(3 * rows * len * 4) + 1024);
-        CHECK(report.counts.bytes_stored == uint64_t(rows * len * 4));
+        // Each workgroup stages 64 rows of A and 64 columns of B per slice of 16: 7 slices.
+        const uint64_t staged = uint64_t(tiles) * 7 * (64 + 64) * 16;
+        CHECK(report.counts.bytes_loaded <= staged * 4 + 4096);
+        CHECK(report.counts.bytes_stored == uint64_t(M * N * 4));
+        // The FMAs: 64 x 64 x 112 per tile, 32 lanes to a wave instruction; the VALU count includes them.
+        CHECK(report.counts.valu >= uint64_t(tiles) * 64 * 64 * 112 / 32);
     }
 }
 

@@ -1,0 +1,45 @@
+// Which kernels are a matrix product, and along which axes: the CPU's register-blocked kernel
+// and the GPUs' LDS-tiled one (llvm_kernel_ir.cpp) compute these, and the GPU launch
+// (Kernel::gpu_workgroups) sizes its grid by the tiles.
+#pragma once
+
+#include "compiler/kernel.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <utility>
+#include <vector>
+
+namespace baregpu::compiler {
+
+// A sum of a product whose left factor does not vary along the output's inner axis n and
+// whose right factor does not vary along another output axis m: C[m, n] = sum_k A(m, k)
+// B(k, n), k running over every reduce axis (flattened row-major: a conv2d's channels and
+// window), with any views, batch axes and an elementwise epilogue above the sum. A and B are
+// arbitrary expressions (a transposed load, a broadcast, a padded window, a cast).
+struct MatmulPlan {
+    size_t m, n;
+    std::vector<size_t> batch;  // the other output axes, outermost first
+    const Expr* red;
+    const Expr* a;
+    const Expr* b;
+};
+
+// The kernel's matrix product computed in mr x nr blocks of C, or nullopt: not a float32 sum of
+// products, or padding M and N up to whole blocks would more than quadruple the work (a
+// matrix-vector product is memory-bound and better served by the general loops).
+std::optional<MatmulPlan> match_matmul(const Kernel& kernel, int64_t mr, int64_t nr);
+
+// The axes the output loops run over: every non-reduced one (outer), the last innermost.
+std::pair<std::vector<size_t>, std::optional<size_t>> output_axes(const Kernel& kernel);
+
+// The kernel's reduction, or null.
+const Expr* find_reduce(const Expr& e);
+
+// The GPU matmul's tile of C per workgroup (llvm_kernel_ir.cpp, emit_gpu_matmul): kGpuTile x
+// kGpuTile, each of the kAmdgpuBlock work-items a kGpuMicro x kGpuMicro block of it.
+inline constexpr int64_t kGpuTile = 64;
+inline constexpr int64_t kGpuMicro = 4;
+inline constexpr int64_t kGpuSlice = 16;  // K per LDS stage
+
+}  // namespace baregpu::compiler
