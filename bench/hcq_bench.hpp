@@ -12,6 +12,7 @@
 
 #include "hcq/device.hpp"
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <string>
@@ -37,6 +38,9 @@ struct Options {
     // chip's interpreter: drivers/registry.hpp sim_shader_counters). When set, every tensor result
     // gets each counter's per-run change as "shader_<name>" (counts, bytes; "shader_modelled_ns").
     std::function<std::map<std::string, double>()> shader_counters;
+    // How long the tensor suite waits for its kernels (0: the default, BAREGPU_TIMEOUT_MS or 10 s):
+    // longer for the full sizes on an interpreting chip, where one matmul_2048 takes a minute.
+    std::chrono::milliseconds kernel_wait{0};
     bool wants(const std::string& name) const {
         if (only.empty()) return true;
         for (const auto& o : only) {

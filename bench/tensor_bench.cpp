@@ -1,6 +1,7 @@
 #include "bench/tensor_bench.hpp"
 
 #include "bench/peak.hpp"
+#include "bench/roofline.hpp"
 #include "tensor/tensor.hpp"
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <functional>
+#include <optional>
 #include <random>
 #include <stdexcept>
 #include <sys/stat.h>
@@ -96,6 +98,10 @@ struct Suite {
     int repeats;
     std::vector<Result> results;
     double peak_gflops = 0, stream_gbps = 0;
+    // On a GPU device: its board, and whether the time compared with the board's roofline is the
+    // model's (a chip that interprets its code) or the measured one.
+    std::optional<Board> board;
+    bool modelled = false;
 
     void progress(const Result& r) {
         std::fprintf(stderr, "bench: %-20s %12.3f %s\n", r.name.c_str(), r.value, r.unit.c_str());
@@ -121,9 +127,17 @@ struct Suite {
     }
     std::map<std::string, double> shader_per_run;  // the last time()'s shader counters per run
 
-    // A result from per-run seconds: value = work / median seconds (rate) or median ms.
+    // The least a result's computation must do: fp32 flops (an FMA is two) and bytes to and
+    // from memory (each input read once, the output written once).
+    struct Cost {
+        double flops = 0, bytes = 0;
+    };
+
+    // A result from per-run seconds: value = work / median seconds (rate) or median ms. of_peak:
+    // on a GPU device the board's roofline time for `cost` over the kernel's time (modelled or
+    // measured); elsewhere the rate over ratio_base (the host's FMA peak or STREAM triad).
     void add(const std::string& name, const std::string& unit, const std::vector<double>& secs, double compile_ms,
-             double work, bool rate, double ratio_base, double n, double extra_rate_work = 0) {
+             double work, bool rate, double ratio_base, double n, Cost cost, double extra_rate_work = 0) {
         Result r;
         r.name = name;
         r.unit = unit;
@@ -139,7 +153,18 @@ struct Suite {
             r.numbers["max"] = *hi * 1e3;
         }
         double achieved = rate ? r.value : extra_rate_work / med / 1e9;
-        if (ratio_base > 0 && achieved > 0) r.numbers["of_peak"] = achieved / ratio_base;
+        if (board) {
+            double t = med;
+            if (modelled) {
+                auto it = shader_per_run.find("shader_modelled_ns");
+                t = it != shader_per_run.end() ? it->second / 1e9 : 0;
+            }
+            const double best = board->seconds(cost.flops, cost.bytes);
+            r.numbers["roofline_us"] = best * 1e6;
+            if (t > 0) r.numbers["of_peak"] = best / t;
+        } else if (ratio_base > 0 && achieved > 0) {
+            r.numbers["of_peak"] = achieved / ratio_base;
+        }
         if (!rate && extra_rate_work > 0) r.numbers[ratio_base == stream_gbps ? "gbps" : "gflops"] = achieved;
         r.numbers["compile_ms"] = compile_ms;
         r.numbers["runs"] = double(secs.size());
@@ -150,7 +175,13 @@ struct Suite {
         results.push_back(std::move(r));
     }
 
-    void sync() { rt.device().synchronize(); }
+    void sync() {
+        if (options.kernel_wait.count() > 0) {
+            rt.device().synchronize(options.kernel_wait);
+        } else {
+            rt.device().synchronize();
+        }
+    }
 
     void matmul(const std::string& name, int64_t n) {
         if (!options.wants(name)) return;
@@ -158,7 +189,8 @@ struct Suite {
         a.realize(), b.realize(), sync();
         double cms = 0;
         auto secs = time([&] { a.matmul(b).realize(); sync(); }, cms);
-        add(name, "GFLOP/s", secs, cms, 2.0 * double(n) * double(n) * double(n), true, peak_gflops, double(n));
+        const double flops = 2.0 * double(n) * double(n) * double(n);
+        add(name, "GFLOP/s", secs, cms, flops, true, peak_gflops, double(n), {flops, 12.0 * double(n) * double(n)});
     }
 };
 
@@ -169,7 +201,7 @@ std::vector<Result> run_tensor_suite(const std::shared_ptr<hcq::Device>& device,
     const bool q = options.quick;
     TempCacheDir cache;  // before the Runtime: its compiler reads $BAREGPU_CACHE_DIR
     auto rt = std::make_shared<Runtime>(device);
-    Suite s{*rt, rt, options, q ? 2 : std::max(3, options.repeats / 3), {}, 0, 0, {}};
+    Suite s{*rt, rt, options, q ? 2 : std::max(3, options.repeats / 3), {}, 0, 0, board_for(device->arch()), bool(options.shader_counters), {}};
 
     // Peaks first, in the same run.
     PeakFma fma = measure_peak_fma(q ? 2 : 5, q ? 2'000'000 : 20'000'000);
@@ -195,14 +227,14 @@ std::vector<Result> run_tensor_suite(const std::shared_ptr<hcq::Device>& device,
         a.realize(), b.realize(), c.realize(), s.sync();
         double cms = 0;
         auto secs = s.time([&] { a.mul(b).add(c).realize(); s.sync(); }, cms);
-        s.add("ew_fused_16M", "GB/s", secs, cms, 16.0 * double(big), true, s.stream_gbps, double(big));
+        s.add("ew_fused_16M", "GB/s", secs, cms, 16.0 * double(big), true, s.stream_gbps, double(big), {2.0 * double(big), 16.0 * double(big)});
     }
     if (options.wants("reduce_sum_16M")) {
         Tensor a = Tensor::rand({big}, 4, rt);
         a.realize(), s.sync();
         double cms = 0;
         auto secs = s.time([&] { a.sum().realize(); s.sync(); }, cms);
-        s.add("reduce_sum_16M", "GB/s", secs, cms, 4.0 * double(big), true, s.stream_gbps, double(big));
+        s.add("reduce_sum_16M", "GB/s", secs, cms, 4.0 * double(big), true, s.stream_gbps, double(big), {double(big), 4.0 * double(big)});
     }
     if (options.wants("softmax_4096")) {
         const int64_t n = q ? 512 : 4096;
@@ -210,7 +242,9 @@ std::vector<Result> run_tensor_suite(const std::shared_ptr<hcq::Device>& device,
         a.realize(), s.sync();
         double cms = 0;
         auto secs = s.time([&] { a.softmax().realize(); s.sync(); }, cms);
-        s.add("softmax_4096", "ms", secs, cms, 0, false, s.stream_gbps, double(n), 8.0 * double(n) * double(n));
+        // max, subtract, exp, sum, scale: five operations an element
+        s.add("softmax_4096", "ms", secs, cms, 0, false, s.stream_gbps, double(n), {5.0 * double(n) * double(n), 8.0 * double(n) * double(n)},
+              8.0 * double(n) * double(n));
     }
     if (options.wants("mlp_forward")) {
         const int64_t batch = 64, in = 784, hid = q ? 128 : 512, out = 10;
@@ -222,7 +256,8 @@ std::vector<Result> run_tensor_suite(const std::shared_ptr<hcq::Device>& device,
         double cms = 0;
         auto secs = s.time([&] { x.matmul(w1).add(b1).relu().matmul(w2).add(b2).relu().matmul(w3).add(b3).realize(); s.sync(); }, cms);
         double flops = 2.0 * batch * (in * hid + hid * hid + hid * out);
-        s.add("mlp_forward", "ms", secs, cms, 0, false, s.peak_gflops, double(hid), flops);
+        const double bytes = 4.0 * double(batch * in + in * hid + hid * hid + hid * out + 2 * hid + out + batch * out);
+        s.add("mlp_forward", "ms", secs, cms, 0, false, s.peak_gflops, double(hid), {flops, bytes}, flops);
     }
     if (options.wants("conv2d_3x3")) {
         const int64_t n = q ? 1 : 8, c = q ? 16 : 64, hw = q ? 16 : 56;
@@ -230,7 +265,8 @@ std::vector<Result> run_tensor_suite(const std::shared_ptr<hcq::Device>& device,
         x.realize(), w.realize(), s.sync();
         double cms = 0;
         auto secs = s.time([&] { x.conv2d(w, 1).realize(); s.sync(); }, cms);
-        s.add("conv2d_3x3", "ms", secs, cms, 0, false, s.peak_gflops, double(hw), 2.0 * n * c * c * 9 * hw * hw);
+        const double flops = 2.0 * double(n * c * c * 9 * hw * hw);
+        s.add("conv2d_3x3", "ms", secs, cms, 0, false, s.peak_gflops, double(hw), {flops, 4.0 * double(2 * n * c * hw * hw + c * c * 9)}, flops);
     }
     if (include_copies) {
         Options copies = options;

@@ -13,8 +13,12 @@
 //   launch_overhead  us        per launch of a 16-element x + 1 through tensor, back to back
 //
 // Every tensor result carries compile_ms (code generation of its first call, the disk cache
-// pointed at a fresh temporary directory) and of_peak: GFLOP/s over peak_fma_gflops, or GB/s
-// over stream_triad. --quick shrinks sizes (the names stay; `n` says the size used).
+// pointed at a fresh temporary directory) and of_peak. On a device whose code is a GPU's own
+// (bench/roofline.hpp: gfx1100, gfx1201, sm_89, sm_90) of_peak is the board's roofline time for
+// the result's least work (fp32 flops, bytes each input read and the output written once),
+// roofline_us, over the kernel's time: the model's (shader_modelled_ns) on a chip that interprets
+// its code, else the measured one. Elsewhere it is GFLOP/s over peak_fma_gflops, or GB/s over
+// stream_triad. --quick shrinks sizes (the names stay; `n` says the size used).
 #pragma once
 
 #include "bench/hcq_bench.hpp"

@@ -36,7 +36,8 @@ bool Kernel::has_row_reduce() const {
 int64_t Kernel::gpu_workgroups(int64_t block) const {
     if (has_row_reduce()) return output_elements() / full_shape.back();
     if (std::optional<MatmulPlan> p = match_matmul(*this, kGpuTile, kGpuTile)) {
-        int64_t tiles = (full_shape[p->m] + kGpuTile - 1) / kGpuTile * ((full_shape[p->n] + kGpuTile - 1) / kGpuTile);
+        const int64_t m = full_shape[p->m], n = full_shape[p->n], t = gpu_tile(m, n);
+        int64_t tiles = (m + t - 1) / t * ((n + t - 1) / t);
         for (size_t d : p->batch) tiles *= full_shape[d];
         return tiles;
     }

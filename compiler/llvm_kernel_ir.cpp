@@ -306,20 +306,32 @@ public:
         }
     }
 
-    // A matrix product on a GPU: workgroup g computes one kGpuTile x kGpuTile tile of C (tiles
-    // in row-major order, batches outermost: Kernel::gpu_workgroups), each of its 256 work-items a
-    // kGpuMicro x kGpuMicro block in registers. Per slice of kGpuSlice along K the work-items
-    // stage A's and B's tiles in LDS / shared memory, k-major (each item's four rows and four
-    // columns are one 16-byte load), then each item does 16 FMAs per two loads. Global loads:
-    // (2 x 64 x 16) per 64 x 64 x 16 FMAs, 1/32 per FMA (the per-element kernel: 2). Indices past
-    // M, N or K are clamped to the last valid one and their values replaced by 0, so nothing
-    // is read out of bounds and padded rows and columns add nothing.
+    // A matrix product on a GPU: workgroup g computes one T x T tile of C (T = gpu_tile: 64, or
+    // 128 for C of at least 128 x 128; tiles in row-major order, batches outermost:
+    // Kernel::gpu_workgroups), each of its 16 x 16 work-items an R x R block (R = T / 16) in
+    // registers. Per slice of kGpuSlice along K the items stage A's and B's tiles in LDS / shared
+    // memory, k-major (an item's R rows, and its R columns, are R consecutive floats: 16-byte
+    // loads), then each does R * R FMAs per k. Global loads: 2 T S per T T S FMAs, 2 / T per FMA
+    // (1/32, 1/64; the per-element kernel: 2). Indices past M, N or K are clamped to the last
+    // valid one and their values replaced by 0, so nothing is read out of bounds and padded rows
+    // and columns add nothing.
     void emit_gpu_matmul(const MatmulPlan& p, llvm::Value* group, llvm::Value* item) {
-        static_assert((kGpuTile / kGpuMicro) * (kGpuTile / kGpuMicro) == kAmdgpuBlock, "one micro block per work-item");
-        constexpr int64_t T = kGpuTile, R = kGpuMicro, S = kGpuSlice, side = T / R;
+        static_assert(kGpuItemsPerSide * kGpuItemsPerSide == kAmdgpuBlock, "one micro block per work-item");
+        const int64_t T = gpu_tile(k_.full_shape[p.m], k_.full_shape[p.n]), side = kGpuItemsPerSide, R = T / side;
+        constexpr int64_t S = kGpuSlice;
         const Shape& full = k_.full_shape;
         const int64_t M = full[p.m], N = full[p.n], K = k_.reduce_elements();
         const int64_t m_tiles = (M + T - 1) / T, n_tiles = (N + T - 1) / T;
+        int64_t tiles = m_tiles * n_tiles;
+        for (size_t d : p.batch) tiles *= full[d];
+        // Workgroups past the last tile (a larger grid than gpu_workgroups) write nothing; the whole
+        // workgroup leaves, so no barrier waits for it.
+        auto* work = llvm::BasicBlock::Create(ctx_, "tile", fn_);
+        auto* none = llvm::BasicBlock::Create(ctx_, "no_tile", fn_);
+        b_.CreateCondBr(b_.CreateICmpULT(group, c64(tiles)), work, none);
+        b_.SetInsertPoint(none);
+        b_.CreateRetVoid();
+        b_.SetInsertPoint(work);
         item_ = item;
         std::vector<llvm::Value*> idx(full.size(), c64(0));
         llvm::Value* nt = b_.CreateURem(group, c64(n_tiles));
@@ -379,9 +391,10 @@ public:
                                at_tile(bs, b_.CreateAdd(b_.CreateMul(bk, c64(T)), bn)));
             }
             barrier();
-            for (int64_t kk = 0; kk < S; ++kk) {
-                llvm::Value* av = b_.CreateAlignedLoad(vt, at_tile(as, b_.CreateAdd(c64(kk * T), b_.CreateMul(ty, c64(R)))), llvm::Align(16));
-                llvm::Value* bv = b_.CreateAlignedLoad(vt, at_tile(bs, b_.CreateAdd(c64(kk * T), b_.CreateMul(tx, c64(R)))), llvm::Align(16));
+            auto step = [&](llvm::Value* kk) {
+                llvm::Value* row = b_.CreateMul(kk, c64(T));
+                llvm::Value* av = b_.CreateAlignedLoad(vt, at_tile(as, b_.CreateAdd(row, b_.CreateMul(ty, c64(R)))), llvm::Align(16));
+                llvm::Value* bv = b_.CreateAlignedLoad(vt, at_tile(bs, b_.CreateAdd(row, b_.CreateMul(tx, c64(R)))), llvm::Align(16));
                 for (int64_t i = 0; i < R; ++i) {
                     llvm::Value* a = b_.CreateExtractElement(av, uint64_t(i));
                     for (int64_t j = 0; j < R; ++j) {
@@ -390,6 +403,14 @@ public:
                         b_.CreateStore(b_.CreateIntrinsic(llvm::Intrinsic::fma, {f32_}, {a, bj, b_.CreateLoad(f32_, slot)}), slot);
                     }
                 }
+            };
+            // 4 x 4 blocks: the slice unrolled. 8 x 8: a loop, one k per iteration (64 FMAs to four
+            // LDS loads); unrolled, the scheduler hoisted the LDS loads of many k at once, past the
+            // 256 VGPRs, and spilled to scratch.
+            if (R <= 4) {
+                for (int64_t kk = 0; kk < S; ++kk) step(c64(kk));
+            } else {
+                loop(c64(0), c64(S), "kk", step, true);
             }
             barrier();  // the next slice overwrites the tiles
         }, true);

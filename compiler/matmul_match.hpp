@@ -36,10 +36,14 @@ std::pair<std::vector<size_t>, std::optional<size_t>> output_axes(const Kernel& 
 // The kernel's reduction, or null.
 const Expr* find_reduce(const Expr& e);
 
-// The GPU matmul's tile of C per workgroup (llvm_kernel_ir.cpp, emit_gpu_matmul): kGpuTile x
-// kGpuTile, each of the kAmdgpuBlock work-items a kGpuMicro x kGpuMicro block of it.
+// The GPU matmul (llvm_kernel_ir.cpp, emit_gpu_matmul): one workgroup of 256 work-items (16 x 16)
+// per square tile of C, each item a (tile / 16)-square block of it in registers, K staged through
+// LDS / shared memory kGpuSlice at a time. kGpuTile is the smallest tile (the padding rule of
+// match_matmul); gpu_tile picks 128 where C spans whole 128-tiles both ways: half the global loads
+// per FMA (1/64) and 64 FMAs per four LDS loads.
 inline constexpr int64_t kGpuTile = 64;
-inline constexpr int64_t kGpuMicro = 4;
 inline constexpr int64_t kGpuSlice = 16;  // K per LDS stage
+inline constexpr int64_t kGpuItemsPerSide = 16;
+inline int64_t gpu_tile(int64_t m, int64_t n) { return m >= 128 && n >= 128 ? 128 : kGpuTile; }
 
 }  // namespace baregpu::compiler

@@ -84,7 +84,9 @@ std::vector<std::string> sim_iommu_faults(hcq::Device& device);
 size_t drop_sim_peer_mappings(hcq::Device& device);
 // The shader work a sim-am device's chip has interpreted (its own machine code, isa=native),
 // summed since the model was made: wave instructions by unit ("salu", "smem", "valu", "vmem_load",
-// "vmem_store", "lds", "branch", "other", "instructions"), "bytes_loaded", "bytes_stored",
+// "vmem_store", "lds", "branch", "other", "instructions"; "vopd": the VALU instructions that were
+// dual-issued pairs), "bytes_loaded", "bytes_stored", "footprint_bytes" and "dram_bytes" (the
+// distinct pages touched; the DRAM traffic the time model charged),
 // "modelled_ns" (drivers/sim/amdgpu/native_exec.hpp's time model). nullopt for other devices.
 std::optional<std::map<std::string, double>> sim_shader_counters(hcq::Device& device);
 bool inject_kgsl_wait_error(hcq::Device& device, int err);

@@ -165,7 +165,9 @@ std::vector<std::pair<std::string, double>> shader_numbers(const sim::amdgpu::Na
     return {{"instructions", double(c.instructions())}, {"valu", double(c.valu)},         {"salu", double(c.salu)},
             {"smem", double(c.smem)},                   {"vmem_load", double(c.vmem_load)}, {"vmem_store", double(c.vmem_store)},
             {"lds", double(c.lds)},                     {"branch", double(c.branch)},     {"other", double(c.other)},
+            {"vopd", double(c.vopd)},
             {"bytes_loaded", double(c.bytes_loaded)},   {"bytes_stored", double(c.bytes_stored)},
+            {"footprint_bytes", double(r.footprint_bytes)}, {"dram_bytes", double(r.dram_bytes)},
             {"modelled_ns", double(r.modelled_ns)}};
 }
 

@@ -261,7 +261,9 @@ TEST_CASE("am native run: a kernel with row reductions is one workgroup per row,
     // (x - max(x)) / sum(x - max(x)) along rows: two row reductions, the second over the first's
     // result, as softmax's are. Rows of 1000 stay in registers (4 elements per work-item): one
     // read; rows of 5000 are read once per pass (the maximum, the sum, the elements).
-    for (const auto& [rows, len, passes] : {std::tuple<int64_t, int64_t, int64_t>{5, 1000, 1}, {2, 5000, 3}}) {
+    for (const auto& shape : {std::tuple<int64_t, int64_t, int64_t>{5, 1000, 1}, {2, 5000, 3}}) {
+        // Named, not bound: the lambda below captures them (clang 14 cannot capture a structured binding).
+        const int64_t rows = std::get<0>(shape), len = std::get<1>(shape), passes = std::get<2>(shape);
         INFO("rows of " << len);
         NodeRef x = input({rows, len});
         auto row_of = [&](Op op, NodeRef v) {
@@ -299,41 +301,50 @@ TEST_CASE("am native run: a kernel with row reductions is one workgroup per row,
     }
 }
 
-TEST_CASE("am native run: a matmul is one workgroup per 64x64 tile of C, staged through LDS: 1/32 global loads per FMA, edges zero-padded") {
-    // (130 x 100) @ (100 x 70) + 1: M, N and K all off the tile (64) and the slice (16), a
-    // transposed B, an epilogue above the sum.
-    const int64_t M = 130, K = 100, N = 70;
-    NodeRef a = input({M, K}), b = input({N, K});
-    auto av = Node::make_view(a, ShapeTracker::contiguous({M, K}).reshape({M, 1, K}).expand({M, N, K}));
-    auto bv = Node::make_view(b, ShapeTracker::contiguous({N, K}).reshape({1, N, K}).expand({M, N, K}));
-    NodeRef sum = Node::make_reduce(Op::reduce_sum, Node::make_alu(Op::mul, DType::float32, {av, bv}), {2});
-    const Kernel k = only_kernel(Node::make_alu(Op::add, DType::float32, {sum, Node::make_constant(1.0, DType::float32, {M, N, 1})}));
-    const int64_t tiles = 3 * 2;
-    CHECK(k.gpu_workgroups(256) == tiles);
-    const auto A = ramp(size_t(M * K), 0.03f, -1.0f), B = ramp(size_t(N * K), -0.02f, 0.5f);
-    std::vector<float> want(size_t(M * N));
-    for (int64_t i = 0; i < M; ++i)
-        for (int64_t j = 0; j < N; ++j) {
-            double ref = 1;
-            for (int64_t x = 0; x < K; ++x) ref += double(A[size_t(i * K + x)]) * B[size_t(j * K + x)];
-            want[size_t(i * N + j)] = float(ref);
+TEST_CASE("am native run: a matmul is one workgroup per tile of C (64x64, 128x128 where C spans them), staged through LDS, edges zero-padded") {
+    // A (M x K) @ B^T (B stored N x K) + 1: M, N and K off the tile and the 16-deep slice, a
+    // transposed B, an epilogue above the sum. 130 x 70 takes 64-tiles (2 / 64 = 1/32 global
+    // loads per FMA); 260 x 200 takes 128-tiles (1/64).
+    for (const auto& [M, K, N, tile] : {std::tuple<int64_t, int64_t, int64_t, int64_t>{130, 100, 70, 64}, {260, 40, 200, 128}}) {
+        INFO(M << " x " << K << " @ " << K << " x " << N);
+        NodeRef a = input({M, K}), b = input({N, K});
+        auto av = Node::make_view(a, ShapeTracker::contiguous({M, K}).reshape({M, 1, K}).expand({M, N, K}));
+        auto bv = Node::make_view(b, ShapeTracker::contiguous({N, K}).reshape({1, N, K}).expand({M, N, K}));
+        NodeRef sum = Node::make_reduce(Op::reduce_sum, Node::make_alu(Op::mul, DType::float32, {av, bv}), {2});
+        const Kernel k = only_kernel(Node::make_alu(Op::add, DType::float32, {sum, Node::make_constant(1.0, DType::float32, {M, N, 1})}));
+        const int64_t tiles = (M + tile - 1) / tile * ((N + tile - 1) / tile), slices = (K + 15) / 16;
+        CHECK(k.gpu_workgroups(256) == tiles);
+        const auto A = ramp(size_t(M * K), 0.03f, -1.0f), B = ramp(size_t(N * K), -0.02f, 0.5f);
+        std::vector<float> want(size_t(M * N));
+        for (int64_t i = 0; i < M; ++i)
+            for (int64_t j = 0; j < N; ++j) {
+                double ref = 1;
+                for (int64_t x = 0; x < K; ++x) ref += double(A[size_t(i * K + x)]) * B[size_t(j * K + x)];
+                want[size_t(i * N + j)] = float(ref);
+            }
+        for (const GpuTarget& t : kTargets) {
+            INFO(t.gfx);
+            Rig rig(t.asic);
+            auto out = run(rig, k, t.gfx, {A, B}, want.size());
+            REQUIRE(test::first_difference(out, [&](size_t i) { return want[i]; }, [](float x, float r) { return near(x, r, 1e-4); }) == "");
+            INFO(rig.violations());
+            CHECK(rig.bus->violations().empty());
+            const auto& report = rig.model->native_report();
+            CHECK(report.counts.workgroups == uint64_t(tiles));
+            CHECK(report.counts.lds > 0);
+            // Each workgroup stages `tile` rows of A and `tile` columns of B per slice of 16.
+            const uint64_t staged = uint64_t(tiles * slices * 2 * tile * 16);
+            CHECK(report.counts.bytes_loaded <= staged * 4 + 4096);
+            CHECK(report.counts.bytes_stored == uint64_t(M * N * 4));
+            // A and B are re-read by every tile: the DRAM traffic the model charges is the pages
+            // touched (they fit in the Infinity Cache), less than what the loads moved.
+            CHECK(report.dram_bytes == report.footprint_bytes);
+            CHECK(report.footprint_bytes <= uint64_t((M * K + N * K + M * N) * 4) + 8 * 4096);
+            if (tile == 64) CHECK(report.dram_bytes < report.counts.bytes_loaded);
+            // The FMAs, padded: tile x tile x 16 per slice, 32 lanes to a wave operation (a VOPD
+            // instruction is two).
+            CHECK(report.counts.valu + report.counts.vopd >= uint64_t(tiles * slices * tile * tile * 16 / 32));
         }
-    for (const GpuTarget& t : kTargets) {
-        INFO(t.gfx);
-        Rig rig(t.asic);
-        auto out = run(rig, k, t.gfx, {A, B}, want.size());
-        REQUIRE(test::first_difference(out, [&](size_t i) { return want[i]; }, [](float x, float r) { return near(x, r, 1e-4); }) == "");
-        INFO(rig.violations());
-        CHECK(rig.bus->violations().empty());
-        const auto& report = rig.model->native_report();
-        CHECK(report.counts.workgroups == uint64_t(tiles));
-        CHECK(report.counts.lds > 0);
-        // Each workgroup stages 64 rows of A and 64 columns of B per slice of 16: 7 slices.
-        const uint64_t staged = uint64_t(tiles) * 7 * (64 + 64) * 16;
-        CHECK(report.counts.bytes_loaded <= staged * 4 + 4096);
-        CHECK(report.counts.bytes_stored == uint64_t(M * N * 4));
-        // The FMAs: 64 x 64 x 112 per tile, 32 lanes to a wave instruction; the VALU count includes them.
-        CHECK(report.counts.valu >= uint64_t(tiles) * 64 * 64 * 112 / 32);
     }
 }
 
@@ -510,6 +521,28 @@ TEST_CASE("am native run: GC 12's pseudo-scalar transcendentals (v_s_*_f32) writ
     std::string why;
     CHECK_FALSE(rdna::decode(rdna::Gen::gfx11, std::vector<uint32_t>{0xd6880003u, 0x00000002u}, why).has_value());
     CHECK_THAT(why, Catch::Contains("VOP3 opcode 648"));
+}
+
+TEST_CASE("am native run: a VOPD is one VALU instruction doing two operations (counted in valu once, in vopd once)") {
+    namespace rdna = sim::amdgpu::rdna;
+    // llvm-mc-19 -mcpu=gfx1100 / gfx1201: v_mov_b32 v1, 2.0; v_mov_b32 v2, 0.5; v_mov_b32 v4, 1.0;
+    // v_mov_b32 v5, 4.0; v_dual_fmac_f32 v4, v1, v2 :: v_dual_fmac_f32 v5, v2, v1; v_mov_b32 v0, 0;
+    // global_store_b64 v0, v[4:5], s[0:1]; s_endpgm.
+    const std::vector<uint32_t> head{0x7e0202f4u, 0x7e0402f0u, 0x7e0802f2u, 0x7e0a02f6u, 0xc8000501u, 0x04040302u, 0x7e000280u};
+    for (const auto& [gen, store] : {std::pair{rdna::Gen::gfx11, std::vector<uint32_t>{0xdc6e0000u, 0x00000400u}},
+                                     std::pair{rdna::Gen::gfx12, std::vector<uint32_t>{0xee06c000u, 0x02000000u, 0x00000000u}}}) {
+        std::vector<uint32_t> code = head;
+        code.insert(code.end(), store.begin(), store.end());
+        code.push_back(0xbfb00000u);
+        rdna::Counts counts;
+        const std::vector<std::byte> out = run_words(gen, code, 0, counts);
+        float got[2];
+        std::memcpy(got, out.data(), sizeof got);
+        CHECK(got[0] == 2.0f);  // 1 + 2 * 0.5
+        CHECK(got[1] == 5.0f);  // 4 + 0.5 * 2
+        CHECK(counts.valu == 6);  // five v_mov_b32 and the VOPD
+        CHECK(counts.vopd == 1);
+    }
 }
 
 TEST_CASE("am native run: packed math (VOP3P) takes each half by opsel / opsel_hi, negates by neg / neg_hi, and mixes f16 with f32") {

@@ -96,16 +96,16 @@ std::shared_ptr<hcq::Program> load_compiled(hcq::Device& dev, const Kernel& kern
     return dev.load_program(emit_amdgpu_code_object(kernel, dev.arch()), kernel.name());
 }
 
-// Runs `prog` (out, inputs...) with `groups` workgroups: of one thread for CPU code, of the block the
-// GPU kernel requires otherwise (it computes one element per work-item, so the groups must cover
-// `elements`: fewer is refused here, as the tensor runtime never launches it so).
+// Runs `prog` (out, inputs...), `kernel`'s code, with `groups` workgroups: of one thread for CPU code,
+// of the block the GPU kernel requires otherwise (whose grid must cover Kernel::gpu_workgroups:
+// fewer is refused here, as the tensor runtime never launches it so).
 void run_compiled(hcq::Device& dev, hcq::Program& prog, std::initializer_list<std::reference_wrapper<const hcq::Buffer>> buffers,
-                  uint32_t groups, int64_t elements) {
+                  uint32_t groups, const Kernel& kernel) {
     hcq::Dim3 block{1};
     const auto& required = prog.info().required_block;
     if (required[0] != 0) {
         block = hcq::Dim3{required[0], required[1], required[2]};
-        REQUIRE(uint64_t(groups) * required[0] >= uint64_t(elements));
+        REQUIRE(int64_t(groups) >= kernel.gpu_workgroups(required[0]));
     }
     uint64_t v = dev.next_timeline();
     dev.compute_queue().wait(dev.timeline(), v - 1).exec(prog, hcq::KernelArgs(prog, buffers), {groups}, block).signal(dev.timeline(), v).submit();
@@ -267,7 +267,7 @@ TEST_CASE("codegen: the object loads on the device under test and runs over any 
     for (uint32_t groups : grids) {
         INFO(groups << " groups");
         test::upload(*dev, out, std::vector<float>(size_t(n) + 256, -1.0f));
-        run_compiled(*dev, *prog, {out, a}, groups, n);
+        run_compiled(*dev, *prog, {out, a}, groups, k);
         auto got = test::download<float>(*dev, out, size_t(n) + 256);
         REQUIRE(test::first_difference(got, [&](size_t i) { return i < size_t(n) ? in[i] * 3 + 1 : -1.0f; }) == "");
     }
@@ -304,14 +304,17 @@ TEST_CASE("codegen: the matmul kernel (on the CPU register-blocked for AVX-512 a
             want[size_t(i * n + j)] = std::max(acc, 0.0);
         }
     if (!runs_host_code(*dev)) {
-        // The GPU kernel: one work-item per output element. The register blocking and tile shapes
-        // below are the CPU code's.
+        // The GPU kernel: one workgroup per 128 x 128 tile of C (2 x 3 here), and groups past the
+        // last tile write nothing. The register blocking and tile shapes below are the CPU code's.
         auto prog = load_compiled(*dev, kernel);
-        const uint32_t groups = uint32_t((m * n + 255) / 256);
-        test::upload(*dev, out, std::vector<float>(size_t(m * n), NAN));
-        run_compiled(*dev, *prog, {out, da, db}, groups, m * n);
-        auto got = test::download<float>(*dev, out, size_t(m * n));
-        REQUIRE(test::first_difference(got, [&](size_t i) { return want[i]; }, within_1e4) == "");
+        const uint32_t tiles = uint32_t(kernel.gpu_workgroups(256));
+        CHECK(tiles == 6);
+        for (uint32_t groups : {tiles, tiles + 5}) {
+            test::upload(*dev, out, std::vector<float>(size_t(m * n), NAN));
+            run_compiled(*dev, *prog, {out, da, db}, groups, kernel);
+            auto got = test::download<float>(*dev, out, size_t(m * n));
+            REQUIRE(test::first_difference(got, [&](size_t i) { return want[i]; }, within_1e4) == "");
+        }
         return;
     }
     // x86-64-v3 without target features: AVX2 and FMA, 16 vector registers (this CPU runs it).
@@ -395,7 +398,7 @@ TEST_CASE("cache: a second compile of the same kernel is read from disk") {
         auto prog = dev->load_program(cached.object, cached.name);
         hcq::Buffer a = dev->allocate(4096 * 4), out = dev->allocate(4096 * 4);
         test::upload(*dev, a, std::vector<float>(4096, 2.0f));
-        run_compiled(*dev, *prog, {out, a}, prog->info().required_block[0] != 0 ? 4096 / prog->info().required_block[0] : 4, 4096);
+        run_compiled(*dev, *prog, {out, a}, prog->info().required_block[0] != 0 ? 4096 / prog->info().required_block[0] : 4, k);
         CHECK(test::download<float>(*dev, out, 4096) == std::vector<float>(4096, 4.0f));
     }
     // A different target misses.

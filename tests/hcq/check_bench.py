@@ -3,8 +3,9 @@
 output's shape (the same for every suite): {"device": str, "isa": "x86-64", "results": [{"name", "value", "unit", ...}]},
 with every HCQ and tensor result present, in its unit, its value a positive number, and every
 tensor result carrying a numeric compile_ms and of_peak. Then `--suite tensor` alone must bring
-its own copy_h2d/copy_d2h; on sim-am:navi31 (its own machine code) "isa" is "gfx1100" and results carry the
-chip's shader counts. Speed is not checked here.
+its own copy_h2d/copy_d2h; on sim-am:navi31 (its own machine code) "isa" is "gfx1100", results carry the
+chip's shader counts, and of_peak is against the board's roofline ("board") with the modelled time. Speed
+is not checked here.
 
 Usage: check_bench.py BAREGPU
 """
@@ -104,6 +105,21 @@ def main():
                 and r.get("shader_bytes_loaded", 0) >= 4 * 1024 and r.get("shader_modelled_ns", 0) > 0
             if out.get("isa") != isa or counted != (isa != "x86-64"):
                 print(f"FAIL: {device}: expected isa {isa}, shader counts only for GPU code: {sim.stdout[:600]}")
+                return 1
+            # GPU code: of_peak is against the board the chip is (bench/roofline.hpp), with the modelled
+            # time: the roofline time of 4 bytes per element over shader_modelled_ns. Host code: the host's.
+            board = out.get("board")
+            if isa == "x86-64":
+                ok = board is None and "roofline_us" not in r
+            else:
+                want = {"gfx1100": ("RX 7900 XTX", 61400, 960), "gfx1201": ("RX 9070 XT", 48700, 640)}[isa]
+                roofline_us = 4.0 * r.get("n", 0) / (want[2] * 1e3)
+                ok = board is not None and want[0] in board.get("name", "") and board.get("fp32_gflops") == want[1] \
+                    and board.get("mem_gbps") == want[2] and board.get("time") == "modelled" \
+                    and abs(r.get("roofline_us", 0) - roofline_us) < 1e-6 * roofline_us \
+                    and abs(r.get("of_peak", 0) - roofline_us * 1e3 / r["shader_modelled_ns"]) < 1e-6
+            if not ok:
+                print(f"FAIL: {device}: of_peak should be against the board's roofline for GPU code only: {sim.stdout[:800]}")
                 return 1
             with open(trace_path) as f:
                 kernels = [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X" and e.get("cat") == "exec"]

@@ -1,6 +1,7 @@
 #include "tools/baregpu/bench_command.hpp"
 
 #include "bench/hcq_bench.hpp"
+#include "bench/roofline.hpp"
 #include "bench/tensor_bench.hpp"
 #include "hcq/profiler.hpp"
 #include "drivers/registry.hpp"
@@ -12,6 +13,7 @@
 #include <cstdio>
 #include <exception>
 #include <fmt/format.h>
+#include <optional>
 #include <string>
 
 namespace baregpu::tools {
@@ -19,13 +21,14 @@ namespace baregpu::tools {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: baregpu bench [--suite hcq|tensor|all] [--device NAME] [--json] [--quick] [--repeats N] [--only NAMES]\n"
-    "                     [--profile FILE]\n"
+    "usage: baregpu bench [--suite hcq|tensor|all] [--device NAME] [--json] [--quick] [--full] [--repeats N]\n"
+    "                     [--only NAMES] [--profile FILE]\n"
     "  --suite    which benchmarks (default: all; suites: hcq, tensor)\n"
     "  --device   device name, e.g. cpu or am:0000:03:00.0 (default: $BAREGPU_DEVICE, else the first GPU that opens,\n"
     "             else cpu; the choice and why each GPU was passed over go to stderr)\n"
-    "  --json     print {\"device\": ..., \"isa\": ..., \"results\": [{\"name\", \"value\", \"unit\", ...}]}\n"
+    "  --json     print {\"device\": ..., \"isa\": ..., [\"board\": {...},] \"results\": [{\"name\", \"value\", \"unit\", ...}]}\n"
     "  --quick    fewer, smaller runs (a smoke test, not a measurement)\n"
+    "  --full     the tensor suite's full sizes even on a chip that interprets its machine code (minutes)\n"
     "  --repeats  runs per figure; the median is reported (default 15; tensor: a third, at least 3)\n"
     "  --only     only results whose names start with these (comma-separated), e.g. hcq_submit\n"
     "  --profile  write the profiler's Chrome trace of the whole run (every kernel, copy and wait) to FILE\n";
@@ -40,13 +43,31 @@ int usage(const std::string& problem) {
 // ("x86-64" for host code, "gfx1100" / "gfx1201" for a GPU's own).
 std::string isa_name(const std::string& arch) { return arch == "x86_64" ? "x86-64" : arch; }
 
-std::string to_json(const std::string& device, const std::string& isa, const std::vector<bench::Result>& results) {
+// "board": the GPU board a GPU device's of_peak is against (bench/roofline.hpp), and whether the
+// time compared is the model's or measured.
+std::string to_json(const std::string& device, const std::string& isa, const std::optional<bench::Board>& board, bool modelled,
+                    const std::vector<bench::Result>& results) {
     JsonWriter w;
     w.begin_object();
     w.key("device");
     w.value(device);
     w.key("isa");
     w.value(isa);
+    if (board) {
+        w.key("board");
+        w.begin_object();
+        w.key("name");
+        w.value(board->name);
+        w.key("fp32_gflops");
+        w.value(board->fp32_gflops);
+        w.key("mem_gbps");
+        w.value(board->mem_gbps);
+        w.key("time");
+        w.value(modelled ? "modelled" : "measured");
+        w.key("source");
+        w.value(board->source);
+        w.end_object();
+    }
     w.key("results");
     w.begin_array();
     for (const bench::Result& r : results) {
@@ -73,8 +94,12 @@ std::string to_json(const std::string& device, const std::string& isa, const std
 }
 
 // One line per result, for people.
-std::string to_text(const std::string& device, const std::vector<bench::Result>& results) {
+std::string to_text(const std::string& device, const std::optional<bench::Board>& board, bool modelled,
+                    const std::vector<bench::Result>& results) {
     std::string out = fmt::format("device {}\n", device);
+    if (board)
+        out += fmt::format("of_peak against {} ({:.1f} TFLOPS fp32, {:.0f} GB/s; {}), {} time\n", board->name, board->fp32_gflops / 1000,
+                           board->mem_gbps, board->source, modelled ? "modelled" : "measured");
     for (const bench::Result& r : results) {
         out += fmt::format("  {:<22} {:>12.3f} {:<5}", r.name, r.value, r.unit);
         for (const auto& [k, v] : r.numbers) out += fmt::format(" {}={:.4g}", k, v);
@@ -88,7 +113,7 @@ std::string to_text(const std::string& device, const std::vector<bench::Result>&
 
 int bench_command(std::span<const std::string_view> args) {
     std::string suite = "all", device, profile;
-    bool json = false;
+    bool json = false, full = false;
     bench::Options options;
     for (size_t i = 0; i < args.size(); ++i) {
         std::string_view a = args[i];
@@ -119,6 +144,8 @@ int bench_command(std::span<const std::string_view> args) {
             }
         } else if (a == "--quick") {
             options.quick = true;
+        } else if (a == "--full") {
+            full = true;
         } else if (a == "--repeats") {
             std::string_view v = value();
             int n = 0;
@@ -156,10 +183,12 @@ int bench_command(std::span<const std::string_view> args) {
         if (registry::sim_shader_counters(*dev)) options.shader_counters = [dev] { return *registry::sim_shader_counters(*dev); };
         bench::Options tensor_options = options;
         if (options.shader_counters) {
-            if (!options.quick && suite != "hcq") {
+            if (!options.quick && suite != "hcq" && !full) {
                 tensor_options.quick = true;
                 std::fprintf(stderr, "baregpu bench: %s runs its %s code in the model's interpreter: the tensor suite at --quick sizes "
-                             "(the full ones would take hours; ?isa=host runs host code)\n", dev->name().c_str(), dev->arch().c_str());
+                             "(--full runs the full ones, for minutes; ?isa=host runs host code)\n", dev->name().c_str(), dev->arch().c_str());
+            } else if (full) {
+                tensor_options.kernel_wait = std::chrono::minutes(10);  // one interpreted matmul_2048 takes about a minute
             }
         }
         std::vector<bench::Result> results;
@@ -184,7 +213,10 @@ int bench_command(std::span<const std::string_view> args) {
             }
         }
         // The results first: a trace that cannot be written (a full disk) does not lose them.
-        std::string text = json ? to_json(dev->name(), isa_name(dev->arch()), results) : to_text(dev->name(), results);
+        const std::optional<bench::Board> board = suite == "hcq" ? std::nullopt : bench::board_for(dev->arch());
+        const bool modelled = bool(options.shader_counters);
+        std::string text = json ? to_json(dev->name(), isa_name(dev->arch()), board, modelled, results)
+                                : to_text(dev->name(), board, modelled, results);
         std::fputs(text.c_str(), stdout);
         std::fflush(stdout);
         if (!profile.empty()) {

@@ -29,6 +29,9 @@ public:
         return e.host;
     }
 
+    // The distinct pages the dispatch touched (code, kernel arguments, data), in bytes.
+    uint64_t footprint_bytes() const { return pages_.size() * kGpuPage; }
+
 private:
     struct Entry {
         std::byte* host = nullptr;
@@ -62,16 +65,22 @@ bool fetch_code(void* ctx, uint64_t va, std::span<uint32_t> words) {
 
 // The time model of the cost report (a documented estimate, not a measurement): a wave32 VALU or
 // SALU instruction issues once per clock per SIMD, two SIMD32 per CU (RDNA3 ISA guide §1
-// "Terminology", RDNA whitepaper: a WGP = 2 CUs = 4 SIMD32); memory traffic at the board's
-// bandwidth; the kernel takes the longer of the two, plus a fixed 2 µs launch.
+// "Terminology", RDNA whitepaper: a WGP = 2 CUs = 4 SIMD32); a VOPD is one issue of two
+// operations ("Dual Issue VALU"). DRAM traffic at the board's bandwidth: when the pages the
+// dispatch touches fit in the chip's Infinity Cache, each is read or written once (the rest of
+// the loads and stores hit the caches, whose bandwidth is not modelled); otherwise every byte
+// loaded or stored. The kernel takes the longer of the two, plus a fixed 2 µs launch.
 struct Board {
     unsigned cus;
     double clock_ghz;
     double bandwidth_gbs;
+    uint64_t infinity_cache_bytes;
 };
-// Radeon RX 7900 XTX (Navi31): 96 CUs, 2.5 GHz boost, 960 GB/s; Radeon RX 9070 XT (Navi48): 64 CUs,
-// 2.97 GHz boost, 640 GB/s (AMD product specifications).
-Board board(const AsicInfo& asic) { return asic.gc_major() >= 12 ? Board{64, 2.97, 640} : Board{96, 2.5, 960}; }
+// Radeon RX 7900 XTX (Navi31): 96 CUs, 2.5 GHz boost, 960 GB/s, 96 MB Infinity Cache; Radeon RX
+// 9070 XT (Navi48): 64 CUs, 2.97 GHz boost, 640 GB/s, 64 MB (AMD product specifications).
+Board board(const AsicInfo& asic) {
+    return asic.gc_major() >= 12 ? Board{64, 2.97, 640, uint64_t(64) << 20} : Board{96, 2.5, 960, uint64_t(96) << 20};
+}
 
 }  // namespace
 
@@ -131,14 +140,20 @@ NativeExecutor::Outcome NativeExecutor::run(const Dispatch& d, std::string& what
     const Board b = board(chip_.asic);
     const double issue = double(counts.instructions() - counts.vmem_load - counts.vmem_store - counts.lds - counts.smem) /
                          (b.cus * 2.0 * b.clock_ghz);  // ns
-    const double memory_ns = double(counts.bytes_loaded + counts.bytes_stored) / b.bandwidth_gbs;
+    const uint64_t footprint = memory.footprint_bytes();
+    const uint64_t dram = footprint <= b.infinity_cache_bytes ? footprint : counts.bytes_loaded + counts.bytes_stored;
+    const double memory_ns = double(dram) / b.bandwidth_gbs;
     last_.program = d.program;
     last_.pipe = d.pipe;
     last_.queue = d.queue;
     last_.counts = counts;
+    last_.footprint_bytes = footprint;
+    last_.dram_bytes = dram;
     last_.modelled_ns = uint64_t(std::max(issue, memory_ns)) + 2000;
     last_.host_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
     totals_.counts.add(counts);
+    totals_.footprint_bytes += footprint;
+    totals_.dram_bytes += dram;
     totals_.modelled_ns += last_.modelled_ns;
     totals_.host_seconds += last_.host_seconds;
     chip_.spend(last_.modelled_ns);
@@ -155,6 +170,8 @@ NativeDispatchReport NativeExecutor::between(uint32_t pipe, uint32_t queue, uint
     for (const NativeDispatchReport& r : log_) {
         if (r.pipe != pipe || r.queue != queue || r.begin_ticks < begin || r.end_ticks > end) continue;
         sum.counts.add(r.counts);
+        sum.footprint_bytes += r.footprint_bytes;
+        sum.dram_bytes += r.dram_bytes;
         sum.modelled_ns += r.modelled_ns;
         sum.host_seconds += r.host_seconds;
     }

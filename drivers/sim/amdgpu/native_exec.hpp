@@ -37,6 +37,9 @@ struct NativeDispatchReport {
     // began and when it ended: what a profiler's timestamps around it bracket.
     uint64_t begin_ticks = 0, end_ticks = 0;
     rdna::Counts counts;
+    // The distinct 4 KiB pages the dispatch touched, in bytes, and the DRAM traffic the time
+    // model charged: the footprint when it fits in the Infinity Cache, else every byte moved.
+    uint64_t footprint_bytes = 0, dram_bytes = 0;
     uint64_t modelled_ns = 0;
     double host_seconds = 0;
 };

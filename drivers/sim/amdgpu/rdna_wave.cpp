@@ -1216,7 +1216,7 @@ private:
             dx[l] = rx[l];
             dy[l] = ry[l];
         });
-        counts_.valu += 1;  // the second operation
+        ++counts_.vopd;  // two operations, one instruction issued (Counts)
         return true;
     }
 
@@ -1519,6 +1519,7 @@ void Counts::add(const Counts& o) {
     lds += o.lds;
     branch += o.branch;
     other += o.other;
+    vopd += o.vopd;
     bytes_loaded += o.bytes_loaded;
     bytes_stored += o.bytes_stored;
     lds_bytes += o.lds_bytes;

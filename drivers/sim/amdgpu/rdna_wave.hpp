@@ -34,7 +34,10 @@ public:
 
 // Instructions by unit and bytes moved: the cost report.
 struct Counts {
+    // Wave instructions by unit. A VOPD counts once in valu (one issue: RDNA3/RDNA4 ISA reference
+    // guides, "Dual Issue VALU") and once in vopd (its second operation).
     uint64_t salu = 0, smem = 0, valu = 0, vmem_load = 0, vmem_store = 0, lds = 0, branch = 0, other = 0;
+    uint64_t vopd = 0;
     uint64_t bytes_loaded = 0, bytes_stored = 0, lds_bytes = 0;
     uint64_t waves = 0, workgroups = 0;
     uint64_t instructions() const { return salu + smem + valu + vmem_load + vmem_store + lds + branch + other; }
