@@ -13,14 +13,14 @@
 
 namespace baregpu::compiler {
 
-std::vector<std::byte> emit_amdgpu_object(const Kernel& kernel, const std::string& gfx_arch) {
+std::vector<std::byte> emit_amdgpu_object(const Kernel& kernel, const std::string& gfx_arch, const TileShape& tile) {
     Target target{"amdgcn-amd-amdhsa", gfx_arch, ""};
     std::unique_ptr<llvm::TargetMachine> machine = make_target_machine(target);
     llvm::LLVMContext ctx;
     llvm::Module module(kernel.name(), ctx);
     module.setTargetTriple(target.triple);
     module.setDataLayout(machine->createDataLayout());
-    build_kernel_function(module, kernel, target, KernelFlavor::amdgpu);
+    build_kernel_function(module, kernel, target, KernelFlavor::amdgpu, nullptr, tile);
     return optimize_and_emit(module, *machine, kernel);
 }
 
@@ -67,8 +67,8 @@ std::vector<std::byte> link_amdgpu_shared_object(std::span<const std::byte> relo
     return result;
 }
 
-std::vector<std::byte> emit_amdgpu_code_object(const Kernel& kernel, const std::string& gfx_arch) {
-    return link_amdgpu_shared_object(emit_amdgpu_object(kernel, gfx_arch), kernel.name());
+std::vector<std::byte> emit_amdgpu_code_object(const Kernel& kernel, const std::string& gfx_arch, const TileShape& tile) {
+    return link_amdgpu_shared_object(emit_amdgpu_object(kernel, gfx_arch, tile), kernel.name());
 }
 
 }  // namespace baregpu::compiler

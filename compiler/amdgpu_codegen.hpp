@@ -21,10 +21,11 @@
 
 namespace baregpu::compiler {
 
-std::vector<std::byte> emit_amdgpu_object(const Kernel& kernel, const std::string& gfx_arch);
+std::vector<std::byte> emit_amdgpu_object(const Kernel& kernel, const std::string& gfx_arch, const TileShape& tile = {});
 
 // The kernel as a loadable HSA code object: emit_amdgpu_object linked by ld.lld -shared.
-std::vector<std::byte> emit_amdgpu_code_object(const Kernel& kernel, const std::string& gfx_arch);
+// tile: the matmul kernel's tile (TileShape{}: gpu_tile's; else a GPU tile search candidate).
+std::vector<std::byte> emit_amdgpu_code_object(const Kernel& kernel, const std::string& gfx_arch, const TileShape& tile = {});
 
 // Links an AMDGPU relocatable object into a shared object with ld.lld (a subprocess, through
 // temporary files). The linker is $BAREGPU_LD_LLD, else ld.lld-19 or ld.lld on PATH; LLVM 19

@@ -3,6 +3,7 @@
 #include "base/error.hpp"
 #include "compiler/amdgpu_codegen.hpp"
 #include "compiler/cpu_codegen.hpp"
+#include "compiler/matmul_match.hpp"
 #include "compiler/nvptx_codegen.hpp"
 
 #include <chrono>
@@ -37,6 +38,7 @@ std::string Compiler::cache_key(const Kernel& kernel, const TileShape& tile) con
 }
 
 std::vector<TileShape> Compiler::tile_candidates(const Kernel& kernel) const {
+    if (starts_with(target_.triple, "nvptx") || starts_with(target_.triple, "amdgcn")) return gpu_tile_candidates(kernel);
     if (!starts_with(target_.triple, "x86_64") || !is_blocked_matmul(kernel, target_)) return {};
     // The default, then smaller and larger C tiles and K slices: what fits L1/L2 best depends on
     // the cache sizes and on M, N and K (a small N wastes a wide tile's padding).
@@ -57,7 +59,9 @@ CompiledKernel Compiler::compile(const Kernel& kernel, bool refresh, const TileS
     out.name = kernel.name();
     const bool nvptx = starts_with(target_.triple, "nvptx");
     out.ptx = nvptx && ptxas_.empty();
-    if (!tile.valid()) throw Error("", fmt::format("compiler: invalid tile shape {}", tile.text()));
+    const bool gpu = nvptx || starts_with(target_.triple, "amdgcn");
+    if (!(gpu ? tile.valid_gpu() : tile.valid()))
+        throw Error("", fmt::format("compiler: invalid {} tile shape {}", gpu ? "GPU" : "CPU", tile.text()));
     std::string key = cache_key(kernel, tile);
     if (auto hit = refresh ? std::nullopt : cache_.load(key)) {
         out.object = std::move(*hit);
@@ -67,7 +71,7 @@ CompiledKernel Compiler::compile(const Kernel& kernel, bool refresh, const TileS
     }
     auto start = std::chrono::steady_clock::now();
     if (nvptx) {
-        std::string ptx = emit_ptx(kernel, target_.cpu);
+        std::string ptx = emit_ptx(kernel, target_.cpu, tile);
         if (ptxas_.empty()) {
             out.object.resize(ptx.size());
             std::memcpy(out.object.data(), ptx.data(), ptx.size());
@@ -75,7 +79,7 @@ CompiledKernel Compiler::compile(const Kernel& kernel, bool refresh, const TileS
             out.object = assemble_cubin(ptxas_, ptx, target_.cpu);
         }
     } else if (starts_with(target_.triple, "amdgcn")) {
-        out.object = emit_amdgpu_code_object(kernel, target_.cpu);  // linked: what a device loads
+        out.object = emit_amdgpu_code_object(kernel, target_.cpu, tile);  // linked: what a device loads
     } else {
         out.object = emit_cpu_object(kernel, target_, tile);
     }

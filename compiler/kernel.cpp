@@ -33,10 +33,12 @@ bool Kernel::has_row_reduce() const {
     return root && visit(visit, *root);
 }
 
-int64_t Kernel::gpu_workgroups(int64_t block) const {
+int64_t Kernel::gpu_workgroups(int64_t block) const { return gpu_workgroups(block, TileShape{}); }
+
+int64_t Kernel::gpu_workgroups(int64_t block, const TileShape& tile) const {
     if (has_row_reduce()) return output_elements() / full_shape.back();
     if (std::optional<MatmulPlan> p = match_matmul(*this, kGpuTile, kGpuTile)) {
-        const int64_t m = full_shape[p->m], n = full_shape[p->n], t = gpu_tile(m, n);
+        const int64_t m = full_shape[p->m], n = full_shape[p->n], t = gpu_tile_for(m, n, tile).side;
         int64_t tiles = (m + t - 1) / t * ((n + t - 1) / t);
         for (size_t d : p->batch) tiles *= full_shape[d];
         return tiles;
@@ -94,7 +96,7 @@ std::optional<TileShape> TileShape::parse(const std::string& text) {
     t.mc = mc;
     t.nc = nc;
     t.kc = kc;
-    if (!t.valid()) return std::nullopt;
+    if (!t.valid() && !t.valid_gpu()) return std::nullopt;
     return t;
 }
 

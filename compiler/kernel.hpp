@@ -19,6 +19,7 @@
 namespace baregpu::compiler {
 
 struct Expr;
+struct TileShape;
 using ExprRef = std::shared_ptr<const Expr>;
 
 enum class ExprKind : uint8_t {
@@ -61,6 +62,8 @@ struct Kernel {
     // output row (the last axis) when it has row reductions, which its work-items compute together;
     // one per 64 x 64 tile of C for a matrix product (matmul_match.hpp); else one work-item per
     // output element.
+    // tile: the GPU matmul's (TileShape{}: gpu_tile's choice; else a tile search candidate).
+    int64_t gpu_workgroups(int64_t block, const TileShape& tile) const;
     int64_t gpu_workgroups(int64_t block) const;
     // A canonical text of everything the generated code depends on: equal texts, equal code.
     std::string key() const;
@@ -72,11 +75,17 @@ struct Kernel {
 // packed per tile and slice. mc: a multiple of 12 (the register block's rows); nc: of 32 (its
 // columns); the packed panels and the C tile (4 bytes each) stay under the CPU device's 1 MiB
 // of extra stack. The defaults are what the kernel uses unless the tile search chose otherwise.
+// A GPU matmul reads it as its square tile (mc = nc) and K slice (kc): valid_gpu.
 struct TileShape {
     int64_t mc = 192, nc = 256, kc = 256;
 
     bool operator==(const TileShape&) const = default;
     bool valid() const { return mc > 0 && nc > 0 && kc > 0 && mc % 12 == 0 && nc % 32 == 0 && mc * kc + kc * nc + mc * nc <= 240 * 1024; }
+    // A GPU matmul's tile (matmul_match.hpp): the default (gpu_tile's choice) or a square C tile of
+    // 64 or 128 (mc = nc) with a K slice (kc) of 8, 16 or 32.
+    bool valid_gpu() const {
+        return *this == TileShape{} || (mc == nc && (mc == 64 || mc == 128) && (kc == 8 || kc == 16 || kc == 32));
+    }
     // "mc 192 nc 256 kc 256", and back (nullopt for anything else or an invalid shape).
     std::string text() const;
     static std::optional<TileShape> parse(const std::string& text);

@@ -317,8 +317,8 @@ public:
     // and columns add nothing.
     void emit_gpu_matmul(const MatmulPlan& p, llvm::Value* group, llvm::Value* item) {
         static_assert(kGpuItemsPerSide * kGpuItemsPerSide == kAmdgpuBlock, "one micro block per work-item");
-        const int64_t T = gpu_tile(k_.full_shape[p.m], k_.full_shape[p.n]), side = kGpuItemsPerSide, R = T / side;
-        constexpr int64_t S = kGpuSlice;
+        const GpuTile shape = gpu_tile_for(k_.full_shape[p.m], k_.full_shape[p.n], tile_);
+        const int64_t T = shape.side, S = shape.slice, side = kGpuItemsPerSide, R = T / side;
         const Shape& full = k_.full_shape;
         const int64_t M = full[p.m], N = full[p.n], K = k_.reduce_elements();
         const int64_t m_tiles = (M + T - 1) / T, n_tiles = (N + T - 1) / T;

@@ -25,7 +25,7 @@ std::unique_ptr<llvm::TargetMachine> make_target_machine(const Target& target);
 // The kernel's function in `module` (whose data layout is already the target's). CPU kernels
 // may need more stack than the ABI's 64 KiB: *private_bytes receives the extra (the descriptor's
 // private_bytes).
-// tile: the CPU matmul's blocking (ignored by other kernels and flavours).
+// tile: the CPU matmul's blocking, or the GPU matmul's tile and K slice (ignored by other kernels).
 llvm::Function* build_kernel_function(llvm::Module& module, const Kernel& kernel, const Target& target, KernelFlavor flavor,
                                       uint64_t* private_bytes = nullptr, const TileShape& tile = {});
 // Verify, run the O3 pipeline, emit an ELF object (assembly: the target's assembly text, PTX).

@@ -82,4 +82,23 @@ std::optional<MatmulPlan> match_matmul(const Kernel& k, int64_t mr, int64_t nr) 
     return found;
 }
 
+GpuTile gpu_tile_for(int64_t m, int64_t n, const TileShape& tile) {
+    if (tile == TileShape{}) return {gpu_tile(m, n), kGpuSlice};
+    return {tile.mc, tile.kc};
+}
+
+std::vector<TileShape> gpu_tile_candidates(const Kernel& kernel) {
+    std::optional<MatmulPlan> p = match_matmul(kernel, kGpuTile, kGpuTile);
+    if (!p) return {};
+    const int64_t m = kernel.full_shape[p->m], n = kernel.full_shape[p->n];
+    const GpuTile standard = gpu_tile_for(m, n, TileShape{});
+    std::vector<TileShape> out{TileShape{}};
+    for (const TileShape t : {TileShape{64, 64, 16}, TileShape{64, 64, 32}, TileShape{128, 128, 8}, TileShape{128, 128, 16}}) {
+        if (t.mc == standard.side && t.kc == standard.slice) continue;  // the default's shape
+        if (t.mc == 128 && (m + 127) / 128 * 128 * ((n + 127) / 128 * 128) > 4 * m * n) continue;
+        out.push_back(t);
+    }
+    return out;
+}
+
 }  // namespace baregpu::compiler

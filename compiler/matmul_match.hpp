@@ -46,4 +46,16 @@ inline constexpr int64_t kGpuSlice = 16;  // K per LDS stage
 inline constexpr int64_t kGpuItemsPerSide = 16;
 inline int64_t gpu_tile(int64_t m, int64_t n) { return m >= 128 && n >= 128 ? 128 : kGpuTile; }
 
+// The tile side and K slice the GPU matmul of C (m x n) uses with `tile`: gpu_tile's and kGpuSlice
+// for the default TileShape{}, else the tile search candidate's (mc = nc the side, kc the slice).
+struct GpuTile {
+    int64_t side, slice;
+};
+GpuTile gpu_tile_for(int64_t m, int64_t n, const TileShape& tile);
+
+// The GPU tile search's candidates for a kernel (Compiler::tile_candidates): the default first,
+// then the other 64- and 128-tiles with slices of 8 to 32 (128 only where the padding stays under
+// 4x). None for a kernel that is no matmul.
+std::vector<TileShape> gpu_tile_candidates(const Kernel& kernel);
+
 }  // namespace baregpu::compiler

@@ -13,14 +13,14 @@ namespace baregpu::compiler {
 
 Target nvptx_target(const std::string& sm_arch) { return Target{kNvptxTriple, sm_arch, ""}; }
 
-std::string emit_ptx(const Kernel& kernel, const std::string& sm_arch) {
+std::string emit_ptx(const Kernel& kernel, const std::string& sm_arch, const TileShape& tile) {
     Target target = nvptx_target(sm_arch);
     std::unique_ptr<llvm::TargetMachine> machine = make_target_machine(target);
     llvm::LLVMContext ctx;
     llvm::Module module(kernel.name(), ctx);
     module.setTargetTriple(target.triple);
     module.setDataLayout(machine->createDataLayout());
-    build_kernel_function(module, kernel, target, KernelFlavor::nvptx);
+    build_kernel_function(module, kernel, target, KernelFlavor::nvptx, nullptr, tile);
     std::vector<std::byte> text = optimize_and_emit(module, *machine, kernel, true);
     return std::string(reinterpret_cast<const char*>(text.data()), text.size());
 }

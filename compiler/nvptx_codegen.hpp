@@ -26,7 +26,7 @@ inline constexpr const char* kNvptxTriple = "nvptx64-nvidia-cuda";
 Target nvptx_target(const std::string& sm_arch);
 
 // The PTX text of `kernel` for `sm_arch`. Throws baregpu::Error when LLVM rejects it.
-std::string emit_ptx(const Kernel& kernel, const std::string& sm_arch);
+std::string emit_ptx(const Kernel& kernel, const std::string& sm_arch, const TileShape& tile = {});
 
 // ptxas: $BAREGPU_PTXAS, else the first on $PATH, else /usr/local/cuda/bin/ptxas; nullopt
 // when none is an executable file.

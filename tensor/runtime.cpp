@@ -71,7 +71,7 @@ Runtime::~Runtime() {
     if (it != runtimes.end() && it->second.expired()) runtimes.erase(it);
 }
 
-std::optional<compiler::TileShape> Runtime::choose_tile(const compiler::Kernel& kernel, const std::function<double(hcq::Program&)>& time) {
+std::optional<compiler::TileShape> Runtime::choose_tile(const compiler::Kernel& kernel, const TimeLaunch& time) {
     std::vector<compiler::TileShape> candidates = compiler_.tile_candidates(kernel);
     if (candidates.empty()) return std::nullopt;
     if (auto cached = compiler_.cached_tile(kernel)) {
@@ -83,8 +83,8 @@ std::optional<compiler::TileShape> Runtime::choose_tile(const compiler::Kernel& 
     for (const compiler::TileShape& tile : candidates) {
         auto [compiled, program] = compile_and_load(kernel, tile);
         compile_ms_ += compiled.compile_ms;
-        time(*program);  // warm-up: caches, page faults of the stack
-        double s = std::min(time(*program), time(*program));
+        time(*program, tile);  // warm-up: caches, page faults of the stack
+        double s = std::min(time(*program, tile), time(*program, tile));
         if (!best || s < best_s) {
             best = tile;
             best_s = s;
@@ -108,16 +108,16 @@ std::pair<compiler::CompiledKernel, std::shared_ptr<hcq::Program>> Runtime::comp
     }
 }
 
-std::shared_ptr<hcq::Program> Runtime::program_for(const compiler::Kernel& kernel, const std::function<double(hcq::Program&)>& time) {
+std::pair<std::shared_ptr<hcq::Program>, compiler::TileShape> Runtime::program_for(const compiler::Kernel& kernel, const TimeLaunch& time) {
     std::string key = compiler_.cache_key(kernel);
     if (auto it = programs_.find(key); it != programs_.end()) return it->second;
     compiler::TileShape tile;
     if (tile_search_.load()) tile = choose_tile(kernel, time).value_or(compiler::TileShape{});
     auto [compiled, program] = compile_and_load(kernel, tile);
     compile_ms_ += compiled.compile_ms;
-    programs_.emplace(std::move(key), program);
+    programs_.emplace(std::move(key), std::pair{program, tile});
     loaded_.fetch_add(1);
-    return program;
+    return {program, tile};
 }
 
 double Runtime::compile_ms() const {
@@ -195,20 +195,21 @@ void Runtime::realize(const NodeRef& node) {
         // about 16K element-operations per workgroup of one thread, at most one group per output element.
         hcq::Dim3 block{1};
         uint32_t groups = 0;
-        auto launch_shape = [&](const hcq::Program& program) {
+        auto launch_shape = [&](const hcq::Program& program, const compiler::TileShape& tile) {
             const auto& required = program.info().required_block;
             if (required[0] != 0) {
                 block = hcq::Dim3{required[0], required[1], required[2]};
-                groups = uint32_t(k.gpu_workgroups(required[0]));
+                groups = uint32_t(k.gpu_workgroups(required[0], tile));
             } else {
                 block = hcq::Dim3{1};
                 int64_t work = k.output_elements() * k.reduce_elements();
                 groups = uint32_t(std::clamp<int64_t>(work / 16384, 1, std::min<int64_t>(k.output_elements(), 256)));
             }
         };
-        // Submit `program` on the timeline; the value that says it finished.
-        auto submit = [&](hcq::Program& program) {
-            launch_shape(program);
+        // Submit `program` (compiled with `tile`) on the timeline, between the device timestamps
+        // `begin` and `end` when given; the value that says it finished.
+        auto submit = [&](hcq::Program& program, const compiler::TileShape& tile, const hcq::Signal* begin, const hcq::Signal* end) {
+            launch_shape(program, tile);
             hcq::KernelArgs args(program);
             args.buffer(0, out);
             for (size_t i = 0; i < item.inputs.size(); ++i) args.buffer(uint32_t(i + 1), item.inputs[i]->realized);
@@ -216,17 +217,29 @@ void Runtime::realize(const NodeRef& node) {
             if (!queue_) queue_.emplace(device_->compute_queue());
             queue_->reset();
             uint64_t v = device_->next_timeline();
-            queue_->wait(device_->timeline(), v - 1).exec(program, args, hcq::Dim3{groups}, block).signal(device_->timeline(), v).submit();
+            hcq::ComputeQueue& q = queue_->wait(device_->timeline(), v - 1);
+            if (begin) q.timestamp(*begin);
+            q.exec(program, args, hcq::Dim3{groups}, block);
+            if (end) q.timestamp(*end);
+            q.signal(device_->timeline(), v).submit();
             return v;
         };
-        auto time = [&](hcq::Program& program) {
+        auto time = [&](hcq::Program& program, const compiler::TileShape& tile) {
             device_->synchronize();  // what came before is not this kernel's time
+            if (program.info().required_block[0] != 0 && device_->timestamp_frequency() > 0) {
+                // GPU code: the device's clock around the launch, without the host's submission and
+                // wait (a simulated chip's clock advances by its modelled time, not the interpreter's).
+                hcq::Signal begin = device_->new_signal(0, "tile search: launch begins");
+                hcq::Signal end = device_->new_signal(0, "tile search: launch ends");
+                device_->timeline().wait(submit(program, tile, &begin, &end));
+                return double(end.timestamp() - begin.timestamp()) / double(device_->timestamp_frequency());
+            }
             auto start = std::chrono::steady_clock::now();
-            device_->timeline().wait(submit(program));
+            device_->timeline().wait(submit(program, tile, nullptr, nullptr));
             return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         };
-        auto program = program_for(k, time);
-        submit(*program);
+        auto [program, tile] = program_for(k, time);
+        submit(*program, tile, nullptr, nullptr);
         launched_.fetch_add(1);
         item.output->realized = std::move(out);
     }

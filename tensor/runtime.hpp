@@ -56,8 +56,10 @@ public:
     double compile_ms() const;
 
     // The tile search (compiler::Compiler::tile_candidates): when on, the first launch of a
-    // register-blocked matmul kernel compiles it with each candidate tile shape, times each on
-    // this device with the launch's own buffers (one warm-up, best of two), and keeps the fastest;
+    // matmul kernel (the CPU's register-blocked one, or a GPU's LDS-tiled one) compiles it with
+    // each candidate tile shape, times each on this device with the launch's own buffers (one
+    // warm-up, best of two; GPU code by the device's timestamps around the launch, which on a
+    // chip that interprets its code are the modelled time), and keeps the fastest;
     // the choice is cached on disk next to the kernel cache (Compiler::store_tile) and reused
     // without timing by later runtimes and processes. Off by default; on when the environment
     // has BAREGPU_TILE_SEARCH=1 at construction, or by set_tile_search(true).
@@ -84,20 +86,22 @@ private:
     };
     // A buffer of `bytes` for a kernel's output, and the token that returns it to the pool.
     std::pair<hcq::Buffer, std::shared_ptr<void>> output_buffer(uint64_t bytes);
-    // time: seconds one launch of a candidate program takes (the tile search).
-    std::shared_ptr<hcq::Program> program_for(const compiler::Kernel& kernel, const std::function<double(hcq::Program&)>& time);
+    // Seconds one launch of a candidate program, compiled with a tile, takes (the tile search).
+    using TimeLaunch = std::function<double(hcq::Program&, const compiler::TileShape&)>;
+    // The kernel's program and the tile it was compiled with (its launch shape depends on it).
+    std::pair<std::shared_ptr<hcq::Program>, compiler::TileShape> program_for(const compiler::Kernel& kernel, const TimeLaunch& time);
     // Run the `pending` transfers of the nodes `node` reads (Node::pending), outside mutex_.
     static void resolve_pending(const compiler::NodeRef& node);
     // Compiles `kernel` with `tile` (or reads it from the disk cache) and loads it; an object
     // from the cache the device refuses (another version's, a damaged file) is generated anew.
     std::pair<compiler::CompiledKernel, std::shared_ptr<hcq::Program>> compile_and_load(const compiler::Kernel& kernel,
                                                                                       const compiler::TileShape& tile);
-    std::optional<compiler::TileShape> choose_tile(const compiler::Kernel& kernel, const std::function<double(hcq::Program&)>& time);
+    std::optional<compiler::TileShape> choose_tile(const compiler::Kernel& kernel, const TimeLaunch& time);
 
     std::shared_ptr<hcq::Device> device_;
     compiler::Compiler compiler_;
     mutable std::mutex mutex_;
-    std::map<std::string, std::shared_ptr<hcq::Program>> programs_;  // by the kernel's cache key
+    std::map<std::string, std::pair<std::shared_ptr<hcq::Program>, compiler::TileShape>> programs_;  // by the kernel's cache key
     std::optional<hcq::ComputeQueue> queue_;
     std::atomic<uint64_t> launched_{0};
     std::atomic<uint64_t> loaded_{0};

@@ -6,6 +6,7 @@
 // give a wrong result, a launch without the workgroup-id enable must give a wrong result, and an
 // encoding the model does not know must stop the dispatch with a violation naming opcode and PC.
 #include "compiler/amdgpu_codegen.hpp"
+#include "compiler/matmul_match.hpp"
 #include "compiler/scheduler.hpp"
 #include "drivers/am/code_object.hpp"
 #include "drivers/am/hcq_device.hpp"
@@ -93,10 +94,11 @@ struct Rig {
 struct Launch {
     std::function<void(std::vector<std::byte>& object, const am::AmdgpuCodeObject& parsed)> patch;
     std::function<void(am::pm4::KernelDispatch&)> change;
+    compiler::TileShape tile;  // a matmul's GPU tile (the tile search's candidates)
 };
 std::vector<float> run(Rig& rig, const Kernel& kernel, const std::string& gfx, const std::vector<std::vector<float>>& inputs,
                        size_t outputs, const Launch& launch = {}, bool expect_done = true) {
-    std::vector<std::byte> object = emit_amdgpu_code_object(kernel, gfx);
+    std::vector<std::byte> object = emit_amdgpu_code_object(kernel, gfx, launch.tile);
     const am::AmdgpuCodeObject parsed = am::parse_code_object(object, gfx, kernel.name());
     if (launch.patch) launch.patch(object, parsed);
     auto loaded = rig.dev->load_program(object, kernel.name());
@@ -117,7 +119,7 @@ std::vector<float> run(Rig& rig, const Kernel& kernel, const std::string& gfx, c
     hcq::KernelArgs args(*program);
     for (size_t i = 0; i < buffers.size(); ++i) args.buffer(uint32_t(i), buffers[i]);
     hcq::Signal done = rig.dev->new_signal(0, "done");
-    const uint32_t groups = uint32_t(kernel.gpu_workgroups(256));
+    const uint32_t groups = uint32_t(kernel.gpu_workgroups(256, launch.tile));
     rig.dev->compute_queue().exec(*program, args, {groups}, {256}).signal(done, 1).submit();
     if (!expect_done) {
         CHECK_THROWS(done.wait(1, std::chrono::milliseconds(500)));
@@ -344,6 +346,20 @@ TEST_CASE("am native run: a matmul is one workgroup per tile of C (64x64, 128x12
             // The FMAs, padded: tile x tile x 16 per slice, 32 lanes to a wave operation (a VOPD
             // instruction is two).
             CHECK(report.counts.valu + report.counts.vopd >= uint64_t(tiles * slices * tile * tile * 16 / 32));
+        }
+        // Every tile the GPU tile search may pick computes the same product.
+        const std::vector<compiler::TileShape> candidates = compiler::gpu_tile_candidates(k);
+        // The default, then the other three of 64/128-tiles with 8-, 16- or 32-deep slices offered.
+        REQUIRE(candidates.size() == 4);
+        CHECK(candidates.front() == compiler::TileShape{});
+        for (const compiler::TileShape& shape : candidates) {
+            INFO("tile " << shape.text());
+            Rig rig(kTargets[0].asic);
+            Launch launch;
+            launch.tile = shape;
+            auto out = run(rig, k, kTargets[0].gfx, {A, B}, want.size(), launch);
+            REQUIRE(test::first_difference(out, [&](size_t i) { return want[i]; }, [](float x, float r) { return near(x, r, 1e-4); }) == "");
+            CHECK(rig.model->native_report().counts.workgroups == uint64_t(k.gpu_workgroups(256, shape)));
         }
     }
 }

@@ -138,6 +138,68 @@ TEST_CASE("tile search: off by default; on, it times the candidates, caches the 
     std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("tile search on GPU code: the GPU matmul's tiles, timed on the device's own clock, the winner cached and reused") {
+    auto dev = device_under_test();
+    if (dev->arch() == "x86_64") {
+        WARN("skipped: " << dev->name() << " runs host code (the CPU search is the case above)");
+        return;
+    }
+    auto dir = std::filesystem::temp_directory_path() / ("baregpu-gpu-tile-search-" + std::to_string(getpid()));
+    std::filesystem::remove_all(dir);
+    const char* saved = std::getenv("BAREGPU_CACHE_DIR");
+    std::string keep = saved ? saved : "";
+    setenv("BAREGPU_CACHE_DIR", dir.c_str(), 1);
+    unsetenv("BAREGPU_TILE_SEARCH");
+    // C of 130 x 140: the default is a 128-tile (4 workgroups); 64-tiles take 9.
+    std::mt19937 gen(11);
+    Ref ra = Ref::random({130, 96}, gen, -1, 1), rb = Ref::random({96, 140}, gen, -1, 1);
+    Ref want = Ref::matmul(ra, rb);
+    std::optional<compiler::Kernel> kernel;
+    auto run = [&](const std::shared_ptr<Runtime>& rt) {
+        Tensor a = Tensor::from_vector(ra.floats(), ra.shape, rt), b = Tensor::from_vector(rb.floats(), rb.shape, rt);
+        Tensor c = a.matmul(b);
+        for (const auto& item : compiler::schedule(c.node())) {
+            if (item.kernel) kernel = *item.kernel;
+        }
+        check_close(c, want, 1e-4, 1e-4);
+    };
+    {
+        auto rt = std::make_shared<Runtime>(dev);
+        run(rt);  // the default tile, into the cache
+        CHECK(rt->tile_searches() == 0);
+    }
+    {
+        auto rt = std::make_shared<Runtime>(dev);
+        rt->set_tile_search(true);
+        const uint64_t generated = rt->compiler().generated();
+        run(rt);
+        CHECK(rt->tile_searches() == 1);
+        REQUIRE(kernel);
+        const auto candidates = rt->compiler().tile_candidates(*kernel);
+        REQUIRE(candidates.size() == 4);
+        CHECK(rt->compiler().generated() - generated == 3);  // every candidate but the cached default
+        auto cached = rt->compiler().cached_tile(*kernel);
+        REQUIRE(cached);
+        CHECK(cached->valid_gpu());
+        CHECK(std::find(candidates.begin(), candidates.end(), *cached) != candidates.end());
+    }
+    {
+        auto rt = std::make_shared<Runtime>(dev);
+        rt->set_tile_search(true);
+        const uint64_t generated = rt->compiler().generated();
+        run(rt);  // with the cached choice: its launch shape follows the chosen tile
+        CHECK(rt->tile_searches() == 0);
+        CHECK(rt->tile_choices_reused() == 1);
+        CHECK(rt->compiler().generated() == generated);
+    }
+    if (saved) {
+        setenv("BAREGPU_CACHE_DIR", keep.c_str(), 1);
+    } else {
+        unsetenv("BAREGPU_CACHE_DIR");
+    }
+    std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("tile search: candidates whose cached objects the device refuses are generated anew") {
     auto dir = std::filesystem::temp_directory_path() / ("baregpu-tile-search-damaged-" + std::to_string(getpid()));
     std::filesystem::remove_all(dir);

@@ -8,8 +8,13 @@
 
 namespace baregpu::test {
 
+std::shared_ptr<hcq::Device> device_under_test() {
+    static std::shared_ptr<hcq::Device> dev = open_device(hcq_devices().front());
+    return dev;
+}
+
 std::shared_ptr<tensor::Runtime> device_runtime() {
-    static std::shared_ptr<tensor::Runtime> rt = tensor::Runtime::for_device(open_device(hcq_devices().front()));
+    static std::shared_ptr<tensor::Runtime> rt = tensor::Runtime::for_device(device_under_test());
     return rt;
 }
 

@@ -13,6 +13,8 @@ namespace baregpu::test {
 // The runtime of the device under test: the first of $BAREGPU_TEST_DEVICES, else `cpu` (backends
 // registered first). The same compiler output and the same reference checks run on every device.
 std::shared_ptr<tensor::Runtime> device_runtime();
+// That device (one instance per process: a simulated chip's state is locked while open).
+std::shared_ptr<hcq::Device> device_under_test();
 
 // Whether the device under test's kernels run in a simulated chip's interpreter (sim-am and
 // am:usb:sim with their own gfx code: the device reports the interpreter's counts per kernel).
