@@ -655,7 +655,7 @@ struct ExecRig : EngineRig {
     static std::vector<uint32_t> untouched() { return std::vector<uint32_t>(kN + 1, 0xdeadbeef); }
 
     // The spin kernel (a second program), dispatched with a RELEASE_MEM of 0x5e to kSignal after
-    // it; returns once the kernel has had 50 ms to start spinning on kFlag.
+    // it; returns once the kernel runs (it wrote kFlag + 8), spinning on kFlag.
     static constexpr uint64_t kSpinProgram = kProgram + 0x100, kSpinImage = kVa + 0xD0000, kSpinArgs = kKernarg + 0x100,
                               kFlag = kSignal + 0x400;
     void start_spin() {
@@ -680,7 +680,11 @@ struct ExecRig : EngineRig {
         w.insert(w.end(), rel.begin(), rel.end());
         submit(w, false);
         rig.dev->bar(2).write64(BarOffset(3 * 8), wptr);
-        std::this_thread::sleep_for(50ms);
+        // Until the kernel says it runs (flag[2]), read through BAR0: a fixed 50 ms was not always
+        // enough for the engine thread to reach the dispatch on a loaded machine (a CI run under ASan).
+        const auto deadline = std::chrono::steady_clock::now() + 10s;
+        while (rig.vram32(leaf(kFlag + 8)) != 1 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(100us);
+        REQUIRE(rig.vram32(leaf(kFlag + 8)) == 1);
     }
     // Polls kSignal through BAR0 in real time (no doorbell, no idle wait) for up to 10 s.
     bool poll_signal(uint32_t value) {
