@@ -68,7 +68,10 @@ TEST_CASE("sim-nv: a full GPFIFO makes submit wait for GPGet and never overwrite
             submitted = i + 1;
         }
     });
-    // 4 entries: at most 3 outstanding (put == GPGet is empty), so submit number 4 waits.
+    // 4 entries: at most 3 outstanding (put == GPGet is empty), so submit number 4 waits. The
+    // submitter gets there in its own time (bounded: a loaded machine), and stays there.
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (submitted.load() < 3 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
     std::this_thread::sleep_for(200ms);
     CHECK(submitted.load() == 3);
     for (auto& m : marks) CHECK(m.value() == 0);
