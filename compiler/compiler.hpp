@@ -17,7 +17,7 @@ namespace baregpu::compiler {
 // Bump when generated code changes for the same kernel IR: old cache entries then miss. With
 // the LLVM version and the target (triple, cpu, features) it makes the cache key, so keys are
 // reproducible across rebuilds of the same sources.
-inline constexpr const char* kCompilerVersion = "baregpu-compiler 7";  // 7: GPU matmul in 64- and 128-tiles
+inline constexpr const char* kCompilerVersion = "baregpu-compiler 8";  // 8: 32-bit index divisions
 
 struct CompiledKernel {
     std::string name;               // the kernel's symbol in `object`

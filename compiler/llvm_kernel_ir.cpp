@@ -293,8 +293,22 @@ public:
         return b_.CreateLoad(vt, slot(c64(0)));
     }
 
-    // The reduce index k into the reduce axes (row-major): plain for one axis.
+    // The reduce index k into the reduce axes (row-major): plain for one axis. 32-bit divisions
+    // when k < 2^31 (as in index()).
     void set_reduce_index(std::vector<llvm::Value*>& at, llvm::Value* k) {
+        if (k_.reduce_axes.size() > 1 && k_.reduce_elements() < (int64_t(1) << 31)) {
+            llvm::Value* k32 = b_.CreateTrunc(k, i32_);
+            for (size_t j = k_.reduce_axes.size(); j-- > 0;) {
+                auto d = size_t(k_.reduce_axes[j]);
+                if (j == 0) {
+                    at[d] = b_.CreateZExt(k32, i64_);
+                    break;
+                }
+                at[d] = b_.CreateZExt(b_.CreateURem(k32, c32(int32_t(k_.full_shape[d]))), i64_);
+                k32 = b_.CreateUDiv(k32, c32(int32_t(k_.full_shape[d])));
+            }
+            return;
+        }
         for (size_t j = k_.reduce_axes.size(); j-- > 0;) {
             auto d = size_t(k_.reduce_axes[j]);
             if (j == 0) {
@@ -765,9 +779,21 @@ private:
             // matmul operand fused from the previous layer, leaves such a view).
             while (vi > 0 && views[vi - 1].is_contiguous()) --vi;
             if (vi == 0) break;
-            // Unravel into the row-major index of the view below.
+            // Unravel into the row-major index of the view below. A valid position's index lies in
+            // [0, numel(below)); below 2^31 the divisions are 32-bit (a 64-bit one by a constant is
+            // a long multiply-high sequence on a GPU: conv2d's padded windows spent most of their
+            // instructions there). A masked position's index may not fit, but its load is not
+            // made (the address is selected to 0) and its value is 0 whatever the index says.
             const Shape& below = views[vi - 1].shape;
             idx.assign(below.size(), c64(0));
+            if (numel(below) < (int64_t(1) << 31)) {
+                llvm::Value* rest = b_.CreateTrunc(addr, i32_);
+                for (size_t d = below.size(); d-- > 0;) {
+                    if (below[d] != 1) idx[d] = b_.CreateSExt(b_.CreateSRem(rest, c32(int32_t(below[d]))), i64_);
+                    rest = b_.CreateSDiv(rest, c32(int32_t(below[d])));
+                }
+                continue;
+            }
             llvm::Value* rest = addr;
             for (size_t d = below.size(); d-- > 0;) {
                 if (below[d] != 1) idx[d] = b_.CreateSRem(rest, c64(below[d]));

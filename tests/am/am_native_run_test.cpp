@@ -352,9 +352,9 @@ TEST_CASE("am native run: a matmul is one workgroup per tile of C (64x64, 128x12
         // The default, then the other three of 64/128-tiles with 8-, 16- or 32-deep slices offered.
         REQUIRE(candidates.size() == 4);
         CHECK(candidates.front() == compiler::TileShape{});
+        Rig rig(kTargets[0].asic);
         for (const compiler::TileShape& shape : candidates) {
             INFO("tile " << shape.text());
-            Rig rig(kTargets[0].asic);
             Launch launch;
             launch.tile = shape;
             auto out = run(rig, k, kTargets[0].gfx, {A, B}, want.size(), launch);
