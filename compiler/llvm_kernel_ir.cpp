@@ -320,6 +320,39 @@ public:
         }
     }
 
+    // Matmul tile t of C (tiles row-major, batch axes outermost): its batch indices into idx, and
+    // its (row, column) tile numbers.
+    std::pair<llvm::Value*, llvm::Value*> decode_tile(llvm::Value* t, int64_t m_tiles, int64_t n_tiles, const MatmulPlan& p,
+                                                      std::vector<llvm::Value*>& idx) {
+        llvm::Value* nt = b_.CreateURem(t, c64(n_tiles));
+        llvm::Value* rest = b_.CreateUDiv(t, c64(n_tiles));
+        llvm::Value* mt = b_.CreateURem(rest, c64(m_tiles));
+        rest = b_.CreateUDiv(rest, c64(m_tiles));
+        for (size_t j = p.batch.size(); j-- > 0;) {
+            size_t d = p.batch[j];
+            idx[d] = b_.CreateURem(rest, c64(k_.full_shape[d]));
+            rest = b_.CreateUDiv(rest, c64(k_.full_shape[d]));
+        }
+        return {mt, nt};
+    }
+
+    // A matmul's epilogue at output element `at` (a full-shape index; the reduce axes ignored):
+    // whatever lies above the sum, the sum there being `sum`, stored row-major in the output.
+    void store_above_sum(const std::vector<llvm::Value*>& at, llvm::Value* sum) {
+        out_index_ = at;
+        above_.clear();
+        reduced_ = sum;
+        llvm::Value* v = value(*k_.root, at, above_);
+        reduced_ = nullptr;
+        const Shape out_shape = k_.output_shape();
+        llvm::Value* off = c64(0);
+        for (int64_t stride = 1, d = int64_t(out_shape.size()); d-- > 0;) {
+            if (out_shape[size_t(d)] != 1) off = b_.CreateAdd(off, b_.CreateMul(at[size_t(d)], c64(stride)));  // reduce axes: size 1
+            stride *= out_shape[size_t(d)];
+        }
+        store(v, off);
+    }
+
     // A matrix product on a GPU: workgroup g computes one T x T tile of C (T = gpu_tile: 64, or
     // 128 for C of at least 128 x 128; tiles in row-major order, batches outermost:
     // Kernel::gpu_workgroups), each of its 16 x 16 work-items an R x R block (R = T / 16) in
@@ -348,15 +381,7 @@ public:
         b_.SetInsertPoint(work);
         item_ = item;
         std::vector<llvm::Value*> idx(full.size(), c64(0));
-        llvm::Value* nt = b_.CreateURem(group, c64(n_tiles));
-        llvm::Value* rest = b_.CreateUDiv(group, c64(n_tiles));
-        llvm::Value* mt = b_.CreateURem(rest, c64(m_tiles));
-        rest = b_.CreateUDiv(rest, c64(m_tiles));
-        for (size_t j = p.batch.size(); j-- > 0;) {
-            size_t d = p.batch[j];
-            idx[d] = b_.CreateURem(rest, c64(full[d]));
-            rest = b_.CreateUDiv(rest, c64(full[d]));
-        }
+        auto [mt, nt] = decode_tile(group, m_tiles, n_tiles, p, idx);
         llvm::Value* m0 = b_.CreateMul(mt, c64(T));
         llvm::Value* n0 = b_.CreateMul(nt, c64(T));
         llvm::Value* ty = b_.CreateUDiv(item, c64(side));
@@ -429,12 +454,6 @@ public:
             barrier();  // the next slice overwrites the tiles
         }, true);
         // The epilogue: whatever lies above the sum, at each of the item's elements inside C.
-        Shape out_shape = k_.output_shape();
-        std::vector<int64_t> out_stride(full.size(), 0);
-        for (int64_t st = 1, d = int64_t(full.size()); d-- > 0;) {
-            out_stride[size_t(d)] = st;
-            st *= out_shape[size_t(d)];
-        }
         for (int64_t i = 0; i < R; ++i) {
             for (int64_t j = 0; j < R; ++j) {
                 llvm::Value* m = b_.CreateAdd(m0, b_.CreateAdd(b_.CreateMul(ty, c64(R)), c64(i)));
@@ -446,16 +465,7 @@ public:
                 std::vector<llvm::Value*> at = idx;
                 at[p.m] = m;
                 at[p.n] = n;
-                out_index_ = at;
-                above_.clear();
-                reduced_ = b_.CreateLoad(f32_, acc[size_t(i * R + j)]);
-                llvm::Value* v = value(*k_.root, at, above_);
-                llvm::Value* off = c64(0);
-                for (size_t d = 0; d < full.size(); ++d) {
-                    if (out_shape[d] != 1) off = b_.CreateAdd(off, b_.CreateMul(at[d], c64(out_stride[d])));  // reduce axes: size 1
-                }
-                store(v, off);
-                reduced_ = nullptr;
+                store_above_sum(at, b_.CreateLoad(f32_, acc[size_t(i * R + j)]));
                 b_.CreateBr(next);
                 b_.SetInsertPoint(next);
             }
@@ -548,13 +558,6 @@ private:
             for (auto*& a : row) a = entry_alloca(vt, "acc");
         }
 
-        // Row-major strides of the output (reduced axes have size 1 there).
-        Shape out_shape = k_.output_shape();
-        std::vector<int64_t> out_stride(full.size(), 0);
-        for (int64_t s = 1, d = int64_t(full.size()); d-- > 0;) {
-            out_stride[size_t(d)] = s;
-            s *= out_shape[size_t(d)];
-        }
         int64_t batches = 1;
         for (size_t d : p.batch) batches *= full[d];
         const int64_t m_tiles = (M + kMc - 1) / kMc, n_tiles = (N + kNc - 1) / kNc;
@@ -564,15 +567,7 @@ private:
         llvm::Value* t_end = b_.CreateUDiv(b_.CreateMul(b_.CreateAdd(group, c64(1)), c64(tiles)), groups);
         loop(t_begin, t_end, "tile", [&](llvm::Value* t) {
             std::vector<llvm::Value*> idx(full.size(), c64(0));
-            llvm::Value* nt = b_.CreateURem(t, c64(n_tiles));
-            llvm::Value* rest = b_.CreateUDiv(t, c64(n_tiles));
-            llvm::Value* mt = b_.CreateURem(rest, c64(m_tiles));
-            rest = b_.CreateUDiv(rest, c64(m_tiles));
-            for (size_t j = p.batch.size(); j-- > 0;) {
-                size_t d = p.batch[j];
-                idx[d] = b_.CreateURem(rest, c64(full[d]));
-                rest = b_.CreateUDiv(rest, c64(full[d]));
-            }
+            auto [mt, nt] = decode_tile(t, m_tiles, n_tiles, p, idx);
             llvm::Value* m0 = b_.CreateMul(mt, c64(kMc));
             llvm::Value* n0 = b_.CreateMul(nt, c64(kNc));
             llvm::Value* mlen = umin(c64(kMc), b_.CreateSub(c64(M), m0));
@@ -660,18 +655,9 @@ private:
                     std::vector<llvm::Value*> at = idx;
                     at[p.m] = b_.CreateAdd(m0, i);
                     at[p.n] = b_.CreateAdd(n0, j);
-                    out_index_ = at;
-                    above_.clear();
-                    reduced_ = b_.CreateLoad(f32_, fptr(cbuf, b_.CreateAdd(b_.CreateMul(i, c64(kNc)), j)));
-                    llvm::Value* v = value(*k_.root, at, above_);
-                    llvm::Value* off = c64(0);
-                    for (size_t d = 0; d < full.size(); ++d) {
-                        if (out_shape[d] != 1) off = b_.CreateAdd(off, b_.CreateMul(at[d], c64(out_stride[d])));  // reduce axes: size 1
-                    }
-                    store(v, off);
+                    store_above_sum(at, b_.CreateLoad(f32_, fptr(cbuf, b_.CreateAdd(b_.CreateMul(i, c64(kNc)), j))));
                 });
             });
-            reduced_ = nullptr;
         });
     }
 

@@ -18,6 +18,32 @@ using namespace baregpu::test;
 using tensor::Runtime;
 using tensor::Tensor;
 
+namespace {
+
+// BAREGPU_CACHE_DIR pointed at a fresh directory baregpu-<what>-<pid> for the test's runtimes, and put
+// back, the directory removed, when the test ends (however it ends).
+struct ScopedCacheDir {
+    std::filesystem::path dir;
+    std::optional<std::string> saved;
+    explicit ScopedCacheDir(const std::string& what)
+        : dir(std::filesystem::temp_directory_path() / ("baregpu-" + what + "-" + std::to_string(getpid()))) {
+        std::filesystem::remove_all(dir);
+        if (const char* s = std::getenv("BAREGPU_CACHE_DIR")) saved = s;
+        setenv("BAREGPU_CACHE_DIR", dir.c_str(), 1);
+    }
+    ~ScopedCacheDir() {
+        if (saved) {
+            setenv("BAREGPU_CACHE_DIR", saved->c_str(), 1);
+        } else {
+            unsetenv("BAREGPU_CACHE_DIR");
+        }
+        std::error_code ec;
+        std::filesystem::remove_all(dir, ec);
+    }
+};
+
+}  // namespace
+
 TEST_CASE("to: a tensor moves to a second cpu device instance lazily, computed first where it lives") {
     auto a = device_runtime();
     auto dev_b = open_device("cpu");
@@ -55,11 +81,8 @@ TEST_CASE("to: a tensor moves to a second cpu device instance lazily, computed f
 }
 
 TEST_CASE("tile search: off by default; on, it times the candidates, caches the winner and reuses it") {
-    auto dir = std::filesystem::temp_directory_path() / ("baregpu-tile-search-" + std::to_string(getpid()));
-    std::filesystem::remove_all(dir);
-    const char* saved = std::getenv("BAREGPU_CACHE_DIR");
-    std::string keep = saved ? saved : "";
-    setenv("BAREGPU_CACHE_DIR", dir.c_str(), 1);
+    ScopedCacheDir cache("tile-search");
+    const std::filesystem::path& dir = cache.dir;
     unsetenv("BAREGPU_TILE_SEARCH");
 
     std::mt19937 gen(9);
@@ -130,12 +153,6 @@ TEST_CASE("tile search: off by default; on, it times the candidates, caches the 
         CHECK(rt->tile_choices_reused() == 0);
     }
     (void)chosen;
-    if (saved) {
-        setenv("BAREGPU_CACHE_DIR", keep.c_str(), 1);
-    } else {
-        unsetenv("BAREGPU_CACHE_DIR");
-    }
-    std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("tile search on GPU code: the GPU matmul's tiles, timed on the device's own clock, the winner cached and reused") {
@@ -144,11 +161,7 @@ TEST_CASE("tile search on GPU code: the GPU matmul's tiles, timed on the device'
         WARN("skipped: " << dev->name() << " runs host code (the CPU search is the case above)");
         return;
     }
-    auto dir = std::filesystem::temp_directory_path() / ("baregpu-gpu-tile-search-" + std::to_string(getpid()));
-    std::filesystem::remove_all(dir);
-    const char* saved = std::getenv("BAREGPU_CACHE_DIR");
-    std::string keep = saved ? saved : "";
-    setenv("BAREGPU_CACHE_DIR", dir.c_str(), 1);
+    ScopedCacheDir cache("gpu-tile-search");
     unsetenv("BAREGPU_TILE_SEARCH");
     // C of 130 x 140: the default is a 128-tile (4 workgroups); 64-tiles take 9.
     std::mt19937 gen(11);
@@ -192,20 +205,10 @@ TEST_CASE("tile search on GPU code: the GPU matmul's tiles, timed on the device'
         CHECK(rt->tile_choices_reused() == 1);
         CHECK(rt->compiler().generated() == generated);
     }
-    if (saved) {
-        setenv("BAREGPU_CACHE_DIR", keep.c_str(), 1);
-    } else {
-        unsetenv("BAREGPU_CACHE_DIR");
-    }
-    std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("tile search: candidates whose cached objects the device refuses are generated anew") {
-    auto dir = std::filesystem::temp_directory_path() / ("baregpu-tile-search-damaged-" + std::to_string(getpid()));
-    std::filesystem::remove_all(dir);
-    const char* saved = std::getenv("BAREGPU_CACHE_DIR");
-    std::string keep = saved ? saved : "";
-    setenv("BAREGPU_CACHE_DIR", dir.c_str(), 1);
+    ScopedCacheDir cache("tile-search-damaged");
 
     std::mt19937 gen(11);
     Ref ra = Ref::random({40, 260}, gen, -1, 1), rb = Ref::random({260, 30}, gen, -1, 1);
@@ -230,10 +233,4 @@ TEST_CASE("tile search: candidates whose cached objects the device refuses are g
     check_close(a.matmul(b), Ref::matmul(ra, rb), 1e-4, 1e-4);
     CHECK(rt->tile_searches() == 1);
 
-    if (saved) {
-        setenv("BAREGPU_CACHE_DIR", keep.c_str(), 1);
-    } else {
-        unsetenv("BAREGPU_CACHE_DIR");
-    }
-    std::filesystem::remove_all(dir);
 }
