@@ -2,7 +2,7 @@
 # Set up, build and run baregpu on Debian 12. Installs the Debian packages it needs when they
 # are missing (apt-get, through sudo unless already root), configures with Meson, builds.
 #
-#   ./bootstrap.sh run     build the tools, then run the main job: `baregpu devices` (what this
+#   ./bootstrap.sh run     build the tools and the Python module, then run the main job: `baregpu devices` (what this
 #                          machine has), then `baregpu bench` on the default device (the first GPU
 #                          that opens, else cpu)
 #   ./bootstrap.sh test    build and run every test in an ASan+UBSan build, then, in the normal
@@ -19,6 +19,8 @@ packages=(
     g++ clang meson ninja-build pkg-config python3
     libpci-dev pci.ids libusb-1.0-0-dev libdrm-dev libfmt-dev catch2 libzstd-dev liblzma-dev
     llvm-19-dev llvm-19 lld-19 libclang-rt-14-dev libopenblas-dev
+    # the Python module (python/) and its tests; meson-python for `pip install .`
+    python3-dev pybind11-dev python3-numpy python3-pytest python3-mesonpy
     # tests/qemu: a Debian kernel booted under QEMU with a static busybox initramfs
     qemu-system-x86 linux-image-amd64 busybox-static kmod
 )

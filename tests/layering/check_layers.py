@@ -46,6 +46,8 @@ ALLOWED = {
               "drivers/pci", "drivers/usb", "drivers/hostcode", "firmware-loader", "bench"},  # bench/ runs behind `baregpu bench`
     "bench": {"base", "hcq", "compiler", "tensor", "drivers/registry.hpp", "drivers/registry_am.hpp", "drivers/am",
               "drivers/pci", "drivers/usb", "drivers/hostcode", "firmware-loader"},
+    # The Python module: the tensor API and devices by name, like a tool; never a driver's own types.
+    "python": {"base", "hcq", "compiler", "tensor", "drivers/registry.hpp"},
     "tests": None,  # tests may include anything
 }
 
