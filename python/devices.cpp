@@ -22,7 +22,7 @@ struct OpenDevices {
 };
 
 OpenDevices& open_devices() {
-    static OpenDevices* d = new OpenDevices();  // never destroyed: devices close at exit in no set order otherwise
+    static OpenDevices* d = new OpenDevices();  // emptied at exit (bind_devices), not destroyed with the statics
     return *d;
 }
 
@@ -88,6 +88,18 @@ std::shared_ptr<tensor::Runtime> runtime_for(const py::handle& device) {
 Device device_of(const std::shared_ptr<tensor::Runtime>& runtime) { return Device{runtime}; }
 
 void bind_devices(py::module_& m) {
+    // At interpreter exit the devices close (queues stopped, memory returned) unless a tensor
+    // still holds one; then it closes with the last such tensor.
+    py::module_::import("atexit").attr("register")(py::cpp_function([] {
+        std::map<std::string, std::shared_ptr<tensor::Runtime>> open;
+        {
+            std::lock_guard lock(open_devices().mutex);
+            open.swap(open_devices().by_uri);
+        }
+        py::gil_scoped_release unlocked;
+        open.clear();
+    }));
+
     m.def("devices", &list_devices,
           "The devices this machine has: real GPUs first (every one a backend could drive, whether or not it opens now), then the "
           "host CPU and the simulated chips. Each entry is a dict with 'name' (what baregpu.Device takes), 'kind' and 'summary'.");
