@@ -58,6 +58,7 @@ def test_dtypes(device):
     flags = baregpu.Tensor(np.array([True, False, True]), device=device)
     assert flags.dtype == "bool"
     check(flags.logical_not(), np.array([False, True, False]), 0, 0)
+    check(~flags, np.array([False, True, False]), 0, 0)
     check(flags + 1, np.array([2, 1, 2], np.int32), 0, 0)
     check(baregpu.Tensor(np.arange(3, dtype=np.int32), device=device) + 0.5, np.arange(3) + np.float32(0.5), 0, 0)
     check(t.astype("int32"), f64.astype(np.float32).astype(np.int32), 0, 0)
@@ -94,7 +95,10 @@ def test_binary_and_broadcast(device):
     check(ta + row, a + row)          # a numpy array as the other operand
     check(row * ta, row * a)          # ... on the left: numpy defers to the tensor
     check(2 - ta, 2 - a)
+    check(0.5 + ta, 0.5 + a)
+    check(3 * ta, 3 * a)
     check(1 / tb, 1 / b)
+    check(a.T @ tb, a.T @ b, rtol=1e-4, atol=1e-5)  # numpy array @ tensor
     check(-ta, -a)
     check(abs(ta), np.abs(a))
     check(ta.maximum(tb), np.maximum(a, b))
