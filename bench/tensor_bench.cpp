@@ -303,29 +303,6 @@ std::vector<Result> run_tensor_suite(const std::shared_ptr<hcq::Device>& device,
         s.progress(r);
         s.results.push_back(std::move(r));
     }
-    if (options.wants("lazy_op")) {
-        // Recording one op in the lazy graph (what a Python caller's `x + x` costs beyond the
-        // binding: bench/python_overhead.py compares the two).
-        Tensor x = Tensor::rand({16}, 15, rt);
-        const int ops = 100000;
-        uint64_t nodes = 0;
-        double cms = 0;
-        auto secs = s.time([&] {
-            for (int i = 0; i < ops; ++i) nodes += x.add(x).node() ? 1 : 0;
-        }, cms);
-        for (double& v : secs) v /= ops;
-        Result r;
-        r.name = "lazy_op";
-        r.unit = "ns";
-        r.value = median(secs) * 1e9;
-        r.numbers["min"] = *std::min_element(secs.begin(), secs.end()) * 1e9;
-        r.numbers["max"] = *std::max_element(secs.begin(), secs.end()) * 1e9;
-        r.numbers["compile_ms"] = cms;
-        r.numbers["runs"] = double(secs.size());
-        r.numbers["ops"] = double(nodes) / double(secs.size() + 1);
-        s.progress(r);
-        s.results.push_back(std::move(r));
-    }
     return s.results;
 }
 

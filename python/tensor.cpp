@@ -58,16 +58,19 @@ std::vector<int> axes_arg(const py::handle& axis) {
 // when it holds the value's kind; a float with an int or bool tensor is float32, an int with a
 // bool tensor int32, as numpy promotes), or anything numpy.asarray takes.
 Tensor operand(const Tensor& self, const py::handle& other) {
+    // Python numbers first, by the interpreter's own type checks: `x + 1.0` is on every hot path.
+    PyObject* o = other.ptr();
+    if (PyFloat_Check(o)) {
+        const double v = PyFloat_AS_DOUBLE(o);
+        return compiler::is_float(self.dtype()) ? self.scalar(v) : Tensor::full({}, v, DType::float32, self.runtime_ptr());
+    }
+    if (PyBool_Check(o)) return Tensor::full({}, o == Py_True ? 1 : 0, DType::boolean, self.runtime_ptr());
+    if (PyLong_Check(o)) {
+        const double v = other.cast<double>();
+        return self.dtype() == DType::boolean ? Tensor::full({}, v, DType::int32, self.runtime_ptr()) : self.scalar(v);
+    }
     if (py::isinstance<Tensor>(other)) return other.cast<Tensor>();
-    auto rt = self.runtime_ptr();
-    if (py::isinstance<py::bool_>(other)) return Tensor::full({}, other.cast<bool>() ? 1 : 0, DType::boolean, rt);
-    if (py::isinstance<py::int_>(other)) {
-        return self.dtype() == DType::boolean ? Tensor::full({}, other.cast<double>(), DType::int32, rt) : self.scalar(other.cast<double>());
-    }
-    if (py::isinstance<py::float_>(other)) {
-        return compiler::is_float(self.dtype()) ? self.scalar(other.cast<double>()) : Tensor::full({}, other.cast<double>(), DType::float32, rt);
-    }
-    return tensor_from_array(other, rt, std::nullopt);
+    return tensor_from_array(other, self.runtime_ptr(), std::nullopt);
 }
 
 // t[...]: integers, slices of step 1 or -1, Ellipsis and None, as numpy's basic indexing.
@@ -310,10 +313,13 @@ void bind_tensor(py::module_& m) {
              "This tensor on another device, lazily: the data moves when the result is first used.")
         .def(
             "realize",
-            [](const Tensor& t) {
-                py::gil_scoped_release unlocked;
-                t.realize();
-                return t;
+            [](const py::object& self) {
+                const Tensor& t = self.cast<const Tensor&>();
+                if (!t.realized()) {
+                    py::gil_scoped_release unlocked;  // may compile
+                    t.realize();
+                }
+                return self;
             },
             "Compute now (the device runs it asynchronously); returns self.")
         .def("numpy", &to_numpy,

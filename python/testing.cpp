@@ -1,11 +1,12 @@
 // baregpu.testing: fault injection on simulated devices, for tests of how errors reach Python
-// (drivers/registry.hpp has the same hooks for the C++ tests). Each returns False when the
-// device is not a simulated chip that can do it.
+// (drivers/registry.hpp has the same hooks for the C++ tests; each returns False when the device
+// is not a simulated chip that can do it), and the C++ loops bench/python_overhead.py compares with.
 #include "base/error.hpp"
 #include "drivers/registry.hpp"
 #include "python/bindings.hpp"
 
 #include <cerrno>
+#include <chrono>
 
 namespace baregpu::python {
 
@@ -18,6 +19,27 @@ void bind_testing(py::module_& m) {
           py::arg("device"), py::arg("gone"),
           "Removes the device from its simulated bus: gone=False a surprise removal (reads return all-ones), True a device known "
           "to be gone (every access raises DeviceLostError).");
+    // The C++ twins of bench/python_overhead.py's Python loops, run in the same process on the same
+    // runtime: what a C++ caller of tensor/ pays for the same calls.
+    t.def(
+        "cpp_lazy_ops",
+        [](const tensor::Tensor& x, int64_t count) {
+            py::gil_scoped_release unlocked;
+            const auto t0 = std::chrono::steady_clock::now();
+            for (int64_t i = 0; i < count; ++i) x.add(x);
+            return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        },
+        py::arg("x"), py::arg("count"), "Seconds to record x.add(x) `count` times in C++.");
+    t.def(
+        "cpp_launches",
+        [](const tensor::Tensor& x, int64_t count) {
+            py::gil_scoped_release unlocked;
+            const auto t0 = std::chrono::steady_clock::now();
+            for (int64_t i = 0; i < count; ++i) x.scalar(1.0).add(x).realize();
+            x.runtime().device().synchronize();
+            return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        },
+        py::arg("x"), py::arg("count"), "Seconds for `count` launches of x.scalar(1.0).add(x).realize() in C++, then a synchronize.");
     // Each C++ error type the library throws, thrown here: what the translation (errors.cpp) gives Python.
     t.def(
         "throw_error",
