@@ -18,7 +18,7 @@ cd "$(dirname "$0")"
 packages=(
     g++ clang meson ninja-build pkg-config python3
     libpci-dev pci.ids libusb-1.0-0-dev libdrm-dev libfmt-dev catch2 libzstd-dev liblzma-dev
-    llvm-19-dev llvm-19 lld-19 libclang-rt-14-dev libopenblas-dev
+    llvm-19-dev llvm-19 lld-19 liblld-19-dev zlib1g-dev libclang-rt-14-dev libopenblas-dev
     # the Python module (python/) and its tests; meson-python for `pip install .`
     python3-dev pybind11-dev python3-numpy python3-pytest python3-mesonpy
     # tests/qemu: a Debian kernel booted under QEMU with a static busybox initramfs

@@ -2,7 +2,12 @@
 
 #include "base/error.hpp"
 #include "compiler/external_tool.hpp"
+#include "compiler/llvm_headers.hpp"
 #include "compiler/llvm_kernel_ir.hpp"
+
+#include <lld/Common/Driver.h>
+#include <llvm/Config/llvm-config.h>
+#include <llvm/Support/raw_ostream.h>
 
 #include <cstring>
 #include <fmt/format.h>
@@ -10,6 +15,10 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <mutex>
+
+// lld's ELF driver, linked in from Debian's liblld-19-dev (lld::elf::link).
+LLD_HAS_DRIVER(elf)
 
 namespace baregpu::compiler {
 
@@ -28,40 +37,40 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string find_ld_lld() {
-    if (const char* forced = std::getenv("BAREGPU_LD_LLD"); forced != nullptr && *forced != '\0') {
-        if (auto p = find_on_path(forced)) return p->string();
-        throw Error("", fmt::format("compiler: BAREGPU_LD_LLD={} is not an executable", forced));
-    }
-    // ld.lld-19 first: a plain ld.lld may be an older lld (Debian 12's `lld` is 14, which rejects
-    // code object v5 with "unknown abi version").
-    for (const char* name : {"ld.lld-19", "ld.lld"})
-        if (auto p = find_on_path(name)) return p->string();
-    throw Error("", "compiler: no ld.lld on PATH to link the AMDGPU code object (Debian 12: apt-get install lld-19)");
+// lld's ELF driver keeps its state in process-wide globals: one link at a time.
+std::mutex& lld_mutex() {
+    static std::mutex m;
+    return m;
 }
 
 }  // namespace
 
 std::vector<std::byte> link_amdgpu_shared_object(std::span<const std::byte> relocatable, const std::string& name) {
-    const std::string lld = find_ld_lld();
     TempDir dir("baregpu-lld-");
-    const fs::path in = dir.path() / "kernel.o", out = dir.path() / "kernel.so", log = dir.path() / "ld.log";
+    const fs::path in = dir.path() / "kernel.o", out = dir.path() / "kernel.so";
     {
         std::ofstream f(in, std::ios::binary);
         f.write(reinterpret_cast<const char*>(relocatable.data()), std::streamsize(relocatable.size()));
         if (!f) throw Error("", fmt::format("compiler: cannot write {}", in.string()));
     }
-    const int status = run_tool({lld, "-shared", "--no-undefined", "-o", out.string(), in.string()}, log);
-    if (status != 0) {
-        std::string output = read_text(log);
-        std::string hint = output.find("unknown abi version") != std::string::npos
-                               ? " (this lld is too old for code object v5: install lld-19, or set BAREGPU_LD_LLD)"
-                               : "";
-        throw Error("", fmt::format("compiler: {} -shared failed for kernel {} (status {}){}:\n{}", lld, name, status, hint, output));
+    const std::string in_s = in.string(), out_s = out.string();
+    const std::vector<const char*> args{"ld.lld", "-shared", "--no-undefined", "-o", out_s.c_str(), in_s.c_str()};
+    std::string messages;
+    llvm::raw_string_ostream messages_os(messages);
+    {
+        std::lock_guard lock(lld_mutex());
+        static bool unusable = false;  // lld recovered from a crash: its state cannot be trusted again
+        if (unusable) throw Error("", fmt::format("compiler: lld crashed linking an earlier kernel; cannot link kernel {} in this process", name));
+        lld::Result result = lld::lldMain(args, messages_os, messages_os, {{lld::Gnu, &lld::elf::link}});
+        unusable = !result.canRunAgain;
+        if (result.retCode != 0) {
+            throw Error("", fmt::format("compiler: ld.lld (LLVM {}, in-process) -shared failed for kernel {}:\n{}", LLVM_VERSION_STRING,
+                                        name, messages));
+        }
     }
     std::ifstream f(out, std::ios::binary);
     std::vector<char> bytes((std::istreambuf_iterator<char>(f)), {});
-    if (bytes.empty()) throw Error("", fmt::format("compiler: {} wrote no output for kernel {}", lld, name));
+    if (bytes.empty()) throw Error("", fmt::format("compiler: ld.lld wrote no output for kernel {}", name));
     std::vector<std::byte> result(bytes.size());
     std::memcpy(result.data(), bytes.data(), bytes.size());
     return result;

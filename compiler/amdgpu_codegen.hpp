@@ -9,7 +9,7 @@
 //
 // emit_amdgpu_object returns the relocatable object LLVM emits (ET_REL). A device loader takes
 // the linked shared object (ET_DYN: PT_LOAD segments with final addresses, the .kd symbol in
-// .dynsym), which emit_amdgpu_code_object makes by running ld.lld -shared on it.
+// .dynsym), which emit_amdgpu_code_object makes with lld -shared, in-process.
 #pragma once
 
 #include "compiler/kernel.hpp"
@@ -23,14 +23,13 @@ namespace baregpu::compiler {
 
 std::vector<std::byte> emit_amdgpu_object(const Kernel& kernel, const std::string& gfx_arch, const TileShape& tile = {});
 
-// The kernel as a loadable HSA code object: emit_amdgpu_object linked by ld.lld -shared.
+// The kernel as a loadable HSA code object: emit_amdgpu_object linked by lld -shared.
 // tile: the matmul kernel's tile (TileShape{}: gpu_tile's; else a GPU tile search candidate).
 std::vector<std::byte> emit_amdgpu_code_object(const Kernel& kernel, const std::string& gfx_arch, const TileShape& tile = {});
 
-// Links an AMDGPU relocatable object into a shared object with ld.lld (a subprocess, through
-// temporary files). The linker is $BAREGPU_LD_LLD, else ld.lld-19 or ld.lld on PATH; LLVM 19
-// writes code object v5, which needs lld 15 or newer (Debian 12: apt-get install lld-19).
-// Throws baregpu::Error naming the linker and its output when there is none or it fails.
+// Links an AMDGPU relocatable object into a shared object with lld's ELF driver, linked into
+// this library (LLVM 19's, from liblld-19-dev: code object v5 needs lld 15 or newer), through
+// temporary files, one link at a time. Throws baregpu::Error with lld's messages when it fails.
 std::vector<std::byte> link_amdgpu_shared_object(std::span<const std::byte> relocatable, const std::string& name);
 
 }  // namespace baregpu::compiler
