@@ -179,6 +179,11 @@ Buffer Device::allocate(uint64_t size, const BufferOptions& options) {
     return memory_->allocate(size, options, handle());
 }
 
+Buffer Device::import_host_memory(std::byte* data, uint64_t size, std::shared_ptr<void> owner) {
+    check_usable();
+    return memory_->adopt_host(data, size, std::move(owner), handle());
+}
+
 Buffer Device::allocate_internal(uint64_t size, const BufferOptions& options) { return memory_->allocate(size, options, nullptr); }
 
 std::shared_ptr<Program> Device::load_program(std::span<const std::byte> code_object, std::string_view kernel) {

@@ -89,6 +89,12 @@ public:
     void synchronize(Duration timeout = default_timeout());
 
     Buffer allocate(uint64_t size, const BufferOptions& options = {});
+    // [data, data + size) of host memory the caller owns, as a buffer of this device without a
+    // copy, where the device can address it (the cpu device: its memory is the host's). `owner`
+    // is kept until no submitted work can touch the memory, then released on whichever thread
+    // retires it. Throws UnsupportedError naming the device when it cannot (GPUs, so far), or
+    // when the range overlaps memory already mapped for it other than the same range imported.
+    Buffer import_host_memory(std::byte* data, uint64_t size, std::shared_ptr<void> owner);
     // Load `kernel` from an ELF code object for arch(). Throws baregpu::Error naming what is
     // wrong with the object.
     std::shared_ptr<Program> load_program(std::span<const std::byte> code_object, std::string_view kernel);

@@ -102,8 +102,33 @@ Buffer MemoryManager::allocate(uint64_t size, const BufferOptions& options, std:
     return Buffer(std::move(alloc), 0, size);
 }
 
+Buffer MemoryManager::adopt_host(std::byte* data, uint64_t size, std::shared_ptr<void> owner, std::shared_ptr<Device> keep_alive) {
+    if (size == 0) throw std::invalid_argument(device_.name() + ": cannot import 0 bytes of host memory");
+    std::optional<GpuVirtualAddress> va = backend_.map_host_memory(data, size);
+    if (!va) {
+        throw UnsupportedError(device_.name(), fmt::format("cannot address host memory it did not allocate (0x{:x} bytes at {}); copy it in "
+                                                           "(Device::copy_in)",
+                                                           size, static_cast<const void*>(data)));
+    }
+    auto alloc = std::make_shared<detail::Allocation>();
+    alloc->address = *va;
+    alloc->size = size;
+    alloc->reserved = size;
+    alloc->page_size = 4096;
+    alloc->cpu = data;
+    alloc->options = BufferOptions{.host = true};
+    alloc->keep_alive = std::move(keep_alive);
+    alloc->host_owner = std::move(owner);
+    {
+        std::lock_guard lock(mutex_);
+        alloc->id = next_id_++;
+    }
+    alloc->manager = this;  // last: from here on the destructor releases it
+    return Buffer(std::move(alloc), 0, size);
+}
+
 void MemoryManager::release(detail::Allocation& alloc) noexcept {
-    Retired r{0, alloc.address, alloc.reserved, alloc.cpu};
+    Retired r{0, alloc.address, alloc.reserved, alloc.cpu, std::move(alloc.host_owner)};
     // Whatever was submitted until now may still use the memory: retire it by the last timeline
     // value reserved. Nothing submitted later can name it (the buffer is gone).
     uint64_t reserved = device_.timeline_value() - 1;
@@ -114,7 +139,7 @@ void MemoryManager::release(detail::Allocation& alloc) noexcept {
         return;
     }
     r.timeline_value = reserved;
-    retiring_ += r.reserved;
+    if (!r.host_owner) retiring_ += r.reserved;
     retired_.push_back(r);
 }
 
@@ -125,7 +150,7 @@ void MemoryManager::collect(uint64_t completed) {
 
 void MemoryManager::collect_locked(uint64_t completed) noexcept {
     while (!retired_.empty() && retired_.front().timeline_value <= completed) {
-        retiring_ -= retired_.front().reserved;
+        if (!retired_.front().host_owner) retiring_ -= retired_.front().reserved;
         free_now(retired_.front());
         retired_.pop_front();
     }
@@ -134,13 +159,17 @@ void MemoryManager::collect_locked(uint64_t completed) noexcept {
 void MemoryManager::collect_all() noexcept {
     std::lock_guard lock(mutex_);
     while (!retired_.empty()) {
-        retiring_ -= retired_.front().reserved;
+        if (!retired_.front().host_owner) retiring_ -= retired_.front().reserved;
         free_now(retired_.front());
         retired_.pop_front();
     }
 }
 
 void MemoryManager::free_now(const Retired& r) noexcept {
+    if (r.host_owner) {  // adopt_host's: the owner's memory goes back to the owner
+        backend_.unmap_host_memory(r.address, r.reserved);
+        return;
+    }
     backend_.unmap_memory(r.address, r.reserved, r.cpu);
     va_.free(r.address, r.reserved);
     mapped_ -= r.reserved;

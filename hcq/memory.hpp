@@ -12,6 +12,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 
 namespace baregpu::hcq {
@@ -45,6 +46,9 @@ struct Allocation {
     BufferOptions options;
     uint64_t id = 0;
     std::shared_ptr<Device> keep_alive;  // null for the device's own internal allocations
+    // Host memory the device did not allocate (Device::import_host_memory): its owner, released
+    // once no submitted work can touch the memory. Null for the device's own memory.
+    std::shared_ptr<void> host_owner;
 
     Allocation() = default;
     Allocation(const Allocation&) = delete;
@@ -107,6 +111,15 @@ public:
     virtual std::byte* map_memory(GpuVirtualAddress va, uint64_t size, uint64_t page_size, const BufferOptions& options) = 0;
     // Undo map_memory. Called only once no submitted work can touch the range.
     virtual void unmap_memory(GpuVirtualAddress va, uint64_t size, std::byte* cpu) noexcept = 0;
+    // Host memory the caller owns, addressed by the device as it is (no copy): the device address
+    // of [data, data + size), or nullopt when this device cannot address it (the default: a GPU
+    // would need the pages pinned and mapped through its IOMMU and page tables; not done).
+    virtual std::optional<GpuVirtualAddress> map_host_memory(std::byte* data, uint64_t size) {
+        (void)data, (void)size;
+        return std::nullopt;
+    }
+    // Undo map_host_memory, once no submitted work can touch the range.
+    virtual void unmap_host_memory(GpuVirtualAddress va, uint64_t size) noexcept { (void)va, (void)size; }
 
 protected:
     ~MemoryBackend() = default;
@@ -123,6 +136,10 @@ public:
     // Throws baregpu::Error naming the device, the size asked and what is in use when the
     // memory or the address space is exhausted even after waiting for retiring memory.
     Buffer allocate(uint64_t size, const BufferOptions& options, std::shared_ptr<Device> keep_alive);
+    // [data, data + size) of host memory as a buffer, without a copy (MemoryBackend::
+    // map_host_memory); `owner` is released once no submitted work can touch it. Throws
+    // UnsupportedError naming the device when the backend cannot address it.
+    Buffer adopt_host(std::byte* data, uint64_t size, std::shared_ptr<void> owner, std::shared_ptr<Device> keep_alive);
 
     // Free what retired at or below `completed` (the device timeline's value).
     void collect(uint64_t completed);
@@ -147,6 +164,7 @@ private:
         GpuVirtualAddress address;
         uint64_t reserved;
         std::byte* cpu;
+        std::shared_ptr<void> host_owner;  // adopt_host's memory: not from the VA range, not counted as mapped
     };
     void free_now(const Retired& r) noexcept;
     void collect_locked(uint64_t completed) noexcept;

@@ -12,6 +12,7 @@ namespace baregpu::python::dlpack {
 enum DeviceType : int32_t {
     kDLCPU = 1,
     kDLCUDA = 2,
+    kDLOpenCL = 4,
     kDLROCM = 10,
 };
 

@@ -8,6 +8,7 @@
 #include "python/dlpack.hpp"
 
 #include <cstring>
+#include <mutex>
 #include <fmt/format.h>
 #include <vector>
 
@@ -115,12 +116,15 @@ std::optional<DType> from_dl_dtype(dlpack::DLDataType d) {
     return std::nullopt;
 }
 
-// (device type, id) as __dlpack_device__ reports it: the host for x86_64 (the cpu device), ROCm
-// for AMD gfx targets, CUDA for NVIDIA sm targets.
+// (device type, id) as __dlpack_device__ reports it, by the device's vendor (its URI scheme: a
+// simulated NVIDIA chip may run x86-64 code, but its memory is the GPU's): ROCm for AMD, CUDA for
+// NVIDIA, OpenCL for Adreno, the host for the cpu device.
 std::pair<int32_t, int32_t> dl_device(const Tensor& t) {
-    const std::string& arch = t.runtime().device().arch();
-    if (arch.rfind("gfx", 0) == 0) return {dlpack::kDLROCM, 0};
-    if (arch.rfind("sm_", 0) == 0) return {dlpack::kDLCUDA, 0};
+    const std::string& name = t.runtime().device().name();
+    const std::string scheme = name.substr(0, name.find_first_of(":?"));
+    if (scheme == "am" || scheme == "sim-am") return {dlpack::kDLROCM, 0};
+    if (scheme == "nv" || scheme == "sim-nv" || scheme == "sim-nvrm") return {dlpack::kDLCUDA, 0};
+    if (scheme == "qcom" || scheme == "sim-qcom") return {dlpack::kDLOpenCL, 0};
     return {dlpack::kDLCPU, 0};
 }
 
@@ -215,6 +219,74 @@ Tensor import_dlpack(const py::object& producer, const py::object& device) {
     return Tensor(node, rt);
 }
 
+// ---- numpy arrays in, without a copy ---------------------------------------------------------
+
+// References to arrays whose memory a device no longer uses, dropped on a thread that did not hold
+// the GIL (a device's memory retires wherever its timeline passes): taking the GIL there could
+// deadlock against a thread that holds it and waits for the device. Dropped at the next import.
+std::mutex& deferred_mutex() {
+    static std::mutex* m = new std::mutex();
+    return *m;
+}
+std::vector<PyObject*>& deferred() {
+    static auto* v = new std::vector<PyObject*>();
+    return *v;
+}
+
+void release_array(PyObject* array) noexcept {
+    if (Py_IsInitialized() && PyGILState_Check()) {
+        Py_DECREF(array);
+        return;
+    }
+    std::lock_guard lock(deferred_mutex());
+    deferred().push_back(array);
+}
+
+void release_deferred() {
+    std::vector<PyObject*> drop;
+    {
+        std::lock_guard lock(deferred_mutex());
+        drop.swap(deferred());
+    }
+    for (PyObject* o : drop) Py_DECREF(o);
+}
+
+std::optional<DType> exact_dtype(const py::array& a) {
+    const char kind = a.dtype().kind();
+    const auto size = a.itemsize();
+    if (kind == 'f' && size == 4) return DType::float32;
+    if (kind == 'f' && size == 2) return DType::float16;
+    if (kind == 'i' && size == 4) return DType::int32;
+    if (kind == 'b' && size == 1) return DType::boolean;
+    return std::nullopt;
+}
+
+// `value`'s memory as a tensor on `device` where the device addresses host memory (the cpu device)
+// and the array is a C-contiguous, writeable numpy array of one of baregpu's dtypes (the tensor and
+// the array then share memory: writes to either are seen by the other and by later kernels);
+// otherwise a copy, as baregpu.Tensor(value) makes.
+Tensor from_numpy(const py::object& value, const py::object& device) {
+    release_deferred();
+    auto rt = runtime_for(device);
+    if (py::isinstance<py::array>(value)) {
+        auto array = value.cast<py::array>();
+        const bool shareable = (array.flags() & py::array::c_style) && array.writeable() && array.nbytes() > 0;
+        if (auto dtype = exact_dtype(array); dtype && shareable) {
+            auto* data = static_cast<std::byte*>(array.mutable_data());
+            const auto bytes = uint64_t(array.nbytes());
+            std::shared_ptr<void> owner(value.inc_ref().ptr(), [](void* o) { release_array(static_cast<PyObject*>(o)); });
+            try {
+                hcq::Buffer buffer = rt->device().import_host_memory(data, bytes, owner);
+                compiler::Shape shape(array.shape(), array.shape() + array.ndim());
+                return Tensor(compiler::Node::make_buffer(std::move(buffer), *dtype, std::move(shape)), rt);
+            } catch (const UnsupportedError&) {
+                // A device that cannot address it (a GPU), or memory another import overlaps: a copy.
+            }
+        }
+    }
+    return tensor_from_array(value, rt, std::nullopt);
+}
+
 }  // namespace
 
 void bind_interop(py::module_& m) {
@@ -228,6 +300,9 @@ void bind_interop(py::module_& m) {
     cls.def("__dlpack__", &export_dlpack, py::kw_only(), py::arg("stream") = py::none(),
             "A DLPack capsule sharing this tensor's memory (realized first): host memory only.");
     cls.def("__dlpack_device__", &dl_device);
+    m.def("from_numpy", &from_numpy, py::arg("array"), py::arg("device") = py::none(),
+          "`array` as a tensor that shares its memory where `device` addresses host memory (the cpu device) and the array is a "
+          "C-contiguous, writeable float32, float16, int32 or bool numpy array; otherwise a copy.");
     m.def("from_dlpack", &import_dlpack, py::arg("x"), py::arg("device") = py::none(),
           "A tensor on `device` holding a copy of `x`, any DLPack producer's host tensor (numpy arrays among them).");
 }

@@ -28,6 +28,31 @@ void PageTable::unmap(uint64_t start, uint64_t size) {
     generation_.fetch_add(1, std::memory_order_acq_rel);
 }
 
+bool PageTable::map_external(uint64_t start, uint64_t size) {
+    auto end = checked_add(start, size);
+    if (!end || size == 0) return false;
+    std::unique_lock lock(mutex_);
+    if (auto it = external_.find(start); it != external_.end() && it->second.first == *end) {
+        ++it->second.second;
+        return true;
+    }
+    auto it = ranges_.upper_bound(start);
+    if (it != ranges_.begin() && std::prev(it)->second > start) return false;
+    if (it != ranges_.end() && it->first < *end) return false;
+    ranges_[start] = *end;
+    external_[start] = {*end, 1};
+    return true;
+}
+
+void PageTable::unmap_external(uint64_t start, uint64_t size) {
+    std::unique_lock lock(mutex_);
+    auto it = external_.find(start);
+    if (it == external_.end() || it->second.first != start + size || --it->second.second > 0) return;
+    external_.erase(it);
+    ranges_.erase(start);
+    generation_.fetch_add(1, std::memory_order_acq_rel);
+}
+
 void PageTable::mark_read_only(uint64_t start, uint64_t size) {
     if (size == 0) return;
     std::unique_lock lock(mutex_);

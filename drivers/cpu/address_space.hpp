@@ -25,6 +25,11 @@ public:
     void map(uint64_t start, uint64_t size);
     // Also forgets the read-only marks inside the range.
     void unmap(uint64_t start, uint64_t size);
+    // Host memory a CPU device did not allocate (hcq::Device::import_host_memory): mapped while any
+    // import of exactly this range lives. False, and nothing mapped, when the range overlaps a
+    // mapped range that is not an import of the same range (the caller copies instead).
+    bool map_external(uint64_t start, uint64_t size);
+    void unmap_external(uint64_t start, uint64_t size);
     // Mark part of a mapped range read-only (program code and constants): packets may read it,
     // a packet that writes it faults, as a write to a read-only GPU page does.
     void mark_read_only(uint64_t start, uint64_t size);
@@ -44,6 +49,7 @@ private:
     mutable std::shared_mutex mutex_;
     std::map<uint64_t, uint64_t> ranges_;     // start -> end (exclusive)
     std::map<uint64_t, uint64_t> read_only_;  // start -> end (exclusive), inside ranges_
+    std::map<uint64_t, std::pair<uint64_t, uint64_t>> external_;  // start -> (end, imports), inside ranges_
     std::atomic<uint64_t> generation_{1};
 };
 

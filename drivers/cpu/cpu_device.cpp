@@ -200,6 +200,14 @@ std::byte* CpuDevice::map_memory(GpuVirtualAddress va, uint64_t size, uint64_t p
 
 void CpuDevice::unmap_memory(GpuVirtualAddress va, uint64_t size, std::byte*) noexcept { space_.unmap(va, size); }
 
+std::optional<GpuVirtualAddress> CpuDevice::map_host_memory(std::byte* data, uint64_t size) {
+    const auto start = reinterpret_cast<uint64_t>(data);
+    if (!PageTable::instance().map_external(start, size)) return std::nullopt;
+    return GpuVirtualAddress(start);
+}
+
+void CpuDevice::unmap_host_memory(GpuVirtualAddress va, uint64_t size) noexcept { PageTable::instance().unmap_external(va.value(), size); }
+
 void CpuDevice::reclaim_programs_locked(uint64_t completed) noexcept {
     // The slot is emptied before the image goes: an exec still naming it faults instead of
     // jumping into memory that may be reused.

@@ -109,6 +109,9 @@ private:
     std::shared_ptr<hcq::Program> load_program_impl(std::span<const std::byte> code_object, std::string_view kernel) override;
     std::byte* map_memory(GpuVirtualAddress va, uint64_t size, uint64_t page_size, const hcq::BufferOptions& options) override;
     void unmap_memory(GpuVirtualAddress va, uint64_t size, std::byte* cpu) noexcept override;
+    // Host memory is this device's memory: an import's device address is its own.
+    std::optional<GpuVirtualAddress> map_host_memory(std::byte* data, uint64_t size) override;
+    void unmap_host_memory(GpuVirtualAddress va, uint64_t size) noexcept override;
     void collect_retired(uint64_t completed) noexcept override;
     // Returns the handle (slot | generation << 12).
     uint32_t allocate_program_slot();

@@ -167,6 +167,55 @@ TEST_CASE("memory: allocation waits for memory still retiring, and running out i
     CHECK(dev->timeline().value() >= v);
 }
 
+TEST_CASE("memory: host memory the caller owns is imported without a copy where the device addresses it") {
+    auto name = HCQ_DEVICE_NAME();
+    INFO("device " << name);
+    auto dev = test::open_device(name);
+    auto host = std::make_shared<std::vector<uint32_t>>(4096 + 3);
+    std::iota(host->begin(), host->end(), 7u);
+    std::weak_ptr<std::vector<uint32_t>> alive = host;
+    auto* data = reinterpret_cast<std::byte*>(host->data() + 3);  // not page-aligned: a numpy array's memory is not
+    const uint64_t bytes = 4096 * 4;
+    if (name.rfind("cpu", 0) != 0) {  // only the cpu device's memory is the host's (sim-nv runs x86-64 code in its own memory)
+        try {
+            dev->import_host_memory(data, bytes, host);
+            FAIL("a GPU imported host memory it cannot address");
+        } catch (const UnsupportedError& e) {
+            INFO(e.what());
+            CHECK(std::string(e.what()).find("cannot address host memory it did not allocate") != std::string::npos);
+        }
+        host.reset();
+        CHECK(alive.expired());  // refused: the owner was not kept
+        return;
+    }
+    {
+        Buffer imported = dev->import_host_memory(data, bytes, host);
+        CHECK(imported.cpu() == data);
+        CHECK(imported.address().value() == reinterpret_cast<uint64_t>(data));
+        // The device's copy engine reads the memory where it is, and writes it.
+        Buffer own = dev->allocate(bytes);
+        Device::transfer(own, imported, bytes);
+        dev->synchronize();
+        auto read = download<uint32_t>(*dev, own, 4096);
+        CHECK(read[0] == 10);
+        CHECK(read[4095] == 4105);
+        upload(*dev, own, std::vector<uint32_t>(4096, 0xabcd));
+        Device::transfer(imported, own, bytes);
+        dev->synchronize();
+        CHECK((*host)[3] == 0xabcd);
+        CHECK((*host)[4098] == 0xabcd);
+        CHECK((*host)[2] == 9);  // outside the range: untouched
+        // The same range again shares the mapping; a range overlapping it is refused (the caller copies).
+        Buffer again = dev->import_host_memory(data, bytes, host);
+        CHECK_THROWS_AS(dev->import_host_memory(data + 4, bytes, host), UnsupportedError);
+        host.reset();
+        CHECK_FALSE(alive.expired());  // the buffers keep their owner
+    }
+    dev->synchronize();
+    dev->allocate(4096);  // collects what retired
+    CHECK(alive.expired());
+}
+
 TEST_CASE("signals: a freed signal's slot is not reused while a submitted queue may still write it") {
     auto name = HCQ_DEVICE_NAME();
     INFO("device " << name);
