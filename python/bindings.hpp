@@ -14,10 +14,12 @@ namespace baregpu::python {
 
 namespace py = pybind11;
 
-// baregpu.Device: an open HCQ device and its tensor runtime. One per URI for the life of the
-// process (device_for): opening a GPU boots it, so a name passed twice must not open it twice.
+// baregpu.Device: an open HCQ device and its tensor runtime. One per URI until closed (opening a
+// GPU boots it, so a name passed twice must not open it twice).
 struct Device {
-    std::shared_ptr<tensor::Runtime> runtime;
+    std::shared_ptr<tensor::Runtime> runtime;  // null once close()d
+    // The runtime; throws ValueError once this handle was closed.
+    const std::shared_ptr<tensor::Runtime>& open() const;
 };
 
 // The device a `device=` argument names: None (the default device), a URI string, or a Device.

@@ -80,12 +80,34 @@ py::list list_devices() {
 std::shared_ptr<tensor::Runtime> runtime_for(const py::handle& device) {
     if (device.is_none()) return open_runtime("");
     if (py::isinstance<py::str>(device)) return open_runtime(device.cast<std::string>());
-    if (py::isinstance<Device>(device)) return device.cast<const Device&>().runtime;
+    if (py::isinstance<Device>(device)) return device.cast<const Device&>().open();
     throw py::type_error("device: a baregpu.Device, a device name such as 'cpu' or 'sim-am:navi31', or None (the default device); got " +
                          std::string(py::str(py::type::of(device))));
 }
 
 Device device_of(const std::shared_ptr<tensor::Runtime>& runtime) { return Device{runtime}; }
+
+const std::shared_ptr<tensor::Runtime>& Device::open() const {
+    if (!runtime) throw py::value_error("this baregpu.Device was closed; baregpu.Device(name) opens the device again");
+    return runtime;
+}
+
+namespace {
+
+// Forget the device by every name it was opened under and drop this handle's reference: the
+// device closes now unless tensors (or other handles) still hold it, then with the last of them.
+void close_device(Device& d) {
+    std::shared_ptr<tensor::Runtime> rt = std::move(d.runtime);
+    if (!rt) return;
+    {
+        std::lock_guard lock(open_devices().mutex);
+        std::erase_if(open_devices().by_uri, [&](const auto& entry) { return entry.second == rt; });
+    }
+    py::gil_scoped_release unlocked;  // stopping a GPU's queues waits for them
+    rt.reset();
+}
+
+}  // namespace
 
 void bind_devices(py::module_& m) {
     // At interpreter exit the devices close (queues stopped, memory returned) unless a tensor
@@ -109,11 +131,11 @@ void bind_devices(py::module_& m) {
                        "No name: the default device ($BAREGPU_DEVICE, else the first GPU that opens, else cpu).")
         .def(py::init([](const std::optional<std::string>& name) { return Device{open_runtime(name.value_or(""))}; }),
              py::arg("name") = py::none())
-        .def_property_readonly("name", [](const Device& d) { return d.runtime->device().name(); })
-        .def_property_readonly("arch", [](const Device& d) { return d.runtime->device().arch(); },
+        .def_property_readonly("name", [](const Device& d) { return d.open()->device().name(); })
+        .def_property_readonly("arch", [](const Device& d) { return d.open()->device().arch(); },
                                "The ISA its code objects target: x86_64, gfx1100, sm_89 ...")
-        .def_property_readonly("kernels_launched", [](const Device& d) { return d.runtime->kernels_launched(); })
-        .def_property_readonly("compile_ms", [](const Device& d) { return d.runtime->compile_ms(); },
+        .def_property_readonly("kernels_launched", [](const Device& d) { return d.open()->kernels_launched(); })
+        .def_property_readonly("compile_ms", [](const Device& d) { return d.open()->compile_ms(); },
                                "Milliseconds spent generating code so far (kernel cache misses).")
         .def(
             "synchronize",
@@ -123,18 +145,26 @@ void bind_devices(py::module_& m) {
                 }
                 py::gil_scoped_release unlocked;
                 if (timeout_ms) {
-                    d.runtime->device().synchronize(std::chrono::duration_cast<hcq::Duration>(std::chrono::duration<double, std::milli>(*timeout_ms)));
+                    d.open()->device().synchronize(std::chrono::duration_cast<hcq::Duration>(std::chrono::duration<double, std::milli>(*timeout_ms)));
                 } else {
-                    d.runtime->device().synchronize();
+                    d.open()->device().synchronize();
                 }
             },
             py::arg("timeout_ms") = py::none(),
             "Wait until everything submitted to the device is done. Past the timeout the device is hung: TimeoutError, and "
             "DeviceLostError from then on.")
+        .def("close", &close_device,
+             "Close the device: forgotten by name (baregpu.Device(name) opens it anew), closed once no tensor holds it. This "
+             "handle cannot be used after.")
+        .def("__enter__", [](const py::object& self) { return self; })
+        .def("__exit__", [](Device& d, const py::args&) {
+            close_device(d);
+            return false;
+        })
         .def("__eq__", [](const Device& a, const Device& b) { return a.runtime == b.runtime; })
         .def("__hash__", [](const Device& d) { return std::hash<const void*>()(d.runtime.get()); })
-        .def("__repr__", [](const Device& d) { return "baregpu.Device('" + d.runtime->device().name() + "')"; })
-        .def("__str__", [](const Device& d) { return d.runtime->device().name(); });
+        .def("__repr__", [](const Device& d) { return d.runtime ? "baregpu.Device('" + d.runtime->device().name() + "')" : std::string("baregpu.Device(closed)"); })
+        .def("__str__", [](const Device& d) { return d.open()->device().name(); });
 }
 
 }  // namespace baregpu::python

@@ -12,10 +12,10 @@ namespace baregpu::python {
 
 void bind_testing(py::module_& m) {
     py::module_ t = m.def_submodule("testing", "Fault injection on simulated devices (sim-am, sim-nv), for tests.");
-    t.def("inject_dispatch_hang", [](const Device& d, bool hang) { return registry::inject_dispatch_hang(d.runtime->device(), hang); },
+    t.def("inject_dispatch_hang", [](const Device& d, bool hang) { return registry::inject_dispatch_hang(d.open()->device(), hang); },
           py::arg("device"), py::arg("hang"),
           "While set, the compute queue's next dispatch never completes (until cleared).");
-    t.def("inject_bus_removal", [](const Device& d, bool gone) { return registry::inject_bus_removal(d.runtime->device(), gone); },
+    t.def("inject_bus_removal", [](const Device& d, bool gone) { return registry::inject_bus_removal(d.open()->device(), gone); },
           py::arg("device"), py::arg("gone"),
           "Removes the device from its simulated bus: gone=False a surprise removal (reads return all-ones), True a device known "
           "to be gone (every access raises DeviceLostError).");

@@ -67,3 +67,20 @@ def test_bad_arguments():
         baregpu.zeros((2,), device=3)
     with pytest.raises(ValueError, match="timeout_ms"):
         baregpu.Device("cpu").synchronize(timeout_ms=-1)
+
+
+def test_close_and_open_again():
+    d = baregpu.Device("cpu?threads=1")
+    assert baregpu.Device("cpu?threads=1") == d      # one device per name
+    t = baregpu.Tensor(np.ones(3, np.float32), device=d)
+    d.close()
+    assert repr(d) == "baregpu.Device(closed)"
+    with pytest.raises(ValueError, match="was closed"):
+        d.name
+    with pytest.raises(ValueError, match="was closed"):
+        baregpu.zeros((2,), device=d)
+    np.testing.assert_array_equal((t + 1).numpy(), 2)  # a tensor keeps its device
+    with baregpu.Device("cpu?threads=1") as again:   # the name opens a new device
+        assert again != t.device and again.name == "cpu"
+    with pytest.raises(ValueError, match="was closed"):
+        again.synchronize()
