@@ -2,16 +2,12 @@
 
 #include "base/error.hpp"
 #include "compiler/external_tool.hpp"
-#include "compiler/llvm_headers.hpp"
 #include "compiler/llvm_kernel_ir.hpp"
 
 #include <lld/Common/Driver.h>
-#include <llvm/Config/llvm-config.h>
-#include <llvm/Support/raw_ostream.h>
 
 #include <cstring>
 #include <fmt/format.h>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>

@@ -139,11 +139,10 @@ extern "C" void dlpack_capsule_destructor(PyObject* capsule) {
 }
 
 py::capsule export_dlpack(const Tensor& t, const py::object& stream) {
-    if (!stream.is_none() && dl_device(t).first == dlpack::kDLCPU) {
-        throw py::value_error("__dlpack__: stream must be None for a CPU tensor (the DLPack protocol)");
-    }
-    std::byte* data = realized_host_data(t);
-    if (!data || dl_device(t).first != dlpack::kDLCPU) throw UnsupportedError(t.runtime().device().name(), not_host_memory(t, "__dlpack__"));
+    // A GPU's tensor is refused before anything is computed for it.
+    std::byte* data = dl_device(t).first == dlpack::kDLCPU ? realized_host_data(t) : nullptr;
+    if (!data) throw UnsupportedError(t.runtime().device().name(), not_host_memory(t, "__dlpack__"));
+    if (!stream.is_none()) throw py::value_error("__dlpack__: stream must be None for a CPU tensor (the DLPack protocol)");
     auto* e = new Exported();
     e->node = t.node();
     e->shape.assign(t.shape().begin(), t.shape().end());

@@ -9,6 +9,7 @@ namespace {
 
 struct ProfileScope {
     std::string path;
+    bool already_on = false;  // BAREGPU_PROFILE (or an enclosing block) records already: leave it on, keep its events
 };
 
 }  // namespace
@@ -18,12 +19,15 @@ void bind_profile(py::module_& m) {
         .def_readonly("path", &ProfileScope::path)
         .def("__enter__",
              [](ProfileScope& s) -> ProfileScope& {
-                 hcq::Profiler::clear();
-                 hcq::Profiler::start();
+                 s.already_on = hcq::Profiler::active();
+                 if (!s.already_on) {
+                     hcq::Profiler::clear();
+                     hcq::Profiler::start();
+                 }
                  return s;
              })
         .def("__exit__", [](ProfileScope& s, const py::args&) {
-            hcq::Profiler::stop();
+            if (!s.already_on) hcq::Profiler::stop();
             {
                 py::gil_scoped_release unlocked;  // collects every device's finished events
                 hcq::Profiler::write_chrome_trace(s.path);
