@@ -155,13 +155,13 @@ int main(int argc, char** argv) {
         const uint64_t chunk = 256 * 1024;
         std::vector<std::vector<std::byte>> wire(2, std::vector<std::byte>(chunk));
         t0 = bridge_now();
-        for (uint64_t done = 0; done < data.size(); done += chunk) direct.sram_write((done / chunk % 2) * 16, wire[0]);
+        for (uint64_t done = 0; done < data.size(); done += chunk) direct.sram_write((done / chunk % 2) * 16 * 16384, wire[0]);
         const uint64_t sync_ns = bridge_now() - t0;
         t0 = bridge_now();
         std::vector<usb::UsbBackend::Tag> inflight(2, 0);
         for (uint64_t done = 0, i = 0; done < data.size(); done += chunk, ++i) {
             if (inflight[i % 2] != 0) direct.reap(inflight[i % 2]);  // that window's previous transfer finished
-            inflight[i % 2] = direct.sram_write_async(static_cast<unsigned>((i % 2) * 16), wire[i % 2]);
+            inflight[i % 2] = direct.sram_write_async((i % 2) * 16 * 16384, wire[i % 2]);
         }
         for (auto t : inflight)
             if (t != 0) direct.reap(t);

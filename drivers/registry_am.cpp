@@ -14,6 +14,7 @@
 #include "drivers/sim/amdgpu/state_file.hpp"
 #include "drivers/sim/asm24/sim_asm24.hpp"
 #include "drivers/sim/firmware_path.hpp"
+#include "drivers/usb/asm24_protocol.hpp"
 #include "drivers/usb/libusb_backend.hpp"
 #include "firmware-loader/search_path.hpp"
 
@@ -50,6 +51,23 @@ std::string am_lock_key(std::string_view name) {
     return "am-" + std::string(name.substr(3));
 }
 
+// The simulated bridge's firmware (am:usb:sim?firmware=custom|uas|bot): tinygrad's custom firmware,
+// or ASMedia's stock firmware as a shop dock ships it (its IDs; the link trained at power-on, as the
+// stock firmware does itself), offering UAS and BOT or BOT only.
+sim::asm24::SimAsm24Bridge::Options sim_bridge_options(std::string_view firmware) {
+    sim::asm24::SimAsm24Bridge::Options o;
+    if (firmware == "custom") return o;
+    o.interfaces = firmware == "uas" ? sim::asm24::SimAsm24Bridge::Options::Interfaces::Uas : sim::asm24::SimAsm24Bridge::Options::Interfaces::Bot;
+    o.vendor_id = usb::asm24::kAsmediaVendor;
+    o.product_id = usb::asm24::kStockProduct2464;
+    o.product = "ASM2464PD (simulated stock firmware)";
+    o.link_trained = true;
+    return o;
+}
+
+constexpr const char* kBridgeFirmwareHelp =
+    "the simulated bridge's firmware: custom (tinygrad's, the default), uas or bot (ASMedia's stock firmware over UAS or BOT)";
+
 // What open_am_parts built: the target and, for a simulated chip, what the hooks need.
 struct AmParts {
     AmTarget target;
@@ -60,7 +78,7 @@ struct AmParts {
 // no options) names. shared_bus: the simulated bus for sim-am (bus=<name>); access: how a real PCI
 // function is opened.
 AmParts open_am_parts(std::string_view name, am::AmOptions options, std::string_view sim_link,
-                      std::shared_ptr<pci::sim::SimBus> shared_bus, pci::Backend access) {
+                      std::shared_ptr<pci::sim::SimBus> shared_bus, pci::Backend access, std::string_view bridge_firmware = "custom") {
     if (options.lock_key.empty()) options.lock_key = am_lock_key(name);
     // A simulated chip finds the firmware the build carries; a real GPU only the system's.
     if (options.firmware_dirs.empty() && (name.starts_with("sim-am:") || name == "am:usb:sim")) {
@@ -120,7 +138,7 @@ AmParts open_am_parts(std::string_view name, am::AmOptions options, std::string_
         if (where == "sim") {
             std::unique_ptr<pci::sim::SimDeviceModel> model = make_navi(sim::amdgpu::Asic::navi31, /*ephemeral=*/false);
             out.sim.navi = static_cast<sim::amdgpu::NaviModel*>(model.get());
-            auto bridge = std::make_unique<sim::asm24::SimAsm24Bridge>(sim::asm24::SimAsm24Bridge::Options{}, std::move(model));
+            auto bridge = std::make_unique<sim::asm24::SimAsm24Bridge>(sim_bridge_options(bridge_firmware), std::move(model));
             out.sim.bridge = bridge.get();
             link = std::move(bridge);
             // The bridge lives inside the device; this token expires with the target, and the hooks' entry with it.
@@ -188,6 +206,8 @@ std::shared_ptr<hcq::Device> open_am_hcq(const hcq::DeviceUri& uri) {
                 "simulated chip, host (x86-64 code objects the model runs as host code: faster, no GPU code runs)")
         .bytes("peer_va", options.peer_va_bytes, "bytes of the window peers are mapped in");
     if (uri.scheme() == "sim-am") u.text("bus", bus_name, detail::kBusHelp);
+    std::string bridge_firmware = "custom";
+    if (uri.name() == "am:usb:sim") u.choice("firmware", bridge_firmware, {"custom", "uas", "bot"}, kBridgeFirmwareHelp);
     const pci::Backend access = read_access(u, uri);
     u.done();
     if (isa == "host" && !simulated) {
@@ -197,7 +217,7 @@ std::shared_ptr<hcq::Device> open_am_hcq(const hcq::DeviceUri& uri) {
     options.isa = isa == "native" ? am::KernelIsa::native : am::KernelIsa::host;
 
     std::shared_ptr<pci::sim::SimBus> bus = bus_name ? detail::sim_bus_for(bus_name, pci::sim::Transport::pcie_gen4_x16()) : nullptr;
-    AmParts parts = open_am_parts(uri.name(), {}, {}, bus, access);
+    AmParts parts = open_am_parts(uri.name(), {}, {}, bus, access, bridge_firmware);
     options.keepalive = parts.target.keepalive;
     options.name = detail::sim_device_name(uri, bus_name, parts.sim.address);
     const bool interpreted = options.isa == am::KernelIsa::native;
@@ -276,10 +296,17 @@ std::vector<BuiltinDevice> am_builtin_devices() {
     // GPUs behind ASM24xx USB bridges: listed from libusb (nothing without it). HCQ
     // devices with host copies of device memory (drivers/am/shadow_memory.hpp).
     for (const usb::BridgeInfo& bridge : usb::enumerate_bridges()) {
+        std::string path = "its firmware is not one drivers/usb knows from its descriptors";
+        if (bridge.protocol == usb::BridgeProtocol::CustomFirmware) {
+            path = "custom firmware: vendor requests, the SRAM bulk engine for copies";
+        } else if (bridge.protocol) {
+            path = fmt::format("stock firmware, {}: PCIe through the XDATA TLP engine, copies in through WRITE(16) into the SRAM",
+                               usb::to_string(*bridge.protocol));
+        }
         devices.push_back({"am:usb:" + bridge.location, "usb", true,
-                           fmt::format("ASM24xx USB bridge {:04x}:{:04x} at USB {}: an AMD GPU behind it is brought up by drivers/am "
+                           fmt::format("ASM24xx USB bridge {:04x}:{:04x} at USB {} ({}): an AMD GPU behind it is brought up by drivers/am "
                                        "over the usb backend (amctl load --device am:usb:{}); HCQ queues over shadowed memory",
-                                       bridge.vendor_id, bridge.product_id, bridge.location, bridge.location)});
+                                       bridge.vendor_id, bridge.product_id, bridge.location, path, bridge.location)});
     }
     return devices;
 }
@@ -334,9 +361,11 @@ std::optional<pid_t> am_owner(std::string_view uri) {
 AmTarget open_am(std::string_view text, am::AmOptions options, std::string_view sim_link) {
     const hcq::DeviceUri uri = hcq::DeviceUri::parse(text);
     detail::UriOptions u(uri);
+    std::string bridge_firmware = "custom";
+    if (uri.name() == "am:usb:sim") u.choice("firmware", bridge_firmware, {"custom", "uas", "bot"}, kBridgeFirmwareHelp);
     const pci::Backend access = read_access(u, uri);
     u.done();
-    AmParts parts = open_am_parts(uri.name(), std::move(options), sim_link, nullptr, access);
+    AmParts parts = open_am_parts(uri.name(), std::move(options), sim_link, nullptr, access, bridge_firmware);
     if (parts.sim.navi != nullptr) detail::remember_sim(parts.target.device.get(), parts.target.keepalive, parts.sim);
     parts.target.uri = std::string(text);
     return std::move(parts.target);

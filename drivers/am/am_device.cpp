@@ -65,6 +65,8 @@ struct AmDevice::PtPool final : PtMemory {
 };
 
 namespace {
+// The smallest bridge SRAM the PSP's firmware is staged in (the ASM2464's is 512 KiB; larger blobs go to msg1).
+constexpr uint64_t kPspStagingInSram = 512 * 1024;
 // driver_state: magic, count, then {PPCLK, soft min MHz, soft max MHz} per pinned clock.
 constexpr uint32_t kClockRecordMagic = 0x4b4c4331;  // "1CLK"
 // The firmware of one bring-up, read and validated before any byte reaches the device.
@@ -244,11 +246,23 @@ void AmDevice::bring_up() {
     auto flush = [this] { soc_->flush_hdp(); };
     gmc_ = std::make_unique<Gmc>(*regs_, flush, options_.skip_step);
     gmc_->read_fb_location();
-    ih_ = std::make_unique<Ih>(*regs_, *vram_, gmc_->fb_base(), layout_.ih_ring, layout_.ih_wptr, options_.skip_step);
-    psp_ = std::make_unique<Psp>(*regs_, *vram_,
-                                 PspBuffers{gmc_->fb_base(), layout_.psp_msg1, layout_.psp_cmd, layout_.psp_fence,
-                                            layout_.psp_ring, kPspRingSize},
-                                 flush);
+    const pci::LinkCapabilities link = pci_->link_capabilities();
+    ih_ = std::make_unique<Ih>(*regs_, *vram_, gmc_->fb_base(), layout_.ih_ring, layout_.ih_wptr, options_.skip_step,
+                               /*zero_ring=*/!link.register_round_trip);
+    PspBuffers psp_buffers{gmc_->fb_base(), layout_.psp_msg1, layout_.psp_cmd, layout_.psp_fence, layout_.psp_ring, kPspRingSize, {},
+                           /*zero_ring=*/!link.register_round_trip};
+    // Behind a bridge whose only host-visible memory is its SRAM (tinygrad's USB path keeps the
+    // PSP's msg1 there too): firmware is staged in the SRAM, which the host fills at bulk speed,
+    // and the PSP reads it through the AGP aperture.
+    if (!link.host_dma && !link.dma_windows.empty() && link.dma_windows[0].size >= kPspStagingInSram) {
+        const pci::LinkCapabilities::Window sram = link.dma_windows[0];
+        psp_buffers.stage_in_system = [this, sram](std::span<const std::byte> blob) -> std::optional<uint64_t> {
+            if (blob.size() > sram.size) return std::nullopt;
+            pci_->dma_window_write(BusAddress(sram.bus_address), blob);
+            return gmc_->agp_mc(sram.bus_address);
+        };
+    }
+    psp_ = std::make_unique<Psp>(*regs_, *vram_, std::move(psp_buffers), flush);
     smu_ = std::make_unique<Smu>(*regs_);
     gfx_ = std::make_unique<Gfx>(*regs_, *soc_, discovery_.asic->gc_generation);
     pt_pool_ = std::make_unique<PtPool>(*vram_);

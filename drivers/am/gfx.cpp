@@ -26,6 +26,7 @@ std::string_view to_string(SkipStep step) {
         case SkipStep::discovery_ifwi_wait: return "discovery_ifwi_wait";
         case SkipStep::dispatch_packet: return "dispatch_packet";
         case SkipStep::code_cache_invalidate: return "code_cache_invalidate";
+        case SkipStep::agp_aperture: return "agp_aperture";
     }
     return "?";
 }

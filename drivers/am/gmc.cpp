@@ -1,5 +1,7 @@
 #include "drivers/am/gmc.hpp"
 
+#include <algorithm>
+
 #include "drivers/am/page_table.hpp"
 #include "drivers/am/wait.hpp"
 
@@ -38,6 +40,8 @@ void Gmc::read_fb_location() {
     const RegisterTable& t = regs_.table();
     fb_base_ = uint64_t{regs_.read(t.mmmc_vm_fb_location_base) & 0xffffff} << 24;
     fb_top_ = (uint64_t{regs_.read(t.mmmc_vm_fb_location_top) & 0xffffff} << 24) | 0xffffff;
+    constexpr uint64_t k16GiB = 16ull << 30;
+    agp_start_ = (fb_top_ + k16GiB) / k16GiB * k16GiB;  // ALIGN(fb_end + 1, 16 GiB)
 }
 
 void Gmc::init_hub(bool gc, uint64_t root_pt, uint64_t scratch_page, uint64_t dummy_page) {
@@ -53,13 +57,17 @@ void Gmc::init_hub(bool gc, uint64_t root_pt, uint64_t scratch_page, uint64_t du
     uint64_t base = root_pt | pte::kValid;
     regs_.write(h.context0_pt_base_lo, static_cast<uint32_t>(base));
     regs_.write(h.context0_pt_base_hi, static_cast<uint32_t>(base >> 32));
-    // AGP off: BOT above TOP.
+    // The AGP aperture (16 MiB units): MC agp_start.. is bus address 0.. (AGP_BASE 0), as
+    // gfxhub_v3_0_init_system_aperture_regs programs amdgpu_gmc_agp_location's window.
+    const uint64_t agp_end = agp_start_ + kAgpBytes - 1;
+    const bool agp = skip_ != SkipStep::agp_aperture;
     regs_.write(h.agp_base, 0);
-    regs_.write(h.agp_bot, 0xffffffffffffull >> 24);
-    regs_.write(h.agp_top, 0);
-    // The system aperture, in 256 KiB units (>> 18), and where unmapped aperture accesses go.
-    regs_.write(h.system_aperture_low, static_cast<uint32_t>(fb_base_ >> 18));
-    regs_.write(h.system_aperture_high, static_cast<uint32_t>(fb_top_ >> 18));
+    regs_.write(h.agp_bot, static_cast<uint32_t>(agp ? agp_start_ >> 24 : 0xffffff));  // off: BOT above TOP
+    regs_.write(h.agp_top, static_cast<uint32_t>(agp ? agp_end >> 24 : 0));
+    // The system aperture, in 256 KiB units (>> 18), covering VRAM and the AGP aperture
+    // (min(fb_start, agp_start), max(fb_end, agp_end)), and where unmapped aperture accesses go.
+    regs_.write(h.system_aperture_low, static_cast<uint32_t>(std::min(fb_base_, agp_start_) >> 18));
+    regs_.write(h.system_aperture_high, static_cast<uint32_t>(std::max(fb_top_, agp_end) >> 18));
     // The default page and the fault dummy page are physical (FB-relative) page numbers:
     // gfxhub_v3_0_init_system_aperture_regs writes amdgpu_gmc_vram_mc2pa(mem_scratch) >> 12, tinygrad
     // the VRAM physical address (AM_GMC.init_hub). An MC address would point past VRAM.

@@ -1,5 +1,6 @@
 // The memory hubs (MMHUB for the SOC's engines, the GC hub for graphics/compute): the system
-// aperture that passes MC addresses [fb_base, fb_top] straight to VRAM, and VMID0's page table
+// aperture that passes MC addresses [fb_base, fb_top] straight to VRAM, the AGP aperture to system
+// memory, and VMID0's page table
 // from kVmStart. Programming order: gfxhub_v3_0.c / mmhub_v3_0.c (Navi31), gfxhub_v12_0.c /
 // mmhub_v4_1_0.c (Navi48), as tinygrad's AM_GMC.init_hub does it. TLB invalidation through engine 17,
 // taking the MMHUB semaphore first and following an MM hub flush with the MMHUB private invalidation
@@ -24,6 +25,12 @@ public:
     uint64_t fb_base() const { return fb_base_; }
     uint64_t fb_top() const { return fb_top_; }
     uint64_t mc(uint64_t paddr) const { return fb_base_ + paddr; }
+    // The AGP aperture: MC [agp_start, agp_start + kAgpBytes) reaches bus addresses [0, kAgpBytes)
+    // with no page table, above VRAM on a 16 GiB boundary (Linux amdgpu_gmc.c
+    // amdgpu_gmc_agp_location). What the PSP reads firmware through when it is staged in system
+    // memory (the USB bridge's SRAM), as Linux keeps the PSP's firmware buffer in GTT.
+    static constexpr uint64_t kAgpBytes = 4ull << 30;
+    uint64_t agp_mc(uint64_t bus_address) const { return agp_start_ + bus_address; }
 
     void init_hub(bool gc, uint64_t root_pt, uint64_t scratch_page, uint64_t dummy_page);
     void flush_tlb(bool gc);
@@ -39,7 +46,7 @@ private:
     Registers& regs_;
     std::function<void()> flush_hdp_;
     SkipStep skip_;
-    uint64_t fb_base_ = 0, fb_top_ = 0;
+    uint64_t fb_base_ = 0, fb_top_ = 0, agp_start_ = 0;
 };
 
 }  // namespace baregpu::am

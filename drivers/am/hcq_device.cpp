@@ -199,9 +199,7 @@ bool AmHcqDevice::copy_in_through_link(const hcq::Buffer& dst, std::span<const s
 }
 
 bool AmHcqDevice::copy_out_through_link(std::span<std::byte> dst, const hcq::Buffer& src) {
-    if (!sram_staging_) return false;
-    sram_staging_->copy_out(internal_copy_queue(), dst, src);
-    return true;
+    return sram_staging_ && sram_staging_->copy_out(internal_copy_queue(), dst, src);
 }
 
 uint64_t AmHcqDevice::physical(GpuVirtualAddress va) {

@@ -49,15 +49,15 @@ std::string IhEntry::describe() const {
                        ring_id, vmid, src_data[0], src_data[1], src_data[2], src_data[3]);
 }
 
-Ih::Ih(Registers& regs, Vram& vram, uint64_t fb_base, uint64_t ring, uint64_t wptr_page, SkipStep skip)
-    : regs_(regs), vram_(vram), fb_base_(fb_base), ring_(ring), wptr_(wptr_page), skip_(skip) {}
+Ih::Ih(Registers& regs, Vram& vram, uint64_t fb_base, uint64_t ring, uint64_t wptr_page, SkipStep skip, bool zero_ring)
+    : regs_(regs), vram_(vram), fb_base_(fb_base), ring_(ring), wptr_(wptr_page), skip_(skip), zero_ring_(zero_ring) {}
 
 void Ih::init_hw() {
     const RegisterTable& t = regs_.table();
     uint64_t mc = fb_base_ + ring_;
     uint64_t wptr_mc = fb_base_ + wptr_;
     regs_.write(t.ih_rb_cntl, 0);  // disabled while being pointed somewhere new
-    vram_.fill_zero(ring_, kIhRingSize);
+    if (zero_ring_) vram_.fill_zero(ring_, kIhRingSize);
     vram_.write64(wptr_, 0);
     regs_.write(t.ih_rb_base, static_cast<uint32_t>(mc >> 8));
     regs_.write(t.ih_rb_base_hi, static_cast<uint32_t>(mc >> 40));

@@ -73,7 +73,11 @@ struct PageFault {
 
 class Ih {
 public:
-    Ih(Registers& regs, Vram& vram, uint64_t fb_base, uint64_t ring, uint64_t wptr_page, SkipStep skip = SkipStep::none);
+    // zero_ring: clear the ring at init. Entries are read only between rptr and the written wptr,
+    // both reset here, so a link where each VRAM write is a round trip (256 KiB is seconds over a
+    // USB bridge) leaves the old contents.
+    Ih(Registers& regs, Vram& vram, uint64_t fb_base, uint64_t ring, uint64_t wptr_page, SkipStep skip = SkipStep::none,
+       bool zero_ring = true);
     // ih_v6_0_irq_init order: base, size/cntl, wptr writeback, pointers, enable last.
     void init_hw();
     // Entries between RPTR and the written-back WPTR, without consuming them.
@@ -89,6 +93,7 @@ private:
     Vram& vram_;
     uint64_t fb_base_, ring_, wptr_;
     SkipStep skip_;
+    bool zero_ring_;
 };
 
 }  // namespace baregpu::am

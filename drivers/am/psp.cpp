@@ -118,7 +118,7 @@ Psp::Psp(Registers& regs, Vram& vram, PspBuffers buffers, std::function<void()> 
 bool Psp::sos_alive() { return regs_.read(regs_.table().psp_c2pmsg_81) != 0; }
 uint32_t Psp::sos_version() { return regs_.read(regs_.table().psp_c2pmsg_81); }
 
-void Psp::copy_to_msg1(std::string_view what, std::span<const std::byte> blob) {
+uint64_t Psp::stage(std::string_view what, std::span<const std::byte> blob) {
     if (blob.size() > (1u << 20) - 16) {
         throw Error(regs_.mmio().device().name(),
                     fmt::format("{} is {} bytes: larger than the 1 MiB PSP staging buffer", what, blob.size()));
@@ -126,16 +126,20 @@ void Psp::copy_to_msg1(std::string_view what, std::span<const std::byte> blob) {
     // psp_copy_fw: the blob, zero-padded to a 16-byte multiple plus 4 bytes as tinygrad does.
     std::vector<std::byte> padded(blob.begin(), blob.end());
     padded.resize((blob.size() + 4 + 15) / 16 * 16);
+    if (b_.stage_in_system) {
+        if (std::optional<uint64_t> mc = b_.stage_in_system(padded)) return *mc;
+    }
     vram_.write(b_.msg1, padded);
     flush_hdp_();
+    return b_.fb_base + b_.msg1;
 }
 
 void Psp::load_bootloader_component(std::string_view name, std::span<const std::byte> blob, PspBootloaderCmd cmd) {
     const RegisterTable& t = regs_.table();
     auto what = fmt::format("the PSP bootloader to be ready for {}", name);
     wait_reg(regs_, t.psp_c2pmsg_35, field::kPspReady, field::kPspReady, kDefaultTimeout, what);
-    copy_to_msg1(name, blob);
-    regs_.write(t.psp_c2pmsg_36, static_cast<uint32_t>((b_.fb_base + b_.msg1) >> 20));
+    const uint64_t mc = stage(name, blob);
+    regs_.write(t.psp_c2pmsg_36, static_cast<uint32_t>(mc >> 20));
     regs_.write(t.psp_c2pmsg_35, static_cast<uint32_t>(cmd));
     if (cmd != PspBootloaderCmd::load_sosdrv) {
         wait_reg(regs_, t.psp_c2pmsg_35, field::kPspReady, field::kPspReady, kDefaultTimeout,
@@ -167,7 +171,7 @@ bool Psp::ring_create() {
     // psp_v13_0_ring_create: wait for sOS ready, then ring address/size, then the create command.
     wait_reg(regs_, t.psp_c2pmsg_64, field::kPspReady, field::kPspReady, kDefaultTimeout,
              "the sOS to be ready for ring creation");
-    vram_.fill_zero(b_.ring, b_.ring_size);
+    if (b_.zero_ring) vram_.fill_zero(b_.ring, b_.ring_size);
     uint64_t mc = b_.fb_base + b_.ring;
     regs_.write(t.psp_c2pmsg_69, static_cast<uint32_t>(mc));
     regs_.write(t.psp_c2pmsg_70, static_cast<uint32_t>(mc >> 32));
@@ -209,14 +213,14 @@ PspCmdBuffer Psp::submit(const PspCmdBuffer& cmd, std::string_view what) {
 }
 
 void Psp::load_ip_fw(std::string_view what, std::span<const std::byte> blob, PspFwType type) {
-    copy_to_msg1(what, blob);
-    submit(encode_load_ip_fw(b_.fb_base + b_.msg1, static_cast<uint32_t>(blob.size()), type),
+    const uint64_t mc = stage(what, blob);
+    submit(encode_load_ip_fw(mc, static_cast<uint32_t>(blob.size()), type),
            fmt::format("LOAD_IP_FW {} ({}, {} bytes)", to_string(type), what, blob.size()));
 }
 
 uint32_t Psp::load_toc(std::span<const std::byte> toc) {
-    copy_to_msg1("TOC", toc);
-    PspCmdBuffer resp = submit(encode_load_toc(b_.fb_base + b_.msg1, static_cast<uint32_t>(toc.size())), "LOAD_TOC");
+    const uint64_t mc = stage("TOC", toc);
+    PspCmdBuffer resp = submit(encode_load_toc(mc, static_cast<uint32_t>(toc.size())), "LOAD_TOC");
     return get32(resp, kRespTmrSizeOffset);
 }
 

@@ -11,6 +11,7 @@
 
 #include <array>
 #include <functional>
+#include <optional>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -84,6 +85,14 @@ PspFrame encode_frame(uint64_t cmd_mc, uint64_t fence_mc, uint32_t fence_value);
 struct PspBuffers {
     uint64_t fb_base = 0;  // MC address of VRAM offset 0
     uint64_t msg1 = 0, cmd = 0, fence = 0, ring = 0, ring_size = 0;
+    // Where firmware is staged instead of msg1, when set: system memory the PSP reads through the
+    // MM hub (Linux keeps fw_pri in GTT). Writes the padded blob and returns its MC address, or
+    // nullopt when it does not fit (then msg1 in VRAM). Over a USB bridge this is the bridge's
+    // SRAM, which the host fills at bulk speed where BAR writes are one TLP per dword.
+    std::function<std::optional<uint64_t>(std::span<const std::byte>)> stage_in_system;
+    // Clear the KM ring at creation. The sOS reads only the frames the write pointer passes, all
+    // written here, so a link where each VRAM write is a round trip leaves the old contents.
+    bool zero_ring = true;
 };
 
 class Psp {
@@ -113,7 +122,8 @@ public:
     uint64_t commands_submitted() const { return submitted_; }
 
 private:
-    void copy_to_msg1(std::string_view what, std::span<const std::byte> blob);
+    // The blob where the PSP reads it (system staging, else msg1): its MC address.
+    uint64_t stage(std::string_view what, std::span<const std::byte> blob);
     Registers& regs_;
     Vram& vram_;
     PspBuffers b_;

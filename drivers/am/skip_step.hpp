@@ -26,6 +26,7 @@ enum class SkipStep {
     discovery_ifwi_wait,         // discovery read without waiting for MP0_SMN_C2PMSG_33 bit 31 (amdgpu_discovery.c)
     dispatch_packet,             // no hsa_kernel_dispatch_packet_t for a kernel with ENABLE_SGPR_DISPATCH_PTR (tinygrad exec)
     code_cache_invalidate,       // no GLI_INV/GL2_INV ACQUIRE_MEM before running newly loaded code (gfx_v11_0_emit_mem_sync)
+    agp_aperture,                // MC_VM_AGP_* left off (amdgpu_gmc_agp_location's window, gfxhub_v3_0_init_system_aperture_regs)
 };
 
 std::string_view to_string(SkipStep step);

@@ -40,6 +40,9 @@ struct LinkCapabilities {
         // device writes anything to bus address `read_trigger`, then dma_window_read takes the data
         // (the ASM2464's SRAM: the engine sends nothing before a device write to 0x822000).
         uint64_t read_trigger = 0;
+        // Without a read_trigger: how many bytes from the window's base the host reads directly
+        // (dma_window_read with no arm); 0: the host cannot read the window back.
+        uint64_t direct_read_bytes = 0;
     };
     std::vector<Window> dma_windows;
 };

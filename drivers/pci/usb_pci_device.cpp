@@ -44,7 +44,7 @@ private:
 class UsbPciDevice final : public PciDevice {
 public:
     UsbPciDevice(std::unique_ptr<usb::UsbBackend> usb, const UsbOpenOptions& options)
-        : PciDevice(usb->name(), PciAddress{0, kUsbGpuBus, 0, 0}), controller_(std::move(usb)) {
+        : PciDevice(usb->name(), PciAddress{0, kUsbGpuBus, 0, 0}), bridge_(usb::open_bridge(std::move(usb))) {
         for (unsigned b : options.write_once_bars) {
             if (b < kBarCount) write_once_[b] = true;
         }
@@ -71,14 +71,14 @@ public:
         check_config_access(offset, width);
         std::lock_guard lock(mutex_);
         flush_locked();
-        return controller_.config_read(kUsbGpuBus, 0, 0, offset, width);
+        return bridge_->config_read(kUsbGpuBus, 0, 0, offset, width);
     }
     void config_write(uint16_t offset, unsigned width, uint32_t value) override {
         check_config_access(offset, width);
         std::lock_guard lock(mutex_);
         flush_locked();
         forget_written();
-        controller_.config_write(kUsbGpuBus, 0, 0, offset, width, value);
+        bridge_->config_write(kUsbGpuBus, 0, 0, offset, width, value);
     }
 
     std::unique_ptr<DmaBuffer> alloc_dma(uint64_t size, PageSize) override {
@@ -97,9 +97,9 @@ public:
     void delay(std::chrono::nanoseconds duration) override {
         std::lock_guard lock(mutex_);
         flush_locked();
-        controller_.usb().sleep(duration);
+        bridge_->usb().sleep(duration);
     }
-    std::chrono::nanoseconds now() override { return controller_.usb().now(); }
+    std::chrono::nanoseconds now() override { return bridge_->usb().now(); }
 
     LinkCapabilities link_capabilities() const override {
         LinkCapabilities c;
@@ -108,9 +108,12 @@ public:
         c.interrupts = false;
         c.host_dma_bytes = usb::asm24::kSramBytes + 2 * usb::asm24::kSmallWindowBytes;
         c.register_round_trip = true;
-        // The SRAM behind the bulk engine (host access in 16 KB slots) and the two
-        // 4 KB windows the host reaches byte-wise through XDATA.
-        c.dma_windows = {{usb::asm24::kGpuSram, usb::asm24::kSramBytes, usb::asm24::kSramSlotBytes, usb::asm24::kGpuCqBuf},
+        // The SRAM behind the bulk engine (custom firmware: 16 KB slots, read back after a device
+        // write to the CQ window; stock firmware: WRITE(16) sectors, no read) and the two 4 KB
+        // windows the host reaches byte-wise through XDATA.
+        const usb::SramAccess sram = bridge_->sram_access();
+        c.dma_windows = {{usb::asm24::kGpuSram, usb::asm24::kSramBytes, sram.write_alignment, sram.readable ? usb::asm24::kGpuCqBuf : 0,
+                          sram.readable ? 0 : sram.xdata_alias},
                          {usb::asm24::kGpuSysBuf, usb::asm24::kSmallWindowBytes, 1},
                          {usb::asm24::kGpuCqBuf, usb::asm24::kSmallWindowBytes, 1}};
         return c;
@@ -124,9 +127,9 @@ public:
         forget_written();
         const Window w = window_of(address.value(), data.size(), "dma_window_write");
         if (w.xdata == 0) {
-            controller_.sram_write(static_cast<unsigned>(w.offset / usb::asm24::kSramSlotBytes), data);
+            bridge_->sram_write(w.offset, data);
         } else {
-            controller_.xdata_write(static_cast<uint16_t>(w.xdata + w.offset), data);
+            bridge_->xdata_write(static_cast<uint16_t>(w.xdata + w.offset), data);
         }
     }
     // The SRAM window asynchronously when `data` is whole 512-byte sectors (no pad to stage):
@@ -139,8 +142,7 @@ public:
                 flush_locked();
                 forget_written();
                 // libusb's buffer is not const; an OUT transfer only reads it.
-                return controller_.sram_write_async(static_cast<unsigned>(w.offset / usb::asm24::kSramSlotBytes),
-                                                    std::span(const_cast<std::byte*>(data.data()), data.size()));
+                return bridge_->sram_write_async(w.offset, std::span(const_cast<std::byte*>(data.data()), data.size()));
             }
         }
         dma_window_write(address, data);
@@ -149,7 +151,7 @@ public:
     void dma_window_wait(uint64_t token) override {
         if (token == 0) return;
         std::lock_guard lock(mutex_);
-        controller_.reap(token);
+        bridge_->reap(token);
     }
 
     void dma_window_read_arm(BusAddress address, uint64_t bytes) override {
@@ -157,7 +159,8 @@ public:
         flush_locked();
         const Window w = window_of(address.value(), bytes, "dma_window_read_arm");
         if (w.xdata != 0) return;  // XDATA windows read directly
-        controller_.sram_read_arm(static_cast<unsigned>(w.offset / usb::asm24::kSramSlotBytes), bytes);
+        if (!bridge_->sram_access().readable) return;  // read directly through the XDATA alias, if at all (dma_window_read)
+        bridge_->sram_read_arm(w.offset, bytes);
         armed_read_ = {address.value(), bytes};
     }
 
@@ -165,7 +168,17 @@ public:
         std::lock_guard lock(mutex_);
         flush_locked();
         const Window w = window_of(address.value(), out.size(), "dma_window_read");
-        if (w.xdata == 0) {
+        if (w.xdata == 0 && !bridge_->sram_access().readable) {
+            // No read engine (the stock firmware): the first bytes of the SRAM through their XDATA alias.
+            const uint64_t alias = bridge_->sram_access().xdata_alias;
+            if (w.offset + out.size() > alias) {
+                throw UnsupportedError(name(), fmt::format("dma_window_read of {} bytes at {:#x}: through the {} the host reads only the "
+                                                           "SRAM's first {} bytes (XDATA {:#06x})",
+                                                           out.size(), address.value(), bridge_->firmware(), alias,
+                                                           usb::asm24::kXdataBulkWindow));
+            }
+            bridge_->xdata_read(static_cast<uint16_t>(usb::asm24::kXdataBulkWindow + w.offset), out);
+        } else if (w.xdata == 0) {
             // The SRAM engine releases a read only after the device wrote the CQ window
             // (asm2464pd-firmware README.md): without the arm and the trigger this would wait
             // out the bulk IN timeout.
@@ -175,9 +188,9 @@ public:
                                                 out.size(), address.value(), usb::asm24::kGpuCqBuf));
             }
             armed_read_.reset();
-            controller_.sram_read_data(out);
+            bridge_->sram_read_data(out);
         } else {
-            controller_.xdata_read(static_cast<uint16_t>(w.xdata + w.offset), out);
+            bridge_->xdata_read(static_cast<uint16_t>(w.xdata + w.offset), out);
         }
     }
 
@@ -188,13 +201,13 @@ public:
         const uint64_t address = bar_info(bar).bus_base + offset;
         if (width >= 4) {
             uint64_t v = 0;
-            controller_.mem_read(address, std::span(reinterpret_cast<std::byte*>(&v), width));
+            bridge_->mem_read(address, std::span(reinterpret_cast<std::byte*>(&v), width));
             return v;
         }
         // Sub-dword: one non-posted MRd with byte enables.
         const unsigned lane = static_cast<unsigned>(address & 3);
         usb::tlp::Request r{usb::tlp::kMRd64, usb::tlp::byte_enables(width, lane), usb::tlp::Mode::Single, address & ~uint64_t{3}, 0};
-        return (controller_.single_tlp(r) >> (8 * lane)) & ((1u << (8 * width)) - 1);
+        return (bridge_->single_tlp(r) >> (8 * lane)) & ((1u << (8 * width)) - 1);
     }
 
     void bar_write(unsigned bar, uint64_t offset, unsigned width, uint64_t value) {
@@ -215,7 +228,7 @@ public:
             const unsigned lane = static_cast<unsigned>(address & 3);
             usb::tlp::Request r{usb::tlp::kMWr64, usb::tlp::byte_enables(width, lane), usb::tlp::Mode::Single, address & ~uint64_t{3},
                                 static_cast<uint32_t>(value << (8 * lane))};
-            controller_.single_tlp(r);
+            bridge_->single_tlp(r);
             return;
         }
         std::byte bytes[8];
@@ -239,13 +252,13 @@ public:
             write_dword_locked(address, static_cast<uint32_t>(value));
             return;
         }
-        controller_.mem_write(address, std::span<const std::byte>(bytes, width));
+        bridge_->mem_write(address, std::span<const std::byte>(bytes, width));
     }
 
     // One posted mode-0 TLP carrying its dword (0xF0 OUT, usb.py pcie_request): one control
     // transfer, where a stream of one dword is two (the arm and the bulk OUT).
     void write_dword_locked(uint64_t address, uint32_t value) {
-        controller_.single_tlp(usb::tlp::Request{usb::tlp::kMWr64, 0x0f, usb::tlp::Mode::Single, address, value});
+        bridge_->single_tlp(usb::tlp::Request{usb::tlp::kMWr64, 0x0f, usb::tlp::Mode::Single, address, value});
     }
 
     void bar_read_block(unsigned bar, uint64_t offset, std::span<std::byte> out) {
@@ -256,12 +269,12 @@ public:
             for (size_t i = 0; i < out.size(); ++i) {
                 const uint64_t at = address + i;
                 usb::tlp::Request r{usb::tlp::kMRd64, usb::tlp::byte_enables(1, at & 3), usb::tlp::Mode::Single, at & ~uint64_t{3}, 0};
-                out[i] = std::byte(controller_.single_tlp(r) >> (8 * (at & 3)));
+                out[i] = std::byte(bridge_->single_tlp(r) >> (8 * (at & 3)));
             }
             return;
         }
         for (size_t done = 0; done < out.size(); done += kMaxStream) {
-            controller_.mem_read(address + done, out.subspan(done, std::min(kMaxStream, out.size() - done)));
+            bridge_->mem_read(address + done, out.subspan(done, std::min(kMaxStream, out.size() - done)));
         }
     }
 
@@ -277,7 +290,7 @@ public:
         size_t tail = data.size();
         while (tail > head && (tail - head) % 4 != 0) --tail;
         for (size_t done = head; done < tail; done += kMaxStream) {
-            controller_.mem_write(address + done, data.subspan(done, std::min(kMaxStream, tail - done)));
+            bridge_->mem_write(address + done, data.subspan(done, std::min(kMaxStream, tail - done)));
         }
         for (size_t i = tail; i < data.size(); ++i) write_byte(address + i, data[i]);
     }
@@ -287,7 +300,8 @@ public:
         flush_locked();
     }
 
-    const usb::TransferCounters& counters() const { return controller_.counters(); }
+    const usb::TransferCounters& counters() const { return bridge_->counters(); }
+    std::string firmware() const { return bridge_->firmware(); }
     uint64_t coalesced() const { return coalesced_; }
 
 protected:
@@ -306,9 +320,11 @@ private:
         auto inside = [&](uint64_t base, uint64_t bytes) { return bus >= base && bus - base < bytes && size <= bytes - (bus - base); };
         if (inside(a24::kGpuSram, a24::kSramBytes)) {
             const uint64_t offset = bus - a24::kGpuSram;
-            if (offset % a24::kSramSlotBytes != 0) {
-                throw Error(name(), fmt::format("{} at {:#x}: the SRAM engine starts on 16 KB slots ({:#x} + n * 0x4000)", what, bus,
-                                                a24::kGpuSram));
+            const uint64_t align = bridge_->sram_access().write_alignment;
+            if (offset % align != 0) {
+                throw Error(name(), fmt::format("{} at {:#x}: the SRAM is reached in {} through the {} ({:#x} + n * {:#x})", what, bus,
+                                                align == a24::kSramSlotBytes ? "16 KB slots" : fmt::format("{}-byte units", align),
+                                                bridge_->firmware(), a24::kGpuSram, align));
             }
             return {0, offset};
         }
@@ -321,7 +337,7 @@ private:
     void write_byte(uint64_t at, std::byte b) {
         usb::tlp::Request r{usb::tlp::kMWr64, usb::tlp::byte_enables(1, at & 3), usb::tlp::Mode::Single, at & ~uint64_t{3},
                             static_cast<uint32_t>(b) << (8 * (at & 3))};
-        controller_.single_tlp(r);
+        bridge_->single_tlp(r);
     }
 
     // A repeated write is skipped only when nothing else was written since: any other write may be
@@ -340,24 +356,24 @@ private:
             write_dword_locked(batch_address_, v);
             return;
         }
-        controller_.mem_write(batch_address_, data);
+        bridge_->mem_write(batch_address_, data);
     }
 
     // Link up, bridges, resizable BARs, BAR placement: tinygrad's USBPCIDevice and pci_setup_usb_bars order.
     void bring_up() {
-        controller_.bring_link_up();
+        bridge_->bring_link_up();
         // Each bridge on buses 0..3: bus numbers in one dword (primary | secondary << 8 |
         // subordinate << 16: "All 3 values must be written at the same time"), the memory windows
         // open from the BAR bases to the top, then I/O, memory and bus master on.
         for (uint8_t bus = 0; bus < kUsbGpuBus; ++bus) {
-            controller_.config_write(bus, 0, 0, kPrimaryBus, 4, uint32_t{bus} | uint32_t(bus + 1) << 8 | uint32_t{kUsbGpuBus} << 16);
-            controller_.config_write(bus, 0, 0, kMemoryBase, 2, static_cast<uint32_t>(kUsbMemBase >> 16) & 0xfff0);
-            controller_.config_write(bus, 0, 0, kMemoryLimit, 2, 0xffff);
-            controller_.config_write(bus, 0, 0, kPrefMemoryBase, 2, static_cast<uint32_t>(kUsbPrefMemBase >> 16) & 0xfff0);
-            controller_.config_write(bus, 0, 0, kPrefMemoryLimit, 2, 0xffff);
-            controller_.config_write(bus, 0, 0, kPrefBaseUpper32, 4, static_cast<uint32_t>(kUsbPrefMemBase >> 32));
-            controller_.config_write(bus, 0, 0, kPrefLimitUpper32, 4, 0xffffffff);
-            controller_.config_write(bus, 0, 0, cfg::kCommand, 2, cfg::kCommandIo | cfg::kCommandMemory | cfg::kCommandMaster);
+            bridge_->config_write(bus, 0, 0, kPrimaryBus, 4, uint32_t{bus} | uint32_t(bus + 1) << 8 | uint32_t{kUsbGpuBus} << 16);
+            bridge_->config_write(bus, 0, 0, kMemoryBase, 2, static_cast<uint32_t>(kUsbMemBase >> 16) & 0xfff0);
+            bridge_->config_write(bus, 0, 0, kMemoryLimit, 2, 0xffff);
+            bridge_->config_write(bus, 0, 0, kPrefMemoryBase, 2, static_cast<uint32_t>(kUsbPrefMemBase >> 16) & 0xfff0);
+            bridge_->config_write(bus, 0, 0, kPrefMemoryLimit, 2, 0xffff);
+            bridge_->config_write(bus, 0, 0, kPrefBaseUpper32, 4, static_cast<uint32_t>(kUsbPrefMemBase >> 32));
+            bridge_->config_write(bus, 0, 0, kPrefLimitUpper32, 4, 0xffffffff);
+            bridge_->config_write(bus, 0, 0, cfg::kCommand, 2, cfg::kCommandIo | cfg::kCommandMemory | cfg::kCommandMaster);
         }
         uint32_t id = 0xffffffff;
         try {
@@ -415,7 +431,7 @@ private:
         set_bar_infos(bars);
     }
 
-    usb::Asm24Controller controller_;
+    std::unique_ptr<usb::Bridge> bridge_;
     std::mutex mutex_;  // the controller, the write batch, the write cache
     std::array<std::unique_ptr<UsbBarHandler>, kBarCount> handlers_;
     std::array<bool, kBarCount> write_once_{};
@@ -440,6 +456,11 @@ std::unique_ptr<PciDevice> open_usb_device(std::unique_ptr<usb::UsbBackend> usb,
 const usb::TransferCounters* usb_transfer_counters(PciDevice& device) {
     auto* d = dynamic_cast<UsbPciDevice*>(&device);
     return d ? &d->counters() : nullptr;
+}
+
+std::optional<std::string> usb_bridge_firmware(PciDevice& device) {
+    auto* d = dynamic_cast<UsbPciDevice*>(&device);
+    return d ? std::optional<std::string>(d->firmware()) : std::nullopt;
 }
 
 uint64_t usb_coalesced_writes(PciDevice& device) {

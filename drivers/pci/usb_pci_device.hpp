@@ -6,9 +6,11 @@
 #pragma once
 
 #include "drivers/pci/pci_device.hpp"
-#include "drivers/usb/asm24_controller.hpp"
+#include "drivers/usb/bridge.hpp"
 
 #include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 namespace baregpu::pci {
@@ -28,12 +30,14 @@ inline constexpr uint8_t kUsbGpuBus = 4;
 inline constexpr uint64_t kUsbMemBase = 0x10000000;
 inline constexpr uint64_t kUsbPrefMemBase = 32ull << 30;
 
-// Opens the GPU behind the bridge `usb` speaks to. The PciDevice is named after the USB device
-// ("usb:3-2", "usb:sim").
+// Opens the GPU behind the bridge `usb` speaks to, in whichever protocol its firmware speaks
+// (usb::open_bridge). The PciDevice is named after the USB device ("usb:3-2", "usb:sim").
 std::unique_ptr<PciDevice> open_usb_device(std::unique_ptr<usb::UsbBackend> usb, const UsbOpenOptions& options = {});
 
 // The bridge's transfer counters, when `device` is a usb-backend device (nullptr otherwise).
 const usb::TransferCounters* usb_transfer_counters(PciDevice& device);
+// The bridge's firmware and transport ("stock firmware, SCSI over UAS ..."), for a usb-backend device.
+std::optional<std::string> usb_bridge_firmware(PciDevice& device);
 // Writes skipped because the value was unchanged (write_once_bars).
 uint64_t usb_coalesced_writes(PciDevice& device);
 

@@ -16,7 +16,7 @@ namespace {
 uint64_t round_up(uint64_t v, uint64_t to) { return (v + to - 1) / to * to; }
 }  // namespace
 
-Asm24Controller::Asm24Controller(std::unique_ptr<UsbBackend> usb) : usb_(std::move(usb)) {
+Asm24Controller::Asm24Controller(std::unique_ptr<UsbBackend> usb) : Bridge(std::move(usb)) {
     const DeviceDescriptor d = usb_->descriptor();
     const std::optional<BridgeProtocol> protocol = detect_protocol(d);
     if (!protocol) {
@@ -27,10 +27,8 @@ Asm24Controller::Asm24Controller(std::unique_ptr<UsbBackend> usb) : usb_(std::mo
                                                 kCustomProduct, kAsmediaVendor, kStockProduct2464, kUserIdsVariable));
     }
     if (*protocol != BridgeProtocol::CustomFirmware) {
-        // The SCSI path needs the controller init writes, the XDATA TLP engine at
-        // 0xB2xx and UAS streams; not implemented here (drivers/usb/README.md).
-        throw UnsupportedError(name(), fmt::format("the bridge speaks {}; drivers/usb only drives the custom-firmware vendor protocol. "
-                                                   "Flash tinygrad's custom ASM2464 firmware",
+        throw UnsupportedError(name(), fmt::format("the bridge speaks {}, not the custom firmware's vendor requests: "
+                                                   "usb::open_bridge drives it with Asm24ScsiController",
                                                    to_string(*protocol)));
     }
     // Configuration 1, interface 0, alternate setting 0 (tinygrad usb.py USB3).
@@ -105,12 +103,6 @@ void Asm24Controller::xdata_read(uint16_t address, std::span<std::byte> out) {
     }
 }
 
-uint8_t Asm24Controller::xdata_read8(uint16_t address) {
-    std::byte b{};
-    xdata_read(address, std::span(&b, 1));
-    return static_cast<uint8_t>(b);
-}
-
 void Asm24Controller::xdata_write(uint16_t address, std::span<const std::byte> data) {
     for (size_t i = 0; i < data.size(); ++i) {
         control_out(kReqXdataWrite, static_cast<uint16_t>(address + i), static_cast<uint16_t>(data[i]), {}, kControlTimeout);
@@ -158,21 +150,6 @@ uint32_t Asm24Controller::single_tlp(const tlp::Request& request) {
     }
 }
 
-uint32_t Asm24Controller::config_read(uint8_t bus, uint8_t device, uint8_t function, uint16_t reg, unsigned size) {
-    const unsigned shift = 8 * (reg & 3);
-    tlp::Request r{tlp::config_fmt_type(false, bus), tlp::byte_enables(size, reg & 3), tlp::Mode::Single,
-                   tlp::config_address(bus, device, function, reg), 0};
-    const uint32_t dword = single_tlp(r);
-    return size == 4 ? dword : (dword >> shift) & ((1u << (8 * size)) - 1);
-}
-
-void Asm24Controller::config_write(uint8_t bus, uint8_t device, uint8_t function, uint16_t reg, unsigned size, uint32_t value) {
-    tlp::Request r{tlp::config_fmt_type(true, bus), tlp::byte_enables(size, reg & 3), tlp::Mode::Single,
-                   tlp::config_address(bus, device, function, reg), value << (8 * (reg & 3))};
-    // Config writes are non-posted (PCIe 2.4.1): the completion says whether it landed.
-    single_tlp(r);
-}
-
 void Asm24Controller::mem_write(uint64_t address, std::span<const std::byte> data) {
     if (address % 4 != 0 || data.size() % 4 != 0 || data.empty()) {
         throw Error(name(), fmt::format("streaming write of {} bytes at {:#x}: address and size must be non-zero dword multiples",
@@ -207,19 +184,28 @@ void Asm24Controller::arm_sram(unsigned slot, uint64_t bytes, bool read) {
                 kControlTimeout);
 }
 
-void Asm24Controller::sram_write(unsigned slot, std::span<const std::byte> data) {
+unsigned Asm24Controller::slot_of(uint64_t offset) const {
+    if (offset % kSramSlotBytes != 0 || offset >= kSramBytes) {
+        throw Error(name(), fmt::format("SRAM access at offset {:#x}: the 0xF2 engine starts on 16 KB slots below {} KB", offset,
+                                        kSramBytes / 1024));
+    }
+    return static_cast<unsigned>(offset / kSramSlotBytes);
+}
+
+void Asm24Controller::sram_write(uint64_t offset, std::span<const std::byte> data) {
+    const unsigned slot = slot_of(offset);
     scratch_.assign(round_up(data.size(), kSectorBytes), std::byte{0});
     std::memcpy(scratch_.data(), data.data(), data.size());
     arm_sram(slot, scratch_.size(), false);
     bulk_out(scratch_, kBulkOutTimeout);
 }
 
-void Asm24Controller::sram_read(unsigned slot, std::span<std::byte> out) {
-    sram_read_arm(slot, out.size());
+void Asm24Controller::sram_read(uint64_t offset, std::span<std::byte> out) {
+    sram_read_arm(offset, out.size());
     sram_read_data(out);
 }
 
-void Asm24Controller::sram_read_arm(unsigned slot, uint64_t bytes) { arm_sram(slot, round_up(bytes, kSectorBytes), true); }
+void Asm24Controller::sram_read_arm(uint64_t offset, uint64_t bytes) { arm_sram(slot_of(offset), round_up(bytes, kSectorBytes), true); }
 
 void Asm24Controller::sram_read_data(std::span<std::byte> out) {
     const uint64_t wire = round_up(out.size(), kSectorBytes);
@@ -232,7 +218,8 @@ void Asm24Controller::sram_read_data(std::span<std::byte> out) {
     std::memcpy(out.data(), scratch_.data(), out.size());
 }
 
-UsbBackend::Tag Asm24Controller::sram_write_async(unsigned slot, std::span<std::byte> wire) {
+UsbBackend::Tag Asm24Controller::sram_write_async(uint64_t offset, std::span<std::byte> wire) {
+    const unsigned slot = slot_of(offset);
     if (wire.size() % kSectorBytes != 0) {
         throw Error(name(), fmt::format("asynchronous SRAM write of {} bytes: the wire image must be whole 512-byte sectors", wire.size()));
     }

@@ -62,4 +62,40 @@ inline constexpr std::chrono::milliseconds kBulkInTimeout{30000};
 inline constexpr unsigned kTlpRetries = 10;
 inline constexpr std::chrono::milliseconds kTlpRetryDelay{1};
 
+// ---- The stock (and patched stock) firmware, driven by SCSI commands (tinygrad usb.py before commit
+// d6fddb066f, ASM24Controller; research nv_qcom_usb.md C.8). No public source describes them. ----
+
+// The XDATA TLP engine. Multi-byte registers are big-endian.
+inline constexpr uint16_t kTlpData = 0xB220;  // write data in, completion data out (4 bytes)
+inline constexpr uint16_t kTlpAddressLow = 0xB218;  // address [31:0], dword aligned (4 bytes)
+inline constexpr uint16_t kTlpAddressHigh = 0xB21C;  // address [63:32] (4 bytes)
+inline constexpr uint16_t kTlpByteEnables = 0xB217;
+inline constexpr uint16_t kTlpFmtType = 0xB210;
+inline constexpr uint16_t kTlpArm = 0xB254;  // written 0x0F before every launch
+inline constexpr uint8_t kTlpArmValue = 0x0F;
+inline constexpr uint16_t kTlpStatus = 0xB296;  // write 0x04: launch; read: bit 1 done, bit 0 error (write 0x01 to clear)
+inline constexpr uint8_t kTlpLaunch = 0x04, kTlpDone = 0x02, kTlpError = 0x01;
+inline constexpr uint16_t kTlpCompletionHasData = 0xB284;  // bit 0: the completion carried data (config reads)
+inline constexpr uint16_t kTlpCompletion = 0xB22A;  // 2 bytes: status [15:13], byte count [11:0]
+
+// The controller init writes tinygrad's ASM24Controller makes before anything else (their meaning is not public).
+struct XdataInit {
+    uint16_t address;
+    uint8_t bytes[4];
+    uint8_t length;
+};
+inline constexpr XdataInit kStockInit[] = {{0x054B, {0x20}, 1}, {0x054E, {0x04}, 1}, {0x05A8, {0x02}, 1}, {0x05F8, {0x04}, 1},
+                                            {0x07EC, {0x01, 0x00, 0x00, 0x00}, 4}, {0xC422, {0x02}, 1}, {0x0000, {0x33}, 1}};
+
+// Around every WRITE(16) into the SRAM (usb.py scsi_write): 0x07EF = 0 before ("re-arm SCSI write
+// path"), 0x0171 = ff ff ff and 0xCE6E = 00 00 after; after a write of more than 16 KB, 0xCE40..0xCE43 = 0.
+inline constexpr uint16_t kScsiWriteRearm = 0x07EF;
+inline constexpr uint16_t kScsiWriteDone = 0x0171;
+inline constexpr uint16_t kScsiWriteClear = 0xCE6E;
+inline constexpr uint16_t kScsiWriteLargeClear = 0xCE40;
+inline constexpr uint64_t kScsiWriteLarge = 16 * 1024;
+
+// PCIe writes per USB batch (usb.py pcie_mem_write: "16 for Linux", "benchmarked values").
+inline constexpr unsigned kTlpsPerBatch = 16;
+
 }  // namespace baregpu::usb::asm24

@@ -10,6 +10,7 @@
 
 #include <map>
 #include <thread>
+#include <vector>
 
 namespace baregpu::usb {
 
@@ -36,6 +37,37 @@ std::string location_of(libusb_device* dev) {
     std::string s = fmt::format("{}", libusb_get_bus_number(dev));
     for (int i = 0; i < n; ++i) s += fmt::format("{}{}", i == 0 ? '-' : '.', ports[i]);
     return s;
+}
+
+// The descriptors of `dev`; the product string only when `handle` (an open device) is given.
+DeviceDescriptor read_descriptor(libusb_device* dev, libusb_device_handle* handle, const std::string& name) {
+    libusb_device_descriptor d{};
+    if (int rc = libusb_get_device_descriptor(dev, &d); rc != 0) fail(name, "libusb_get_device_descriptor", rc);
+    DeviceDescriptor out;
+    out.vendor_id = d.idVendor;
+    out.product_id = d.idProduct;
+    if (handle != nullptr && d.iProduct != 0) {
+        unsigned char text[256];
+        int n = libusb_get_string_descriptor_ascii(handle, d.iProduct, text, sizeof text);
+        if (n > 0) out.product.assign(reinterpret_cast<char*>(text), static_cast<size_t>(n));
+    }
+    libusb_config_descriptor* config = nullptr;
+    if (libusb_get_config_descriptor(dev, 0, &config) == 0) {
+        for (int i = 0; i < config->bNumInterfaces; ++i) {
+            const libusb_interface& itf = config->interface[i];
+            for (int a = 0; a < itf.num_altsetting; ++a) {
+                const libusb_interface_descriptor& alt = itf.altsetting[a];
+                InterfaceDescriptor id{alt.bInterfaceNumber, alt.bAlternateSetting, alt.bInterfaceClass, alt.bInterfaceSubClass,
+                                       alt.bInterfaceProtocol, {}};
+                for (int e = 0; e < alt.bNumEndpoints; ++e) {
+                    id.endpoints.push_back({alt.endpoint[e].bEndpointAddress, alt.endpoint[e].bmAttributes, alt.endpoint[e].wMaxPacketSize});
+                }
+                out.interfaces.push_back(std::move(id));
+            }
+        }
+        libusb_free_config_descriptor(config);
+    }
+    return out;
 }
 
 struct Context {
@@ -70,36 +102,7 @@ public:
 
     const std::string& name() const override { return name_; }
 
-    DeviceDescriptor descriptor() override {
-        libusb_device* dev = libusb_get_device(handle_);
-        libusb_device_descriptor d{};
-        if (int rc = libusb_get_device_descriptor(dev, &d); rc != 0) fail(name_, "libusb_get_device_descriptor", rc);
-        DeviceDescriptor out;
-        out.vendor_id = d.idVendor;
-        out.product_id = d.idProduct;
-        if (d.iProduct != 0) {
-            unsigned char text[256];
-            int n = libusb_get_string_descriptor_ascii(handle_, d.iProduct, text, sizeof text);
-            if (n > 0) out.product.assign(reinterpret_cast<char*>(text), static_cast<size_t>(n));
-        }
-        libusb_config_descriptor* config = nullptr;
-        if (libusb_get_config_descriptor(dev, 0, &config) == 0) {
-            for (int i = 0; i < config->bNumInterfaces; ++i) {
-                const libusb_interface& itf = config->interface[i];
-                for (int a = 0; a < itf.num_altsetting; ++a) {
-                    const libusb_interface_descriptor& alt = itf.altsetting[a];
-                    InterfaceDescriptor id{alt.bInterfaceNumber, alt.bAlternateSetting, alt.bInterfaceClass, alt.bInterfaceSubClass,
-                                           alt.bInterfaceProtocol, {}};
-                    for (int e = 0; e < alt.bNumEndpoints; ++e) {
-                        id.endpoints.push_back({alt.endpoint[e].bEndpointAddress, alt.endpoint[e].bmAttributes, alt.endpoint[e].wMaxPacketSize});
-                    }
-                    out.interfaces.push_back(std::move(id));
-                }
-            }
-            libusb_free_config_descriptor(config);
-        }
-        return out;
-    }
+    DeviceDescriptor descriptor() override { return read_descriptor(libusb_get_device(handle_), handle_, name_); }
 
     void claim_interface(uint8_t interface, uint8_t alt_setting) override {
         // Detach uas/usb-storage, reset, configuration 1, claim, alt setting (tinygrad usb.py USB3).
@@ -137,7 +140,7 @@ public:
         return static_cast<size_t>(transferred);
     }
 
-    Tag submit_bulk(uint8_t endpoint, std::span<std::byte> data, std::chrono::milliseconds timeout) override {
+    Tag submit_bulk(uint8_t endpoint, std::span<std::byte> data, std::chrono::milliseconds timeout, uint32_t stream) override {
         libusb_transfer* t = libusb_alloc_transfer(0);
         if (t == nullptr) throw Error(name_, "libusb_alloc_transfer failed");
         const Tag tag = next_tag_++;
@@ -145,8 +148,14 @@ public:
         p.transfer = t;
         p.endpoint = endpoint;
         p.size = data.size();
-        libusb_fill_bulk_transfer(t, handle_, endpoint, reinterpret_cast<unsigned char*>(data.data()), static_cast<int>(data.size()),
-                                  &LibusbBackend::completed, &p, static_cast<unsigned>(timeout.count()));
+        if (stream != 0) {
+            libusb_fill_bulk_stream_transfer(t, handle_, endpoint, stream, reinterpret_cast<unsigned char*>(data.data()),
+                                             static_cast<int>(data.size()), &LibusbBackend::completed, &p,
+                                             static_cast<unsigned>(timeout.count()));
+        } else {
+            libusb_fill_bulk_transfer(t, handle_, endpoint, reinterpret_cast<unsigned char*>(data.data()), static_cast<int>(data.size()),
+                                      &LibusbBackend::completed, &p, static_cast<unsigned>(timeout.count()));
+        }
         if (int rc = libusb_submit_transfer(t); rc != 0) {
             libusb_free_transfer(t);
             pending_.erase(tag);
@@ -177,6 +186,12 @@ public:
             case LIBUSB_TRANSFER_TIMED_OUT: fail(name_, what, LIBUSB_ERROR_TIMEOUT);
             default: fail(name_, what + fmt::format(" (transfer status {})", status), LIBUSB_ERROR_IO);
         }
+    }
+
+    unsigned alloc_streams(unsigned count, std::span<const uint8_t> endpoints) override {
+        std::vector<unsigned char> eps(endpoints.begin(), endpoints.end());
+        const int rc = libusb_alloc_streams(handle_, static_cast<uint32_t>(count), eps.data(), static_cast<int>(eps.size()));
+        return rc < 0 ? 0u : static_cast<unsigned>(rc);  // a USB 2 link or controller has none: not an error
     }
 
     void clear_halt(uint8_t endpoint) override {
@@ -217,7 +232,19 @@ std::vector<BridgeInfo> enumerate_bridges() {
     const ssize_t n = libusb_get_device_list(ctx, &list);
     for (ssize_t i = 0; i < n; ++i) {
         libusb_device_descriptor d{};
-        if (libusb_get_device_descriptor(list[i], &d) == 0 && is_bridge(d)) out.push_back({location_of(list[i]), d.idVendor, d.idProduct});
+        if (libusb_get_device_descriptor(list[i], &d) != 0 || !is_bridge(d)) continue;
+        BridgeInfo info{location_of(list[i]), d.idVendor, d.idProduct, std::nullopt};
+        // The product string needs the device open (it tells the custom firmware apart); without
+        // permission the interfaces alone still say UAS or BOT.
+        libusb_device_handle* handle = nullptr;
+        if (libusb_open(list[i], &handle) != 0) handle = nullptr;
+        try {
+            info.protocol = detect_protocol(read_descriptor(list[i], handle, "usb:" + info.location));
+        } catch (const Error&) {
+            // Unreadable descriptors: listed without a protocol.
+        }
+        if (handle != nullptr) libusb_close(handle);
+        out.push_back(std::move(info));
     }
     if (n >= 0) libusb_free_device_list(list, 1);
     libusb_exit(ctx);

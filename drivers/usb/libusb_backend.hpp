@@ -2,9 +2,11 @@
 // from libusb_absent.cpp otherwise (then enumeration finds nothing and opening says why).
 #pragma once
 
+#include "drivers/usb/detect.hpp"
 #include "drivers/usb/usb_backend.hpp"
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,6 +17,8 @@ struct BridgeInfo {
     std::string location;  // "3-2": bus number, port path joined by '.'
     uint16_t vendor_id = 0;
     uint16_t product_id = 0;
+    // What its descriptors say it speaks (detect_protocol): nullopt when they say nothing we know.
+    std::optional<BridgeProtocol> protocol;
 };
 
 bool libusb_available();

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace baregpu::usb::scsi {
@@ -31,13 +32,18 @@ std::array<std::byte, kCbwBytes> encode_cbw(uint32_t tag, uint32_t data_length, 
     return b;
 }
 
-Csw decode_csw(const std::string& device, std::span<const std::byte, kCswBytes> b, uint32_t expected_tag) {
+Csw decode_csw_any_status(const std::string& device, std::span<const std::byte, kCswBytes> b, uint32_t expected_tag) {
     const uint32_t signature = get_le32(&b[0]);
     if (signature != kCswSignature) {
         throw ProtocolError(device, fmt::format("CSW signature {:#010x}, expected {:#010x} (\"USBS\")", signature, kCswSignature));
     }
     Csw c{get_le32(&b[4]), get_le32(&b[8]), static_cast<uint8_t>(b[12])};
     if (c.tag != expected_tag) throw ProtocolError(device, fmt::format("CSW tag {}, expected {} (the CBW's)", c.tag, expected_tag));
+    return c;
+}
+
+Csw decode_csw(const std::string& device, std::span<const std::byte, kCswBytes> b, uint32_t expected_tag) {
+    const Csw c = decode_csw_any_status(device, b, expected_tag);
     if (c.status != 0) {
         throw ProtocolError(device, fmt::format("CSW status {} ({}), residue {}, expected 0 (command passed)", c.status,
                                                 c.status == 1 ? "command failed" : c.status == 2 ? "phase error" : "reserved", c.residue));
@@ -53,6 +59,94 @@ std::array<std::byte, kCommandIuBytes> encode_command_iu(uint16_t tag, std::span
     b[3] = std::byte(tag & 0xff);
     std::memcpy(&b[16], cdb.data(), cdb.size());
     return b;
+}
+
+std::array<std::byte, kTaskManagementIuBytes> encode_task_management_iu(uint16_t tag, uint8_t function, uint16_t task_tag) {
+    std::array<std::byte, kTaskManagementIuBytes> b{};
+    b[0] = std::byte(IuId::TaskManagement);
+    b[2] = std::byte(tag >> 8), b[3] = std::byte(tag & 0xff);
+    b[4] = std::byte(function);
+    b[6] = std::byte(task_tag >> 8), b[7] = std::byte(task_tag & 0xff);
+    return b;
+}
+
+Iu decode_iu(const std::string& device, std::span<const std::byte> b) {
+    if (b.size() < 4) throw ProtocolError(device, fmt::format("UAS IU of {} bytes: shorter than the 4-byte IU header", b.size()));
+    Iu iu;
+    iu.id = IuId(b[0]);
+    iu.tag = static_cast<uint16_t>(uint16_t(b[2]) << 8 | uint16_t(b[3]));
+    switch (iu.id) {
+        case IuId::Status: {
+            if (b.size() < kSenseIuHeader) throw ProtocolError(device, fmt::format("sense IU of {} bytes: shorter than 16", b.size()));
+            iu.status = static_cast<uint8_t>(b[6]);
+            const size_t len = size_t(b[14]) << 8 | size_t(b[15]);
+            iu.sense = b.subspan(kSenseIuHeader, std::min(len, b.size() - kSenseIuHeader));
+            return iu;
+        }
+        case IuId::Response:
+            if (b.size() < kResponseIuBytes) throw ProtocolError(device, fmt::format("response IU of {} bytes: shorter than 8", b.size()));
+            iu.response = static_cast<uint8_t>(b[7]);
+            return iu;
+        case IuId::ReadReady:
+        case IuId::WriteReady: return iu;
+        default: throw ProtocolError(device, fmt::format("UAS IU ID {:#04x} on the status pipe: not a sense, response or ready IU", uint8_t(b[0])));
+    }
+}
+
+std::vector<std::byte> encode_sense_iu(uint16_t tag, uint8_t status, std::span<const std::byte> sense) {
+    std::vector<std::byte> b(kSenseIuHeader + sense.size());
+    b[0] = std::byte(IuId::Status);
+    b[2] = std::byte(tag >> 8), b[3] = std::byte(tag & 0xff);
+    b[6] = std::byte(status);
+    b[14] = std::byte(sense.size() >> 8), b[15] = std::byte(sense.size() & 0xff);
+    if (!sense.empty()) std::memcpy(b.data() + kSenseIuHeader, sense.data(), sense.size());
+    return b;
+}
+
+std::array<std::byte, kResponseIuBytes> encode_response_iu(uint16_t tag, uint8_t response) {
+    std::array<std::byte, kResponseIuBytes> b{};
+    b[0] = std::byte(IuId::Response);
+    b[2] = std::byte(tag >> 8), b[3] = std::byte(tag & 0xff);
+    b[7] = std::byte(response);
+    return b;
+}
+
+std::array<std::byte, 4> encode_ready_iu(IuId id, uint16_t tag) { return {std::byte(id), std::byte{0}, std::byte(tag >> 8), std::byte(tag & 0xff)}; }
+
+std::array<std::byte, kFixedSenseBytes> encode_sense(Sense s) {
+    std::array<std::byte, kFixedSenseBytes> b{};
+    b[0] = std::byte{0x70};  // current error, fixed format
+    b[2] = std::byte(s.key & 0x0f);
+    b[7] = std::byte(kFixedSenseBytes - 8);  // additional sense length
+    b[12] = std::byte(s.asc);
+    b[13] = std::byte(s.ascq);
+    return b;
+}
+
+Sense decode_sense(std::span<const std::byte> b) {
+    if (b.size() < 14 || (uint8_t(b[0]) & 0x7e) != 0x70) return {};  // not fixed format: nothing to name
+    return {static_cast<uint8_t>(uint8_t(b[2]) & 0x0f), static_cast<uint8_t>(b[12]), static_cast<uint8_t>(b[13])};
+}
+
+std::string describe(Sense s) {
+    // SPC-4 Table 28 (sense keys) and Annex D (the additional sense codes named here).
+    static constexpr const char* kKeys[16] = {"NO SENSE",       "RECOVERED ERROR", "NOT READY",       "MEDIUM ERROR",
+                                              "HARDWARE ERROR", "ILLEGAL REQUEST", "UNIT ATTENTION",  "DATA PROTECT",
+                                              "BLANK CHECK",    "VENDOR SPECIFIC", "COPY ABORTED",    "ABORTED COMMAND",
+                                              "reserved (0xC)", "VOLUME OVERFLOW", "MISCOMPARE",      "reserved (0xF)"};
+    const char* what = "";
+    const uint16_t code = static_cast<uint16_t>(s.asc << 8 | s.ascq);
+    switch (code) {
+        case 0x2000: what = " (invalid command operation code)"; break;
+        case 0x2100: what = " (logical block address out of range)"; break;
+        case 0x2400: what = " (invalid field in CDB)"; break;
+        case 0x2900: what = " (power on, reset, or bus device reset occurred)"; break;
+        case 0x4700: what = " (SCSI parity error: data phase of the wrong length)"; break;
+        case 0x4b00: what = " (data phase error)"; break;
+        case 0x2c00: what = " (command sequence error)"; break;
+        default: break;
+    }
+    return fmt::format("{}, asc/ascq {:#04x}/{:#04x}{}", kKeys[s.key & 0x0f], s.asc, s.ascq, what);
 }
 
 std::array<uint8_t, 6> cdb_xdata_read(uint32_t address, uint8_t length) {

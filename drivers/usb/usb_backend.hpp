@@ -67,10 +67,14 @@ public:
 
     // Asynchronous bulk transfer: data must stay alive and untouched until reap(tag) returns.
     // reap waits (bounded by the submit's timeout) and returns the bytes transferred, or throws
-    // as bulk() would. Transfers on one endpoint complete in submission order.
+    // as bulk() would. Transfers on one endpoint and stream complete in submission order.
+    // stream: a USB 3 bulk stream ID (1.., after alloc_streams; USB 3.2 spec 8.12.1.4), 0 for none.
     using Tag = uint64_t;
-    virtual Tag submit_bulk(uint8_t endpoint, std::span<std::byte> data, std::chrono::milliseconds timeout) = 0;
+    virtual Tag submit_bulk(uint8_t endpoint, std::span<std::byte> data, std::chrono::milliseconds timeout, uint32_t stream = 0) = 0;
     virtual size_t reap(Tag tag) = 0;
+    // Gives each of `endpoints` `count` bulk streams (libusb_alloc_streams) and returns how many
+    // they got: 0 where the link has none (USB 2) or the host controller cannot.
+    virtual unsigned alloc_streams(unsigned count, std::span<const uint8_t> endpoints) = 0;
 
     // CLEAR_FEATURE(ENDPOINT_HALT) on a bulk endpoint (libusb_clear_halt): after a failed bulk
     // transfer, the host's and the device's view of the pipe agree again (the custom firmware also

@@ -226,7 +226,7 @@ TEST_CASE("a PSP command before the ring exists is a violation and never complet
     am::Registers regs(mmio, am::register_table(*disc.asic), disc.bases);
     am::BootLayout layout = am::make_boot_layout(*disc.asic);
     uint64_t fb_base = uint64_t{regs.read(regs.table().mmmc_vm_fb_location_base) & 0xffffff} << 24;
-    am::Psp psp(regs, vram, {fb_base, layout.psp_msg1, layout.psp_cmd, layout.psp_fence, layout.psp_ring, am::kPspRingSize},
+    am::Psp psp(regs, vram, {fb_base, layout.psp_msg1, layout.psp_cmd, layout.psp_fence, layout.psp_ring, am::kPspRingSize, {}},
                 [] {});
     REQUIRE_THROWS_AS(psp.submit(am::encode_autoload_rlc(), "AUTOLOAD_RLC"), TimeoutError);
     REQUIRE_FALSE(rig.bus.violations().empty());
@@ -413,7 +413,7 @@ TEST_CASE("a stale PSP ring from a previous owner is destroyed before ours is cr
     mmio.set_indirect(regs.address(regs.table().rsmu_index), regs.address(regs.table().rsmu_data));
     am::BootLayout layout = am::make_boot_layout(*disc.asic);
     uint64_t fb_base = uint64_t{regs.read(regs.table().mmmc_vm_fb_location_base) & 0xffffff} << 24;
-    am::Psp psp(regs, vram, {fb_base, layout.psp_msg1, layout.psp_cmd, layout.psp_fence, layout.psp_ring, am::kPspRingSize},
+    am::Psp psp(regs, vram, {fb_base, layout.psp_msg1, layout.psp_cmd, layout.psp_fence, layout.psp_ring, am::kPspRingSize, {}},
                 [] {});
     REQUIRE(psp.sos_alive());
     REQUIRE(psp.ring_exists());

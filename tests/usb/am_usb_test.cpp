@@ -10,6 +10,7 @@
 #include "drivers/registry_am.hpp"
 #include "drivers/sim/amdgpu/navi.hpp"
 #include "drivers/sim/asm24/sim_asm24.hpp"
+#include "drivers/usb/asm24_protocol.hpp"
 #include "hcq/signal.hpp"
 #include "tests/sanitizers.hpp"
 
@@ -17,6 +18,7 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdlib>
+
 #include <filesystem>
 #include <regex>
 #include <stdexcept>
@@ -59,19 +61,20 @@ struct Rig {
     SimAsm24Bridge* bridge = nullptr;
     std::unique_ptr<pci::PciDevice> pci;
 
-    explicit Rig(const TempDirs& dirs) {
+    explicit Rig(const TempDirs& dirs, SimAsm24Bridge::Options bridge_options = {}) {
         sim::amdgpu::ModelOptions o;
         o.asic = sim::amdgpu::Asic::navi31;
         o.state_dir = (dirs.root / "state").string();
         o.firmware_dir = firmware_dir();
-        auto owned = std::make_unique<SimAsm24Bridge>(SimAsm24Bridge::Options{}, sim::amdgpu::make_model(o));
+        auto owned = std::make_unique<SimAsm24Bridge>(std::move(bridge_options), sim::amdgpu::make_model(o));
         bridge = owned.get();
         pci::UsbOpenOptions uo;
         uo.write_once_bars = {2};
         pci = pci::open_usb_device(std::move(owned), uo);
     }
-    std::unique_ptr<am::AmDevice> open() {
+    std::unique_ptr<am::AmDevice> open(am::SkipStep skip = am::SkipStep::none) {
         am::AmOptions o;
+        o.skip_step = skip;
         o.lock_key = "usb-sim-test";
         o.firmware_dirs = {firmware_dir()};
         return am::AmDevice::open(std::move(pci), std::move(o));
@@ -110,6 +113,79 @@ TEST_CASE("am:usb:sim: cold bring-up under 10 s and warm start under 1 s of mode
     CHECK(cold < std::chrono::seconds(10));
     CHECK(warm < std::chrono::seconds(1));
     CHECK(warm < cold);
+}
+
+TEST_CASE("am:usb:sim with the stock firmware (UAS and BOT): cold bring-up under 20 s of modelled time, the PSP's firmware through the SRAM") {
+    for (auto which : {SimAsm24Bridge::Options::Interfaces::Uas, SimAsm24Bridge::Options::Interfaces::Bot}) {
+        CAPTURE(which == SimAsm24Bridge::Options::Interfaces::Uas ? "uas" : "bot");
+        TempDirs dirs;
+        SimAsm24Bridge::Options bo;
+        bo.interfaces = which;
+        bo.vendor_id = usb::asm24::kAsmediaVendor;
+        bo.product_id = usb::asm24::kStockProduct2464;
+        bo.product = "ASM2464PD";
+        bo.link_trained = true;
+        std::chrono::nanoseconds cold{0};
+        {
+            Rig rig(dirs, bo);
+            CHECK(pci::usb_bridge_firmware(*rig.pci)->starts_with("stock firmware"));
+            const uint64_t t0 = rig.bridge->now_ns();
+            const uint64_t tlps0 = rig.bridge->counters().tlps;
+            auto dev = rig.open();
+            cold = std::chrono::nanoseconds(rig.bridge->now_ns() - t0);
+            CHECK(dev->report().stages.size() > 5);
+            INFO(rig.violations());
+            CHECK(rig.bridge->violations().empty());
+            // About 1.6 MB of firmware: through BAR0 that would be 400000 dword TLPs; staged in the
+            // SRAM (WRITE(16)) and read by the PSP through the AGP aperture, the boot sends far fewer.
+            CHECK(rig.bridge->counters().tlps - tlps0 < 40'000);
+        }
+        {
+            Rig rig(dirs, bo);
+            auto dev = rig.open();
+            CHECK(dev->report().stages.size() <= 3);  // warm: discovery and the VM stage
+            CHECK(rig.bridge->violations().empty());
+        }
+        CHECK(cold < std::chrono::seconds(20));
+    }
+}
+
+// The bridge seen through a backend that does not own it: it outlives a device whose open failed.
+struct Borrowed final : usb::UsbBackend {
+    SimAsm24Bridge& b;
+    explicit Borrowed(SimAsm24Bridge& bridge) : b(bridge) {}
+    const std::string& name() const override { return b.name(); }
+    usb::DeviceDescriptor descriptor() override { return b.descriptor(); }
+    void claim_interface(uint8_t i, uint8_t a) override { b.claim_interface(i, a); }
+    void release_interface(uint8_t i) override { b.release_interface(i); }
+    size_t control(uint8_t t, uint8_t r, uint16_t v, uint16_t i, std::span<std::byte> d, std::chrono::milliseconds ms) override {
+        return b.control(t, r, v, i, d, ms);
+    }
+    size_t bulk(uint8_t e, std::span<std::byte> d, std::chrono::milliseconds ms) override { return b.bulk(e, d, ms); }
+    Tag submit_bulk(uint8_t e, std::span<std::byte> d, std::chrono::milliseconds ms, uint32_t s) override { return b.submit_bulk(e, d, ms, s); }
+    size_t reap(Tag t) override { return b.reap(t); }
+    unsigned alloc_streams(unsigned n, std::span<const uint8_t> e) override { return b.alloc_streams(n, e); }
+    void clear_halt(uint8_t e) override { b.clear_halt(e); }
+    std::chrono::nanoseconds now() override { return b.now(); }
+    void sleep(std::chrono::nanoseconds d) override { b.sleep(d); }
+};
+
+TEST_CASE("am:usb:sim: without the AGP aperture the PSP cannot read its firmware from the bridge SRAM, and says where it looked") {
+    TempDirs dirs;
+    sim::amdgpu::ModelOptions mo;
+    mo.asic = sim::amdgpu::Asic::navi31;
+    mo.state_dir = (dirs.root / "state").string();
+    mo.firmware_dir = firmware_dir();
+    SimAsm24Bridge bridge(SimAsm24Bridge::Options{}, sim::amdgpu::make_model(mo));
+    am::AmOptions o;
+    o.skip_step = am::SkipStep::agp_aperture;
+    o.lock_key = "usb-sim-test";
+    o.firmware_dirs = {firmware_dir()};
+    CHECK_THROWS_AS(am::AmDevice::open(pci::open_usb_device(std::make_unique<Borrowed>(bridge)), std::move(o)), Error);
+    size_t refused = 0;
+    for (const auto& v : bridge.violations())
+        if (v.what.find("is neither VRAM nor inside the MM hub's AGP and system apertures") != std::string::npos) ++refused;
+    CHECK(refused >= 1);
 }
 
 TEST_CASE("am:usb:sim: a register read is one control and one bulk IN; an isolated dword write one control transfer, adjacent ones one stream") {

@@ -6,6 +6,7 @@
 #include "base/error.hpp"
 #include "drivers/pci/usb_pci_device.hpp"
 #include "drivers/sim/asm24/sim_asm24.hpp"
+#include "tests/usb/bridge_violations.hpp"
 #include "drivers/sim/edu.hpp"
 #include "drivers/usb/asm24_controller.hpp"
 #include "drivers/usb/asm24_protocol.hpp"
@@ -16,6 +17,8 @@
 namespace sim_bridge_test {  // each file's cases in a namespace of their own: the directory builds as one program (meson.build)
 
 using namespace baregpu;
+using usb_test::has_violation;
+using usb_test::violations;
 using sim::asm24::FaultKind;
 using sim::asm24::SimAsm24Bridge;
 namespace a24 = usb::asm24;
@@ -31,19 +34,6 @@ std::unique_ptr<SimAsm24Bridge> make_bridge(bool with_edu = true, SimAsm24Bridge
         edu = std::make_unique<sim::EduDevice>(eo);
     }
     return std::make_unique<SimAsm24Bridge>(o, std::move(edu));
-}
-
-bool has_violation(const SimAsm24Bridge& b, const std::string& text) {
-    for (const auto& v : b.violations()) {
-        if (v.describe().find(text) != std::string::npos) return true;
-    }
-    return false;
-}
-
-std::string violations(const SimAsm24Bridge& b) {
-    std::string out;
-    for (const auto& v : b.violations()) out += v.describe() + "\n";
-    return out;
 }
 
 }  // namespace
@@ -171,13 +161,13 @@ TEST_CASE("SRAM engine: padded to 512-byte sectors, slots of 16 KB, read back th
     std::vector<std::byte> data(1000);
     for (size_t i = 0; i < data.size(); ++i) data[i] = std::byte(i ^ 0x5a);
     std::memset(bridge->sram().data() + 3 * a24::kSramSlotBytes, 0xee, 1024);
-    c.sram_write(3, data);
+    c.sram_write(3 * 16384, data);
     const std::byte* at = bridge->sram().data() + 3 * a24::kSramSlotBytes;
     CHECK(std::memcmp(at, data.data(), data.size()) == 0);
     CHECK(at[1000] == std::byte{0});  // the pad to 1024 bytes is zeros
     CHECK(at[1023] == std::byte{0});
     CHECK(at[1024] == std::byte{0});  // beyond the wire image: untouched (was never set)
-    CHECK_THROWS_AS(c.sram_write(31, std::vector<std::byte>(32 * 1024)), Error);  // would run past slot 31
+    CHECK_THROWS_AS(c.sram_write(31 * 16384, std::vector<std::byte>(32 * 1024)), Error);  // would run past slot 31
     CHECK(violations(*bridge).empty());
     // XDATA 0xF000.. shows the first 4 KB of the SRAM (asm2464pd-firmware app/README.md,
     // pcie/test_sram_verify.py's spot check after a 0xF2 write).
@@ -436,7 +426,7 @@ TEST_CASE("latency model: 100 us per round trip, 700 MB/s through the SRAM engin
     std::vector<std::vector<std::byte>> wires(8, std::vector<std::byte>(256 * 1024));
     std::vector<usb::UsbBackend::Tag> tags;
     t0 = bridge->now_ns();
-    for (size_t i = 0; i < wires.size(); ++i) tags.push_back(c.sram_write_async((i % 2) * 16, wires[i]));
+    for (size_t i = 0; i < wires.size(); ++i) tags.push_back(c.sram_write_async((i % 2) * 16 * 16384, wires[i]));
     for (auto t : tags) c.reap(t);
     const uint64_t eight = bridge->now_ns() - t0;
     CHECK(eight < 8 * one);

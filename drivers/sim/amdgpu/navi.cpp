@@ -295,6 +295,20 @@ uint64_t NaviModel::mmio_read(unsigned bar, uint64_t offset, unsigned width) {
 
 void NaviModel::mmio_write(unsigned bar, uint64_t offset, unsigned width, uint64_t value) {
     if (bar == 2) {
+        // A 64-bit doorbell written as two dword TLPs (a USB bridge sends nothing wider: the custom
+        // firmware low dword first, asm2464pd-firmware pcie_pio.h; tinygrad's stock-firmware path
+        // high dword first, usb.py USBMMIOInterface._acc_one — AMD doorbells work over both): the
+        // high dword is held, the low dword rings the doorbell with the held high dword.
+        if (width == 4) {
+            std::lock_guard lock(kick_mutex_);
+            if (offset % 8 == 4) {
+                doorbell_high_[offset - 4] = static_cast<uint32_t>(value);
+                return;
+            }
+            auto high = doorbell_high_.find(offset);
+            value = (high != doorbell_high_.end() ? uint64_t{high->second} << 32 : 0) | (value & 0xffffffff);
+            width = 8;
+        }
         // A doorbell: recorded for the engine thread, which finds the queue it belongs to (others
         // are accepted and ignored) without the writer waiting for any of it.
         // Kicks of one doorbell not yet taken coalesce (the last value is what the slot holds), so

@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <map>
 #include <mutex>
 #include <span>
 #include <string>
@@ -148,6 +149,7 @@ private:
     std::mutex kick_mutex_;
     std::condition_variable kick_cv_, idle_cv_;
     std::vector<Kick> kicks_;
+    std::map<uint64_t, uint32_t> doorbell_high_;  // high dwords of 64-bit doorbells written alone (BAR2 offset of the doorbell)
     bool stop_ = false, polling_ = false, in_pass_ = false;
     uint64_t requested_pass_ = 0, completed_pass_ = 0;
     std::thread engine_;  // last: started after everything it uses, joined first

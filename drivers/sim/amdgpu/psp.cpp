@@ -155,9 +155,8 @@ void Psp::bootloader_command(uint32_t command) {
     }
     auto blob = firmware_.sos_component(component->type);
     const uint64_t msg1 = uint64_t{chip_.load(chip_.reg.psp_36)} << 20;  // C2PMSG_36 = MC >> 20
-    if (!chip_.vram_offset(msg1, blob->size())) {
-        chip_.violation(fmt::format("{} buffer at MC {} (C2PMSG_36 << 20) is outside VRAM", component->name, hex(msg1)),
-                        reg_name(chip_.reg.psp_36), kPspSource);
+    if (!reachable(msg1, blob->size(), fmt::format("{} buffer at MC {} (C2PMSG_36 << 20)", component->name, hex(msg1)),
+                   reg_name(chip_.reg.psp_36))) {
         return;
     }
     if (!matches(msg1, blob->size(), *blob)) return;  // wrong chip, corrupted or truncated: refused
@@ -170,10 +169,37 @@ void Psp::bootloader_command(uint32_t command) {
     }
 }
 
+// Linux keeps the PSP's firmware buffer (fw_pri) in GTT, system memory the PSP reads through the MM
+// hub (amdgpu_psp.c psp_sw_init: AMDGPU_GEM_DOMAIN_GTT); the model reads system memory through the
+// AGP aperture only (MC_VM_AGP_BOT/TOP/BASE in 16 MiB units, translated MC - BOT + BASE inside the
+// system aperture: Linux amdgpu_gmc.c amdgpu_gmc_agp_location, mmhub_v3_0.c
+// mmhub_v3_0_init_system_aperture_regs), not through VMID0's page table.
+std::optional<uint64_t> Psp::agp_bus_address(uint64_t mc, uint64_t size) const {
+    const RegisterMap::Hub& h = chip_.reg.mm;
+    const uint64_t bot = uint64_t{chip_.load(h.agp_bot) & 0xffffff} << 24;
+    const uint64_t top = (uint64_t{chip_.load(h.agp_top) & 0xffffff} << 24) | 0xffffff;
+    const uint64_t low = uint64_t{chip_.load(h.system_aperture_low)} << 18;
+    const uint64_t high = (uint64_t{chip_.load(h.system_aperture_high)} << 18) | 0x3ffff;
+    if (size == 0 || bot > top || mc < bot || mc + size - 1 > top || mc < low || mc + size - 1 > high) return std::nullopt;
+    return mc - bot + (uint64_t{chip_.load(h.agp_base) & 0xffffff} << 24);
+}
+
+bool Psp::reachable(uint64_t mc, uint64_t size, const std::string& what, const std::string& where) {
+    if (chip_.vram_offset(mc, size) || agp_bus_address(mc, size)) return true;
+    chip_.violation(what + fmt::format(" of {} bytes is neither VRAM nor inside the MM hub's AGP and system apertures", size), where,
+                    "Linux amdgpu_gmc.c amdgpu_gmc_agp_location, mmhub_v3_0.c init_system_aperture_regs");
+    return false;
+}
+
 bool Psp::matches(uint64_t mc, uint64_t size, std::span<const std::byte> expected) {
     if (size != expected.size()) return false;
-    auto off = chip_.vram_offset(mc, size);
-    return off && std::memcmp(chip_.vram().data() + *off, expected.data(), size) == 0;
+    if (auto off = chip_.vram_offset(mc, size)) return std::memcmp(chip_.vram().data() + *off, expected.data(), size) == 0;
+    const std::optional<uint64_t> bus = agp_bus_address(mc, size);
+    if (!bus || chip_.port == nullptr) return false;
+    // The PSP's DMA reaches the host like any bus master's: the bus decides (bus mastering on, an address something claims).
+    std::vector<std::byte> got(size);
+    if (!chip_.port->dma_read(BusAddress(*bus), got)) return false;
+    return std::memcmp(got.data(), expected.data(), size) == 0;
 }
 
 void Psp::ring_control(uint32_t value) {
@@ -289,11 +315,7 @@ uint32_t Psp::load_toc(std::span<const std::byte> cmd, uint32_t& tmr_size) {
     const uint32_t size = u32_at(cmd, psp::kCmdAt + 8);
     auto toc = firmware_.sos_component(fw::amd::PspFwType::toc);
     if (!toc) return psp::kStatusNotSupported;
-    if (!chip_.vram_offset(mc, size)) {
-        chip_.violation(fmt::format("LOAD_TOC at MC {} size {} outside VRAM", hex(mc), size), reg_name(chip_.reg.psp_67),
-                        kPspSource);
-        return psp::kStatusBadParameters;
-    }
+    if (!reachable(mc, size, fmt::format("LOAD_TOC at MC {}", hex(mc)), reg_name(chip_.reg.psp_67))) return psp::kStatusBadParameters;
     if (!matches(mc, size, *toc)) return psp::kStatusSecurity;
     chip_.state().psp.toc_loaded = 1;
     chip_.state().psp.tmr_size = psp::kTmrSize;
@@ -356,11 +378,7 @@ uint32_t Psp::load_ip_fw(std::span<const std::byte> cmd) {
                         "Linux amdgpu_psp.c psp_hw_start: TMR before other non-psp firmware");
         return psp::kStatusBadState;
     }
-    if (!chip_.vram_offset(mc, size)) {
-        chip_.violation(fmt::format("LOAD_IP_FW type {} at MC {} size {} outside VRAM", type, hex(mc), size), where,
-                        kPspSource);
-        return psp::kStatusBadParameters;
-    }
+    if (!reachable(mc, size, fmt::format("LOAD_IP_FW type {} at MC {}", type, hex(mc)), where)) return psp::kStatusBadParameters;
     if (!matches(mc, size, *expected)) return psp::kStatusSecurity;
     s.loaded_fw_types[type / 64] |= uint64_t{1} << (type % 64);
     if (type == fw_type::kSmu) chip_.state().smu.running = 1;  // the PSP starts the SMU's firmware

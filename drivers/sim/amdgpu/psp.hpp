@@ -71,8 +71,13 @@ private:
     uint32_t load_toc(std::span<const std::byte> cmd, uint32_t& tmr_size);
     uint32_t autoload_rlc();
     bool loaded(uint32_t type) const;
-    // Compares [mc, mc + expected.size()) of VRAM with expected.
+    // Where a firmware buffer at `mc` can be read from: VRAM, or system memory through the MM hub's
+    // AGP aperture (inside the system aperture); nullopt (with a violation naming `what`) otherwise.
+    bool reachable(uint64_t mc, uint64_t size, const std::string& what, const std::string& where);
+    // Compares [mc, mc + expected.size()) (VRAM, or system memory through the AGP aperture) with expected.
     bool matches(uint64_t mc, uint64_t size, std::span<const std::byte> expected);
+    // The bus address the MM hub's AGP aperture maps `mc` to, when it does.
+    std::optional<uint64_t> agp_bus_address(uint64_t mc, uint64_t size) const;
 
     Chip& chip_;
     ReferenceFirmware& firmware_;

@@ -51,6 +51,9 @@ RegisterMap RegisterMap::build(const AsicInfo& a) {
         g.fb_location_top = at(hwid::kGc, 0, 0x1679);
         g.system_aperture_low = at(hwid::kGc, 0, 0x167d);
         g.system_aperture_high = at(hwid::kGc, 0, 0x167e);
+        g.agp_top = at(hwid::kGc, 0, 0x167a);
+        g.agp_bot = at(hwid::kGc, 0, 0x167b);
+        g.agp_base = at(hwid::kGc, 0, 0x167c);
         g.context0_cntl = at(hwid::kGc, 0, 0x1688);
         g.pt_base_lo = at(hwid::kGc, 0, 0x16f3);
         g.pt_base_hi = at(hwid::kGc, 0, 0x16f4);
@@ -72,6 +75,9 @@ RegisterMap RegisterMap::build(const AsicInfo& a) {
         g.fb_location_top = at(hwid::kGc, 0, 0x1615);
         g.system_aperture_low = at(hwid::kGc, 0, 0x1619);
         g.system_aperture_high = at(hwid::kGc, 0, 0x161a);
+        g.agp_top = at(hwid::kGc, 0, 0x1616);
+        g.agp_bot = at(hwid::kGc, 0, 0x1617);
+        g.agp_base = at(hwid::kGc, 0, 0x1618);
         g.context0_cntl = at(hwid::kGc, 0, 0x1624);
         g.pt_base_lo = at(hwid::kGc, 0, 0x168f);
         g.pt_base_hi = at(hwid::kGc, 0, 0x1690);
@@ -98,6 +104,9 @@ RegisterMap RegisterMap::build(const AsicInfo& a) {
         m.fb_location_top = at(hwid::kMmhub, 0, 0x8ed);
         m.system_aperture_low = at(hwid::kMmhub, 0, 0x8f1);
         m.system_aperture_high = at(hwid::kMmhub, 0, 0x8f2);
+        m.agp_top = at(hwid::kMmhub, 0, 0x8ee);
+        m.agp_bot = at(hwid::kMmhub, 0, 0x8ef);
+        m.agp_base = at(hwid::kMmhub, 0, 0x8f0);
         m.context0_cntl = at(hwid::kMmhub, 0, 0x740);
         m.pt_base_lo = at(hwid::kMmhub, 0, 0x7ab);
         m.pt_base_hi = at(hwid::kMmhub, 0, 0x7ac);
@@ -117,6 +126,9 @@ RegisterMap RegisterMap::build(const AsicInfo& a) {
         m.fb_location_top = at(hwid::kMmhub, 0, 0x555);
         m.system_aperture_low = at(hwid::kMmhub, 0, 0x559);
         m.system_aperture_high = at(hwid::kMmhub, 0, 0x55a);
+        m.agp_top = at(hwid::kMmhub, 0, 0x556);
+        m.agp_bot = at(hwid::kMmhub, 0, 0x557);
+        m.agp_base = at(hwid::kMmhub, 0, 0x558);
         m.context0_cntl = at(hwid::kMmhub, 0, 0x564);
         m.pt_base_lo = at(hwid::kMmhub, 0, 0x5cf);
         m.pt_base_hi = at(hwid::kMmhub, 0, 0x5d0);

@@ -41,6 +41,7 @@ struct RegisterMap {
     struct Hub {
         uint32_t fb_location_base = 0, fb_location_top = 0;
         uint32_t system_aperture_low = 0, system_aperture_high = 0;
+        uint32_t agp_top = 0, agp_bot = 0, agp_base = 0;
         uint32_t context0_cntl = 0;
         uint32_t pt_base_lo = 0, pt_base_hi = 0, pt_start_lo = 0, pt_start_hi = 0, pt_end_lo = 0, pt_end_hi = 0;
         uint32_t inv_eng17_sem = 0, inv_eng17_req = 0, inv_eng17_ack = 0;

@@ -1,5 +1,5 @@
-// A simulated ASM2464 bridge running tinygrad's custom firmware, seen through the UsbBackend
-// seam: the vendor requests (tinygrad usb.py), the TLP engine, the SRAM bulk engine and windows
+// A simulated ASM2464 bridge running tinygrad's custom firmware or ASMedia's stock firmware
+// (SCSI over UAS or BOT: stock_firmware.cpp), seen through the UsbBackend seam: the vendor requests (tinygrad usb.py), the TLP engine, the SRAM bulk engine and windows
 // (tinygrad system.py USBPCIDevice), a PCIe tree of four bridge headers on buses 0..3 with one
 // endpoint (a drivers/sim model, e.g. the simulated Navi) at 04:00.0, a per-transfer latency model in
 // modelled time, and faults. The rules are the custom firmware's own (tinygrad/asm2464pd-firmware
@@ -30,6 +30,12 @@ struct Latency {
     // pcie_write_chunk / pcie_read_chunk): "3.6 MB/s write, 1.8 MB/s read".
     uint64_t stream_write_ns_per_dword = 1'111;
     uint64_t stream_read_ns_per_dword = 2'222;
+    // The stock firmware (SCSI). A command without a data phase (0xE4 / 0xE5) costs the 8051 this
+    // long (assumed; no measurement is public). A WRITE(16) costs 0.4 ms for its first 4 KiB (the
+    // figure reported for one 4 KiB SCSI write to a stock-firmware bridge, taken as the cost of one
+    // command) and the rest at bulk_bytes_per_ns.
+    uint64_t scsi_command_ns = 20'000;
+    uint64_t scsi_write_command_ns = 400'000;
 };
 
 enum class FaultKind {
@@ -40,6 +46,7 @@ enum class FaultKind {
     TransportError,  // the next `count` non-posted TLPs report a transport error (byte 7 of the completion)
     LinkDown,  // LTSSM leaves L0 and stays down: TLPs fail in transport, stream reads return stale data
     SlowCompletion,  // the next `count` non-posted TLPs complete only after `after` ms (a slow completer)
+    CommandTimeout,  // stock firmware: the next SCSI command is never answered, and nothing after it, until a reset
 };
 
 struct Fault {
@@ -74,7 +81,9 @@ public:
         uint16_t vendor_id = 0x3801;
         uint16_t product_id = 0x0001;
         std::string product = "custom ASM2464 (simulated)";
-        // Present the stock firmware's mass-storage interfaces instead (detection tests).
+        // Custom: tinygrad's custom firmware (vendor requests). Uas / Bot: ASMedia's stock firmware
+        // (mass storage: BOT at alternate setting 0, and UAS at 1 for Uas), driven by SCSI
+        // commands (stock_firmware.cpp).
         enum class Interfaces { Custom, Uas, Bot } interfaces = Interfaces::Custom;
         bool link_trained = false;  // LTSSM in L0 at power-on (false: the driver must send 0xF3)
         // A USB 2 fallback: the firmware answers at most 64 bytes of a 0xE4 read (main.c, is_usb2).
@@ -93,8 +102,9 @@ public:
     size_t control(uint8_t request_type, uint8_t request, uint16_t value, uint16_t index, std::span<std::byte> data,
                    std::chrono::milliseconds timeout) override;
     size_t bulk(uint8_t endpoint, std::span<std::byte> data, std::chrono::milliseconds timeout) override;
-    Tag submit_bulk(uint8_t endpoint, std::span<std::byte> data, std::chrono::milliseconds timeout) override;
+    Tag submit_bulk(uint8_t endpoint, std::span<std::byte> data, std::chrono::milliseconds timeout, uint32_t stream = 0) override;
     size_t reap(Tag tag) override;
+    unsigned alloc_streams(unsigned count, std::span<const uint8_t> endpoints) override;
     void clear_halt(uint8_t endpoint) override;
     std::chrono::nanoseconds now() override { return std::chrono::nanoseconds(clock_ns_.load()); }
     void sleep(std::chrono::nanoseconds duration) override { clock_ns_.fetch_add(static_cast<uint64_t>(duration.count())); }
