@@ -385,6 +385,10 @@ void AmDevice::full_boot() {
     });
 
     stage("psp firmware", [&](StageReport& s) {
+        const std::chrono::nanoseconds start = pci_->now();
+        auto loaded = [&](const Blob& b, size_t n) {
+            if (options_.progress_step) options_.progress_step(fmt::format("{} ({} of {})", b.what, n, fw.ip.size()), pci_->now() - start);
+        };
         uint32_t tmr_size = 0;
         if (const fw::amd::PspBinary* toc = fw.sos.find(fw::amd::PspFwType::toc)) {
             tmr_size = psp_->load_toc(toc->bytes.bytes);
@@ -395,12 +399,16 @@ void AmDevice::full_boot() {
         }
         const Blob& smu = fw.ip.front();
         psp_->load_ip_fw(smu.what, smu.bytes, smu.type);
+        loaded(smu, 1);
         if (asic.psp_setup_tmr) {
             psp_->submit(encode_setup_tmr(gmc_->mc(layout_.psp_tmr), layout_.psp_tmr,
                                           tmr_size != 0 ? tmr_size : static_cast<uint32_t>(kPspTmrMax)),
                          "SETUP_TMR");
         }
-        for (size_t i = 1; i < fw.ip.size(); ++i) psp_->load_ip_fw(fw.ip[i].what, fw.ip[i].bytes, fw.ip[i].type);
+        for (size_t i = 1; i < fw.ip.size(); ++i) {
+            psp_->load_ip_fw(fw.ip[i].what, fw.ip[i].bytes, fw.ip[i].type);
+            loaded(fw.ip[i], i + 1);
+        }
         psp_->submit(encode_autoload_rlc(), "AUTOLOAD_RLC");
         s.detail = fmt::format("{} PSP commands", psp_->commands_submitted());
     });

@@ -23,6 +23,7 @@
 #include "drivers/pci/pci_device.hpp"
 
 #include <chrono>
+#include <string_view>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -59,6 +60,9 @@ struct AmOptions {
     // the ownership markers are left as found.
     bool inspect_only = false;
     std::function<void(const StageReport&)> progress;
+    // Steps inside a long stage (each PSP firmware load), for a caller showing progress: behind a
+    // USB bridge one stage can take seconds. The step's description and the stage's time so far.
+    std::function<void(std::string_view step, std::chrono::nanoseconds elapsed)> progress_step;
     // Tests only: leave one bring-up or queue step out (skip_step.hpp), to show the simulated chip
     // notices. Never set by drivers or tools.
     SkipStep skip_step = SkipStep::none;

@@ -68,6 +68,9 @@ with tempfile.TemporaryDirectory() as tmp:
         check(p.returncode == 0, f"load over {firmware} exits 0 (got {p.returncode}: {p.stderr})")
         for stage in ("psp bootloader", "psp firmware", "gc hub"):
             check(stage in p.stdout, f"load over {firmware} prints the '{stage}' stage")
+        # The seconds-long PSP firmware stage shows each load as it ends (not a silent stage).
+        steps = [line for line in p.stdout.splitlines() if line.strip().startswith("...") and " of " in line]
+        check(len(steps) >= 10, f"load over {firmware} shows each PSP firmware load: {len(steps)} step lines")
         ms = [float(w) for line in p.stdout.splitlines() if "cold start in" in line for w in [line.split("cold start in ")[1].split()[0]]]
         check(len(ms) == 1 and ms[0] < 20000, f"a cold boot over {firmware} takes under 20 s of modelled time: {ms}")
 

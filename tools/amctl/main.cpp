@@ -125,6 +125,11 @@ int cmd_load(const Args& a) {
     if (!a.json) {
         fmt::print("{}: bringing up\n", a.device);
         o.progress = stage_line;
+        // A stage that is seconds long over a USB bridge shows each step as it ends.
+        o.progress_step = [](std::string_view step, std::chrono::nanoseconds elapsed) {
+            fmt::print("  {:<16} {:>10.3f} ms  {}\n", "  ...", ms(elapsed), step);
+            std::fflush(stdout);
+        };
     }
     registry::AmTarget t = registry::open_am(a.device, o, a.link);
     if (!t.note.empty()) fmt::print(stderr, "amctl: {}: {}\n", a.device, t.note);
