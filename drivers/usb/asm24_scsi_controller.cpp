@@ -22,12 +22,14 @@ constexpr unsigned kStreams = 31;  // tinygrad usb.py: 31 streams per pipe
 constexpr std::chrono::milliseconds kLinkWait{1000};
 }  // namespace
 
-std::span<std::byte> Asm24ScsiController::Batch::read(uint16_t address, size_t length) {
-    buffers.push_back(std::make_unique<std::byte[]>(length));
-    std::span<std::byte> out(buffers.back().get(), length);
+std::span<std::byte> Asm24ScsiController::add_read(Batch& batch, uint16_t address, size_t length) {
+    // What is read is no longer known to hold what was written (the engine's data register holds completions).
+    for (size_t i = 0; i < length; ++i) cache_[static_cast<uint16_t>(address + i)] = -1;
+    batch.buffers.push_back(std::make_unique<std::byte[]>(length));
+    std::span<std::byte> out(batch.buffers.back().get(), length);
     ScsiCommand c = ScsiCommand::of(scsi::cdb_xdata_read(address, static_cast<uint8_t>(length)));
     c.data_in = out;
-    commands.push_back(c);
+    batch.commands.push_back(c);
     return out;
 }
 
@@ -92,8 +94,7 @@ void Asm24ScsiController::xdata_read(uint16_t address, std::span<std::byte> out)
     std::vector<std::span<std::byte>> parts;
     for (size_t done = 0; done < out.size(); done += kXdataReadMax) {
         const size_t n = std::min<size_t>(kXdataReadMax, out.size() - done);
-        parts.push_back(batch.read(static_cast<uint16_t>(address + done), n));
-        for (size_t i = 0; i < n; ++i) cache_[static_cast<uint16_t>(address + done + i)] = -1;
+        parts.push_back(add_read(batch, static_cast<uint16_t>(address + done), n));
     }
     run(batch);
     size_t at = 0;
@@ -179,10 +180,9 @@ uint32_t Asm24ScsiController::single_tlp(const tlp::Request& request) {
         }
         // The launch and a first look at the result in one batch: when the engine is done by the
         // time the status read is served, the completion registers read after it are current.
-        std::span<std::byte> status = batch.read(kTlpStatus, 1);
-        std::span<std::byte> flags = batch.read(kTlpCompletionHasData, 1);
-        std::span<std::byte> regs = batch.read(kTlpData, kRegsBytes);
-        for (uint16_t a = kTlpData; a < kTlpData + kRegsBytes; ++a) cache_[a] = -1;
+        std::span<std::byte> status = add_read(batch, kTlpStatus, 1);
+        std::span<std::byte> flags = add_read(batch, kTlpCompletionHasData, 1);
+        std::span<std::byte> regs = add_read(batch, kTlpData, kRegsBytes);
         run(batch);
         uint8_t st = static_cast<uint8_t>(status[0]);
         std::vector<std::byte> keep_flags(flags.begin(), flags.end()), keep_regs(regs.begin(), regs.end());
@@ -257,11 +257,10 @@ void Asm24ScsiController::mem_read(uint64_t address, std::span<std::byte> out) {
             Slot& sl = slots[i];
             sl.request = tlp::Request{tlp::kMRd64, 0x0F, tlp::Mode::Single, address + at + 4 * i, 0};
             add_tlp(batch, sl.request);
-            sl.status = batch.read(kTlpStatus, 1);
-            sl.flags = batch.read(kTlpCompletionHasData, 1);
-            sl.regs = batch.read(kTlpData, kRegsBytes);
+            sl.status = add_read(batch, kTlpStatus, 1);
+            sl.flags = add_read(batch, kTlpCompletionHasData, 1);
+            sl.regs = add_read(batch, kTlpData, kRegsBytes);
         }
-        for (uint16_t a = kTlpData; a < kTlpData + kRegsBytes; ++a) cache_[a] = -1;
         run(batch);
         for (size_t i = 0; i < n; ++i) {
             const Slot& sl = slots[i];

@@ -48,8 +48,9 @@ private:
     struct Batch {
         std::vector<ScsiCommand> commands;
         std::vector<std::unique_ptr<std::byte[]>> buffers;
-        std::span<std::byte> read(uint16_t address, size_t length);
     };
+    // An 0xE4 read of `length` (<= 255) bytes into a buffer the batch owns.
+    std::span<std::byte> add_read(Batch& batch, uint16_t address, size_t length);
     // `cached`: skip bytes the engine already holds (the TLP request registers only: tinygrad's
     // ignore_cache=False set); every other write goes out.
     void add_write(Batch& batch, uint16_t address, std::span<const std::byte> data, bool cached);
