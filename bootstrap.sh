@@ -21,6 +21,8 @@ packages=(
     llvm-19-dev llvm-19 lld-19 liblld-19-dev zlib1g-dev libclang-rt-14-dev libopenblas-dev
     # the Python module (python/) and its tests; meson-python for `pip install .`
     python3-dev pybind11-dev python3-numpy python3-pytest python3-mesonpy
+    # dist/ (collectives across processes) and its tests under mpirun
+    openmpi-bin libopenmpi-dev
     # tests/qemu: a Debian kernel booted under QEMU with a static busybox initramfs
     qemu-system-x86 linux-image-amd64 busybox-static kmod
 )

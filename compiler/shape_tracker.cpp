@@ -237,11 +237,12 @@ ShapeTracker ShapeTracker::windows(int64_t kh, int64_t kw) const {
 }
 
 ShapeTracker ShapeTracker::on_top_of(const ShapeTracker& below) const {
-    // Our first view indexes the row-major flattening of below's shape: a contiguous one is just
-    // a reshape of below, which may fold into its last view.
+    // Our first view indexes the row-major flattening of below's shape: a contiguous one of as
+    // many elements is just a reshape of below, which may fold into its last view. One of fewer
+    // (the first rows of it) stays a view of its own.
     size_t first = 0;
     std::vector<View> views = below.views_;
-    if (views_[0].is_contiguous()) {
+    if (views_[0].is_contiguous() && numel(views_[0].shape) == numel(below.shape())) {
         views = below.reshape(views_[0].shape).views_;
         first = 1;
     }

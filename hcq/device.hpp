@@ -40,6 +40,9 @@ struct DeviceLimits {
     uint32_t max_kernarg_bytes = 0;
     Dim3 max_grid;                   // workgroups per dimension
     uint64_t memory_bytes = 0;       // what allocations may map at once
+    // The device's own memory is ordinary host memory (the cpu device): every buffer's cpu()
+    // pointer is cached RAM the host may read and write directly once the device is idle.
+    bool host_memory = false;
     // A queue's wait(signal, v) compares circularly: done while signal - v, as a signed 64-bit number, is >= 0. A
     // signal more than 2^63 ahead of v reads as behind. Hardware whose only wait is wrap-aware (NVIDIA Hopper's
     // ACQ_CIRC_GEQ) sets it; otherwise waits compare as unsigned 64-bit numbers.

@@ -36,6 +36,7 @@ hcq::DeviceLimits limits_for(const CpuDevice::Config& config) {
     lim.max_kernarg_bytes = 4096;
     lim.max_grid = {0x7fffffffu, 0xffffu, 0xffffu};
     lim.memory_bytes = std::min(config.memory_bytes ? config.memory_bytes : half_of_ram(), config.va_bytes);
+    lim.host_memory = true;
     return lim;
 }
 

@@ -232,6 +232,20 @@ TEST_CASE("shape tracker: random chains of views agree with step-by-step evaluat
     }
 }
 
+TEST_CASE("shape tracker: a view of the first rows of a tensor stacks on its layout (on_top_of)") {
+    // The first 4 of 16 rows: offset 0 and row-major strides, yet fewer elements than what it
+    // views, so not a reshape of it (a realized tensor's layout below, here a transposed one).
+    const auto rows = ShapeTracker::contiguous({16, 4}).shrink({{0, 4}, {0, 4}});
+    const auto below = ShapeTracker::contiguous({4, 16}).permute({1, 0});
+    const auto stacked = rows.on_top_of(below);
+    REQUIRE(stacked.shape() == Shape{4, 4});
+    for (int64_t i = 0; i < 4; ++i)
+        for (int64_t j = 0; j < 4; ++j) CHECK(evaluate(stacked, {i, j}) == evaluate(below, {i, j}));
+    // The whole of it is a reshape, and folds into one view.
+    CHECK(ShapeTracker::contiguous({64}).on_top_of(below).views().size() == 2);
+    CHECK(ShapeTracker::contiguous({4, 16}).on_top_of(ShapeTracker::contiguous({16, 4})).views().size() == 1);
+}
+
 TEST_CASE("kernel keys: equal graphs, equal keys; any difference, a different key") {
     CHECK(scale_kernel(100, 2).key() == scale_kernel(100, 2).key());
     CHECK(scale_kernel(100, 2).name() == scale_kernel(100, 2).name());

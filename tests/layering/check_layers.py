@@ -40,12 +40,16 @@ ALLOWED = {
     "drivers/registry_internal.hpp": {"base", "hcq", "drivers/pci", "drivers/registry.hpp"},
     "compiler": {"base", "hcq"},
     "tensor": {"base", "hcq", "compiler"},
+    # Collectives across processes on MPI: above hcq, beside tensor.
+    "dist": {"base", "hcq"},
+    # Programs that show the API in use: devices by name, tensors, collectives.
+    "examples": {"base", "hcq", "compiler", "tensor", "dist", "drivers/registry.hpp"},
     # Tools and benchmarks get devices from the registry and may use the drivers' own types; never a
     # model (drivers/sim): that is the registry's to compose.
     "tools": {"base", "hcq", "compiler", "tensor", "drivers/registry.hpp", "drivers/registry_am.hpp", "drivers/am",
-              "drivers/pci", "drivers/usb", "drivers/hostcode", "firmware-loader", "bench"},  # bench/ runs behind `baregpu bench`
+              "drivers/pci", "drivers/usb", "drivers/hostcode", "firmware-loader", "bench", "dist"},  # bench/ runs behind `baregpu bench`
     "bench": {"base", "hcq", "compiler", "tensor", "drivers/registry.hpp", "drivers/registry_am.hpp", "drivers/am",
-              "drivers/pci", "drivers/usb", "drivers/hostcode", "firmware-loader"},
+              "drivers/pci", "drivers/usb", "drivers/hostcode", "firmware-loader", "dist"},
     # The Python module: the tensor API and devices by name, like a tool; never a driver's own types.
     "python": {"base", "hcq", "compiler", "tensor", "drivers/registry.hpp"},
     "tests": None,  # tests may include anything

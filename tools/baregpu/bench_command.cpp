@@ -1,6 +1,9 @@
 #include "tools/baregpu/bench_command.hpp"
 
 #include "bench/hcq_bench.hpp"
+#ifdef BAREGPU_DIST
+#include "bench/dist_bench.hpp"
+#endif
 #include "bench/roofline.hpp"
 #include "bench/tensor_bench.hpp"
 #include "hcq/profiler.hpp"
@@ -21,9 +24,10 @@ namespace baregpu::tools {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: baregpu bench [--suite hcq|tensor|all] [--device NAME] [--json] [--quick] [--full] [--repeats N]\n"
+    "usage: baregpu bench [--suite hcq|tensor|dist|all] [--device NAME] [--json] [--quick] [--full] [--repeats N]\n"
     "                     [--only NAMES] [--profile FILE]\n"
-    "  --suite    which benchmarks (default: all; suites: hcq, tensor)\n"
+    "  --suite    which benchmarks (default: all: hcq and tensor; dist: allreduce across MPI ranks against\n"
+    "             MPI_Allreduce, under mpirun -np N, printed by rank 0)\n"
     "  --device   device name, e.g. cpu or am:0000:03:00.0 (default: $BAREGPU_DEVICE, else the first GPU that opens,\n"
     "             else cpu; the choice and why each GPU was passed over go to stderr)\n"
     "  --json     print {\"device\": ..., \"isa\": ..., [\"board\": {...},] \"results\": [{\"name\", \"value\", \"unit\", ...}]}\n"
@@ -159,7 +163,14 @@ int bench_command(std::span<const std::string_view> args) {
             return usage("unknown argument '" + std::string(a) + "'");
         }
     }
-    if (suite != "hcq" && suite != "tensor" && suite != "all") return usage("unknown suite '" + suite + "' (suites: hcq, tensor)");
+    if (suite != "hcq" && suite != "tensor" && suite != "dist" && suite != "all")
+        return usage("unknown suite '" + suite + "' (suites: hcq, tensor, dist)");
+#ifndef BAREGPU_DIST
+    if (suite == "dist") {
+        std::fprintf(stderr, "baregpu bench: this build has no dist suite: Meson found no MPI (Debian: libopenmpi-dev, then reconfigure)\n");
+        return 1;
+    }
+#endif
     try {
         // Started before the device opens, so its clock is synchronised from the first command.
         // The figures then include the profiler's cost (BENCHMARKS.md: hcq_submit_profiled).
@@ -192,8 +203,16 @@ int bench_command(std::span<const std::string_view> args) {
             }
         }
         std::vector<bench::Result> results;
-        if (suite != "tensor") results = bench::run_hcq_suite(*dev, options);
-        if (suite != "hcq") {
+#ifdef BAREGPU_DIST
+        if (suite == "dist") {
+            // Every rank measures; rank 0 prints.
+            bench::DistRun run = bench::run_dist_suite(dev, options);
+            if (run.rank != 0) return 0;
+            results = std::move(run.results);
+        }
+#endif
+        if (suite == "hcq" || suite == "all") results = bench::run_hcq_suite(*dev, options);
+        if (suite == "tensor" || suite == "all") {
             auto tensor_results = bench::run_tensor_suite(dev, tensor_options, /*include_copies*/ suite == "tensor");
             // The hcq suite's copies get the tensor suite's ratio against STREAM triad.
             for (const bench::Result& t : tensor_results) {
@@ -213,7 +232,7 @@ int bench_command(std::span<const std::string_view> args) {
             }
         }
         // The results first: a trace that cannot be written (a full disk) does not lose them.
-        const std::optional<bench::Board> board = suite == "hcq" ? std::nullopt : bench::board_for(dev->arch());
+        const std::optional<bench::Board> board = suite == "hcq" || suite == "dist" ? std::nullopt : bench::board_for(dev->arch());
         const bool modelled = bool(options.shader_counters);
         std::string text = json ? to_json(dev->name(), isa_name(dev->arch()), board, modelled, results)
                                 : to_text(dev->name(), board, modelled, results);

@@ -26,7 +26,7 @@ struct Command {
 constexpr Command kCommands[] = {
     {"devices", "[--json]", "list the GPUs on this machine, what drives them, and the built-in devices",
      devices_command},
-    {"bench", "[--suite hcq] [--device NAME] [--json] [--quick] [--full] [--repeats N] [--only NAMES]",
+    {"bench", "[--suite hcq|tensor|dist] [--device NAME] [--json] [--quick] [--full] [--repeats N] [--only NAMES]",
      "run benchmark suites on a device (default: the first GPU, else cpu)", bench_command},
     {"p2p", "[--devices URI,URI,...] [--bytes N] [--window N] [--json]",
      "which device pairs reach each other peer-to-peer, and the bandwidth both ways vs. a host bounce", p2p_command},
