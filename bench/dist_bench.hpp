@@ -4,7 +4,9 @@
 //
 //   allreduce_<size>   bus bandwidth in GB/s: 2 (N-1)/N * bytes / time, the time the slowest rank
 //                      took (median of the runs); baseline: MPI_Allreduce's, ratio: ours / it;
-//                      target 0.8 of it from 64 MiB up (pass)
+//                      target 0.8 of it from 64 MiB up (pass). On a device whose memory is not the
+//                      host's, sequential: copy_out + MPI_Allreduce + copy_in one after the other,
+//                      and pipelining_gain: ours / that
 //
 // Every rank returns the results; the caller prints them on rank 0 only (rank()).
 #pragma once

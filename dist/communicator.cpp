@@ -86,6 +86,19 @@ Communicator::Communicator(std::vector<std::shared_ptr<hcq::Device>> devices, co
         ranks[static_cast<size_t>(r)] = {std::atoi(entry.substr(0, a).c_str()), entry.substr(a + 1, b - a - 1), entry.substr(b + 1)};
     }
     watch_ = std::make_unique<PeerWatch>(control, rank_, std::move(ranks), options_.timeout);
+    // Host slots the devices' copy engines write and read themselves. Not for memory that is the
+    // host's already (read in place), nor a device whose host buffers are copies (no DMA).
+    for (const auto& d : devices_) {
+        if (d->limits().host_memory || !d->limits().host_dma) continue;
+        if (std::any_of(dma_slots_.begin(), dma_slots_.end(), [&](const auto& e) { return e.first == d.get(); })) continue;
+        std::vector<hcq::Buffer> buffers;
+        try {
+            for (unsigned i = 0; i < options_.slots; ++i) buffers.push_back(d->allocate(options_.chunk_bytes, hcq::BufferOptions{.host = true}));
+        } catch (const UnsupportedError&) {
+            continue;  // copy_out / copy_in through pinned memory instead
+        }
+        dma_slots_.emplace_back(d.get(), std::move(buffers));
+    }
     stager_ = std::make_unique<Stager>();
     slot_ticket_.assign(options_.slots, 0);
 }
@@ -129,16 +142,31 @@ void Communicator::await(Stager::Ticket ticket) {
     watch_->wait_local([&] { return stager_->done(ticket); });
 }
 
-std::byte* Communicator::slot(unsigned i, uint64_t bytes) {
+std::byte* Communicator::slot(unsigned i, uint64_t bytes, const hcq::Device* via) {
+    if (bytes <= options_.chunk_bytes) {
+        for (const auto& [device, buffers] : dma_slots_) {
+            if (device == via) return buffers[i].cpu();
+        }
+    }
     if (slots_.size() < options_.slots) slots_.resize(options_.slots);
     if (slots_[i].size() < bytes) slots_[i] = PinnedMemory(std::max(bytes, options_.chunk_bytes));
     return slots_[i].data();
 }
 
-std::byte* Communicator::take_slot(uint64_t k, uint64_t bytes) {
+std::byte* Communicator::take_slot(uint64_t k, uint64_t bytes, const hcq::Device* via) {
     const unsigned s = static_cast<unsigned>(k % options_.slots);
     await(slot_ticket_[s]);
-    return slot(s, bytes);
+    return slot(s, bytes, via);
+}
+
+std::optional<hcq::Buffer> Communicator::dma_view(const hcq::Device& device, const std::byte* host, uint64_t bytes) const {
+    for (const auto& [owner, buffers] : dma_slots_) {
+        if (owner != &device) continue;
+        for (const hcq::Buffer& b : buffers) {
+            if (host >= b.cpu() && host + bytes <= b.cpu() + b.size()) return b.view(static_cast<uint64_t>(host - b.cpu()), bytes);
+        }
+    }
+    return std::nullopt;
 }
 
 std::byte* Communicator::scratch(uint64_t bytes) {
@@ -161,6 +189,11 @@ void Communicator::fetch_into(std::byte* host, const hcq::Buffer& buffer, uint64
         buffer.device().synchronize();  // earlier work on the device writes what is read here
         std::memcpy(host, buffer.cpu() + offset, bytes);
         ++stats_.host_copies;
+    } else if (auto slot = dma_view(buffer.device(), host, bytes)) {
+        // The copy engine writes the host slot; the wait makes it the host's to read.
+        hcq::Device::transfer(*slot, buffer.view(offset, bytes), bytes);
+        buffer.device().synchronize();
+        ++stats_.dma_copies;
     } else {
         buffer.device().copy_out(std::span<std::byte>(host, bytes), buffer.view(offset, bytes));
         ++stats_.device_copies;
@@ -172,6 +205,11 @@ void Communicator::store_from(const hcq::Buffer& buffer, uint64_t offset, const 
         buffer.device().synchronize();  // nothing earlier still reads what is overwritten here
         std::memcpy(buffer.cpu() + offset, host, bytes);
         ++stats_.host_copies;
+    } else if (auto slot = dma_view(buffer.device(), host, bytes)) {
+        // Waited for: the slot is the host's again (MPI receives into it) once this job ends.
+        hcq::Device::transfer(buffer.view(offset, bytes), *slot, bytes);
+        buffer.device().synchronize();
+        ++stats_.dma_copies;
     } else {
         buffer.device().copy_in(buffer.view(offset, bytes), std::span<const std::byte>(host, bytes));
         ++stats_.device_copies;
@@ -284,7 +322,7 @@ void Communicator::allreduce(std::span<const hcq::Buffer> buffers, uint64_t coun
         auto fetch = [&](uint64_t k) {
             const uint64_t first = k * per_chunk, n = std::min(per_chunk, count - first);
             // The stager runs jobs in order: this fetch comes after the store that last used the slot.
-            std::byte* host = slot(static_cast<unsigned>(k % options_.slots), n * esz);
+            std::byte* host = slot(static_cast<unsigned>(k % options_.slots), n * esz, &buffers[0].device());
             const std::vector<hcq::Buffer> list(buffers.begin(), buffers.end());
             fetched[k] = stager_->post([this, host, list, first, n, esz, type, op] { fetch_reduced(host, list, first * esz, n, type, op); });
             slot_ticket_[k % options_.slots] = fetched[k];
@@ -293,7 +331,7 @@ void Communicator::allreduce(std::span<const hcq::Buffer> buffers, uint64_t coun
         for (uint64_t k = 0; k < chunks; ++k) {
             const uint64_t first = k * per_chunk, n = std::min(per_chunk, count - first);
             await(fetched[k]);
-            std::byte* host = slot(static_cast<unsigned>(k % options_.slots), n * esz);
+            std::byte* host = slot(static_cast<unsigned>(k % options_.slots), n * esz, &buffers[0].device());
             ring(host, k, n);
             const std::vector<hcq::Buffer> list(buffers.begin(), buffers.end());
             slot_ticket_[k % options_.slots] =
@@ -321,7 +359,7 @@ void Communicator::broadcast(std::span<const hcq::Buffer> buffers, uint64_t byte
         std::vector<Stager::Ticket> fetched(chunks);
         auto fetch = [&](uint64_t k) {
             const uint64_t offset = k * chunk, n = std::min(chunk, bytes - offset);
-            std::byte* host = slot(static_cast<unsigned>(k % options_.slots), n);  // after the slot's last store (in order)
+            std::byte* host = slot(static_cast<unsigned>(k % options_.slots), n, &list[0].device());  // after the slot's last store (in order)
             fetched[k] = stager_->post([this, host, list, offset, n] { fetch_into(host, list[0], offset, n); });
             slot_ticket_[k % options_.slots] = fetched[k];
         };
@@ -333,9 +371,9 @@ void Communicator::broadcast(std::span<const hcq::Buffer> buffers, uint64_t byte
             std::byte* host;
             if (position == 0) {
                 await(fetched[k]);
-                host = slot(static_cast<unsigned>(k % options_.slots), n);
+                host = slot(static_cast<unsigned>(k % options_.slots), n, &list[0].device());
             } else {
-                host = take_slot(k, n);
+                host = take_slot(k, n, &list[0].device());
             }
             auto what = [&] { return fmt::format("broadcast of {} bytes from rank {}, chunk {} of {}", bytes, root, k + 1, chunks); };
             if (position != 0) exchange(nullptr, 0, -1, host, n, prev, what);
@@ -356,7 +394,7 @@ void Communicator::allgather(const hcq::Buffer& send, const hcq::Buffer& recv, u
         const uint64_t chunks = (bytes_per_rank + piece - 1) / piece;
         for (uint64_t k = 0; k < chunks; ++k) {
             const uint64_t offset = k * piece, n = std::min(piece, bytes_per_rank - offset);
-            std::byte* host = take_slot(k, n * static_cast<uint64_t>(size_));
+            std::byte* host = take_slot(k, n * static_cast<uint64_t>(size_), &send.device());
             const Stager::Ticket fetched = stager_->post([this, host, send, offset, n] { fetch_into(host + n * static_cast<uint64_t>(rank_), send, offset, n); });
             await(fetched);
             std::vector<std::byte*> segs(static_cast<size_t>(size_));
@@ -383,7 +421,7 @@ void Communicator::reduce_scatter(const hcq::Buffer& send, const hcq::Buffer& re
         const uint64_t chunks = (count_per_rank + piece - 1) / piece;
         for (uint64_t k = 0; k < chunks; ++k) {
             const uint64_t first = k * piece, n = std::min(piece, count_per_rank - first), bytes = n * esz;
-            std::byte* host = take_slot(k, bytes * static_cast<uint64_t>(size_));
+            std::byte* host = take_slot(k, bytes * static_cast<uint64_t>(size_), &send.device());
             const Stager::Ticket fetched = stager_->post([this, host, send, first, bytes, esz, count_per_rank] {
                 for (int i = 0; i < size_; ++i)
                     fetch_into(host + bytes * static_cast<uint64_t>(i), send, (static_cast<uint64_t>(i) * count_per_rank + first) * esz, bytes);
@@ -411,7 +449,7 @@ void Communicator::send(const hcq::Buffer& buffer, uint64_t bytes, int to, int t
         std::vector<Stager::Ticket> fetched(chunks);
         auto fetch = [&](uint64_t k) {
             const uint64_t offset = k * chunk, n = std::min(chunk, bytes - offset);
-            std::byte* host = slot(static_cast<unsigned>(k % options_.slots), n);
+            std::byte* host = slot(static_cast<unsigned>(k % options_.slots), n, &buffer.device());
             fetched[k] = stager_->post([this, host, buffer, offset, n] { fetch_into(host, buffer, offset, n); });
             slot_ticket_[k % options_.slots] = fetched[k];
         };
@@ -420,7 +458,7 @@ void Communicator::send(const hcq::Buffer& buffer, uint64_t bytes, int to, int t
             const uint64_t n = std::min(chunk, bytes - k * chunk);
             await(fetched[k]);
             MPI_Request request = MPI_REQUEST_NULL;
-            mpi::check(MPI_Isend(slot(static_cast<unsigned>(k % options_.slots), n), static_cast<int>(n), MPI_BYTE, to, tag, p2p_, &request),
+            mpi::check(MPI_Isend(slot(static_cast<unsigned>(k % options_.slots), n, &buffer.device()), static_cast<int>(n), MPI_BYTE, to, tag, p2p_, &request),
                        "MPI_Isend");
             watch_->wait(std::span<MPI_Request>(&request, 1), std::span<const int>(&to, 1), false,
                          [&] { return fmt::format("send of {} bytes to {} (tag {}), chunk {} of {}", bytes, describe(to), tag, k + 1, chunks); });
@@ -437,7 +475,7 @@ void Communicator::recv(const hcq::Buffer& buffer, uint64_t bytes, int from, int
         const uint64_t chunk = options_.chunk_bytes, chunks = (bytes + chunk - 1) / chunk;
         for (uint64_t k = 0; k < chunks; ++k) {
             const uint64_t offset = k * chunk, n = std::min(chunk, bytes - offset);
-            std::byte* host = take_slot(k, n);
+            std::byte* host = take_slot(k, n, &buffer.device());
             MPI_Request request = MPI_REQUEST_NULL;
             mpi::check(MPI_Irecv(host, static_cast<int>(n), MPI_BYTE, from, tag, p2p_, &request), "MPI_Irecv");
             watch_->wait(std::span<MPI_Request>(&request, 1), std::span<const int>(&from, 1), false,

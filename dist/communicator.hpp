@@ -1,6 +1,8 @@
 // Collectives across processes (MPI ranks) on HCQ device buffers. Each rank owns one or more
-// devices; data moves device -> pinned host slots -> MPI -> host slots -> device, in chunks, with
-// the device copies of one chunk overlapping the MPI transfers of another (dist/stager.hpp). Ranks
+// devices; data moves device -> host slots -> MPI -> host slots -> device, in chunks, with the
+// device copies of one chunk overlapping the MPI transfers of another (dist/stager.hpp). The host
+// slots are host memory each device reaches by DMA (its copy engine writes and reads them, no
+// host copy), else pinned memory filled by Device::copy_out / copy_in. Ranks
 // exchange chunks over point-to-point messages in a ring (reduce-scatter then allgather: each
 // rank sends and receives 2 (N-1)/N of the data, the bandwidth-optimal schedule), so a rank that
 // fails or vanishes is named by whoever waits for it (dist/peer_watch.hpp). Where a rank holds
@@ -74,7 +76,8 @@ public:
     // copy queue, or by the host where the memory is the host's), device-to-device transfers to a
     // rank's other devices, and allreduces run in place in a buffer of host memory (no copies).
     struct Stats {
-        uint64_t device_copies = 0;
+        uint64_t dma_copies = 0;     // the device's copy engine straight into or out of a host slot
+        uint64_t device_copies = 0;  // Device::copy_out / copy_in (through the device's own staging)
         uint64_t host_copies = 0;
         uint64_t peer_transfers = 0;
         uint64_t in_place = 0;
@@ -89,8 +92,11 @@ private:
     void check_buffer(const hcq::Buffer& buffer, uint64_t bytes, const char* operation, const char* which) const;
     // Wait for a stager job while answering the other ranks.
     void await(Stager::Ticket ticket);
-    // Host slot `i` of the pipeline (chunk_bytes each), grown to `bytes` when needed.
-    std::byte* slot(unsigned i, uint64_t bytes);
+    // Host slot `i` of the pipeline (chunk_bytes each): one `via`'s engines reach by DMA where it
+    // has them, else pinned memory (grown to `bytes` when needed).
+    std::byte* slot(unsigned i, uint64_t bytes, const hcq::Device* via);
+    // The host slot [host, host + bytes) as a buffer of `device`, when it is one of its DMA slots.
+    std::optional<hcq::Buffer> dma_view(const hcq::Device& device, const std::byte* host, uint64_t bytes) const;
     std::byte* scratch(uint64_t bytes);
     std::byte* local_scratch(uint64_t bytes);
     // Device -> host and host -> device on the stager's thread.
@@ -102,7 +108,7 @@ private:
     // host -> buffers[first], then buffers[0] -> the others (transfer where they are peers).
     void store_all(std::span<const hcq::Buffer> buffers, uint64_t offset, const std::byte* host, uint64_t bytes, size_t first = 0);
     // The pipeline's slot for chunk k, once no stager job uses it any more.
-    std::byte* take_slot(uint64_t k, uint64_t bytes);
+    std::byte* take_slot(uint64_t k, uint64_t bytes, const hcq::Device* via);
     // Ring steps over host memory: segs[i] (lengths[i] bytes) is block i.
     void ring_reduce_scatter(std::span<std::byte* const> segs, std::span<const uint64_t> lengths, DataType type, ReduceOp op,
                              const std::function<std::string()>& what);
@@ -119,6 +125,8 @@ private:
     std::unique_ptr<PeerWatch> watch_;
     std::unique_ptr<Stager> stager_;
     std::vector<PinnedMemory> slots_;
+    // Per device of this rank that reaches host memory by DMA: `slots` host buffers of chunk_bytes.
+    std::vector<std::pair<const hcq::Device*, std::vector<hcq::Buffer>>> dma_slots_;
     std::vector<Stager::Ticket> slot_ticket_;  // the last stager job that uses each slot
     PinnedMemory scratch_;        // the calling thread's: a ring step's incoming block
     PinnedMemory local_scratch_;  // the stager's: another device's share, before it is added

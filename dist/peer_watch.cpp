@@ -33,17 +33,18 @@ std::string encode(int32_t kind, int32_t about, const std::string& text) {
     return wire;
 }
 
-// Poll, yielding the core, for the first 20 ms of a wait, then sleep between polls. MPI moves a
-// large message between processes only while both poll it (shared-memory fragments, no progress
-// thread): a sleeping receiver stalls the sender. Yielding lets a peer that shares the core run
-// (oversubscribed test runs); a wait that long is for a rank busy elsewhere, and sleeps.
+// Poll, yielding the core, for the first millisecond of a wait, then sleep 50 us between polls.
+// MPI moves a large message between processes only while both poll it (shared-memory fragments,
+// no progress thread): a receiver asleep for long stalls the sender, and a chunk's fragments pass
+// within a millisecond. Longer waits are for a rank that is busy or shares this core (4 ranks on
+// 2 cores in the tests): polling on would take the core it needs.
 void back_off(uint64_t polls, uint64_t waited_ns) {
     if (polls < 64) return;
-    if (waited_ns < 20'000'000) {
+    if (waited_ns < 1'000'000) {
         std::this_thread::yield();
         return;
     }
-    std::this_thread::sleep_for(std::chrono::microseconds(100));
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
 }
 
 std::string join_ranks(const std::vector<int>& ranks, const PeerWatch& watch) {
@@ -168,9 +169,13 @@ void PeerWatch::wait(std::span<MPI_Request> requests, std::span<const int> peers
                      const std::function<std::string()>& what) {
     const uint64_t start = now_ns();
     const uint64_t deadline = start + static_cast<uint64_t>(timeout_.count());
-    std::vector<int> candidates;
+    // Exited: only the ranks this step exchanges with (one that finished the collective may exit
+    // before this rank's last step). Silent: any participant (the cause may be further along the ring).
+    std::vector<int> direct, candidates;
     for (int r = 0; r < size(); ++r) {
-        if (r != rank_ && (collective || std::find(peers.begin(), peers.end(), r) != peers.end())) candidates.push_back(r);
+        const bool peer = std::find(peers.begin(), peers.end(), r) != peers.end();
+        if (r != rank_ && peer) direct.push_back(r);
+        if (r != rank_ && (collective || peer)) candidates.push_back(r);
     }
     std::vector<int> indices(requests.size());
     try {
@@ -185,7 +190,11 @@ void PeerWatch::wait(std::span<MPI_Request> requests, std::span<const int> peers
             service(now);
             if (now - last_exit_check_ns_ >= kExitCheckNs) {
                 last_exit_check_ns_ = now;
-                if (auto gone = suspects(candidates, now, false); !gone.empty()) blame(gone, now - start, true, what());
+                if (auto gone = suspects(direct, now, false); !gone.empty()) {
+                    // One that announced a failure (another rank's exit) and then exited: its notice is the cause.
+                    receive_notices();
+                    blame(gone, now - start, true, what());
+                }
             }
             if (now >= deadline) blame(suspects(candidates, now, true), now - start, false, what());
             if (completed == 0) back_off(polls, now - start);

@@ -48,8 +48,9 @@ public:
     PeerWatch& operator=(const PeerWatch&) = delete;
 
     // Until every request is complete; peers[i] is the rank requests[i] exchanges with, and `what`
-    // says what this rank is doing, for messages. Throws RankError when a rank failed, exited or
-    // was silent for the timeout (every participant counts when `collective`, else the peers).
+    // says what this rank is doing, for messages. Throws RankError when a rank failed (its notice),
+    // a peer exited, or a rank was silent for the timeout (every participant counts when
+    // `collective`, else the peers).
     // Completed requests are MPI_REQUEST_NULL on return; on a throw the rest are cancelled.
     void wait(std::span<MPI_Request> requests, std::span<const int> peers, bool collective,
               const std::function<std::string()>& what);

@@ -43,6 +43,9 @@ struct DeviceLimits {
     // The device's own memory is ordinary host memory (the cpu device): every buffer's cpu()
     // pointer is cached RAM the host may read and write directly once the device is idle.
     bool host_memory = false;
+    // The device's engines reach host memory (BufferOptions::host) by DMA. False where the driver
+    // keeps such buffers as copies it synchronizes over its link (drivers/am behind a USB bridge).
+    bool host_dma = true;
     // A queue's wait(signal, v) compares circularly: done while signal - v, as a signed 64-bit number, is >= 0. A
     // signal more than 2^63 ahead of v reads as behind. Hardware whose only wait is wrap-aware (NVIDIA Hopper's
     // ACQ_CIRC_GEQ) sets it; otherwise waits compare as unsigned 64-bit numbers.

@@ -25,7 +25,7 @@ constexpr uint64_t kVramTopReserved = 1ull << 20;
 // What a workgroup may use (RDNA3/RDNA4: 1024 work-items, 64 KiB of LDS).
 constexpr uint32_t kMaxThreads = 1024, kMaxLds = 64 * 1024;
 
-hcq::DeviceLimits limits_for(const AmDevice& chip, uint64_t memory_bytes) {
+hcq::DeviceLimits limits_for(AmDevice& chip, uint64_t memory_bytes) {
     hcq::DeviceLimits l;
     l.max_threads_per_group = kMaxThreads;
     l.max_shared_bytes = kMaxLds;
@@ -33,6 +33,7 @@ hcq::DeviceLimits limits_for(const AmDevice& chip, uint64_t memory_bytes) {
     l.max_grid = {0x7fffffffu, 0xffffu, 0xffffu};
     l.memory_bytes = chip.vram_size() - AmDevice::heap_begin() - kVramTopReserved;
     if (memory_bytes != 0) l.memory_bytes = std::min(l.memory_bytes, memory_bytes);
+    l.host_dma = chip.pci().link_capabilities().host_dma;
     return l;
 }
 
