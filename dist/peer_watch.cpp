@@ -33,18 +33,18 @@ std::string encode(int32_t kind, int32_t about, const std::string& text) {
     return wire;
 }
 
-// Poll, yielding the core, for the first millisecond of a wait, then sleep 50 us between polls.
-// MPI moves a large message between processes only while both poll it (shared-memory fragments,
-// no progress thread): a receiver asleep for long stalls the sender, and a chunk's fragments pass
-// within a millisecond. Longer waits are for a rank that is busy or shares this core (4 ranks on
-// 2 cores in the tests): polling on would take the core it needs.
+// Poll, yielding the core, for the first millisecond of a wait, then sleep between polls, longer
+// as the wait goes on. MPI moves a large message between processes only while both poll it
+// (shared-memory fragments, no progress thread): a receiver asleep for long stalls the sender,
+// and a chunk's fragments pass within a millisecond. Longer waits are for a rank that is busy or
+// shares this core (4 ranks on 2 cores in the tests): polling on would take the core it needs.
 void back_off(uint64_t polls, uint64_t waited_ns) {
     if (polls < 64) return;
     if (waited_ns < 1'000'000) {
         std::this_thread::yield();
         return;
     }
-    std::this_thread::sleep_for(std::chrono::microseconds(50));
+    std::this_thread::sleep_for(std::chrono::microseconds(waited_ns < 10'000'000 ? 50 : 500));
 }
 
 std::string join_ranks(const std::vector<int>& ranks, const PeerWatch& watch) {
