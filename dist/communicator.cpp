@@ -15,7 +15,9 @@ namespace baregpu::dist {
 
 namespace {
 
-constexpr int kCollectiveTag = 0;
+// One tag per collective: ranks that call different ones never match each other's messages (and
+// time out saying so) instead of taking a broadcast's chunk for an allreduce's.
+enum CollectiveTag : int { kAllreduceTag = 1, kBroadcastTag = 2, kAllgatherTag = 3, kReduceScatterTag = 4 };
 constexpr size_t kRankInfoBytes = 512;
 
 int mod(int a, int n) { return ((a % n) + n) % n; }
@@ -247,20 +249,20 @@ void Communicator::store_all(std::span<const hcq::Buffer> buffers, uint64_t offs
     }
 }
 
-void Communicator::exchange(const std::byte* send, uint64_t send_bytes, int to, std::byte* recv, uint64_t recv_bytes, int from,
+void Communicator::exchange(int tag, const std::byte* send, uint64_t send_bytes, int to, std::byte* recv, uint64_t recv_bytes, int from,
                             const std::function<std::string()>& what) {
     MPI_Request requests[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
     const int peers[2] = {from, to};
     // By rank, not by pointer: an empty block's pointer may be null, and its message must still
     // be matched (zero bytes), or it would be taken by the next receive from that rank.
     if (from >= 0)
-        mpi::check(MPI_Irecv(recv, static_cast<int>(recv_bytes), MPI_BYTE, from, kCollectiveTag, data_, &requests[0]), "MPI_Irecv");
+        mpi::check(MPI_Irecv(recv, static_cast<int>(recv_bytes), MPI_BYTE, from, tag, data_, &requests[0]), "MPI_Irecv");
     if (to >= 0)
-        mpi::check(MPI_Isend(send, static_cast<int>(send_bytes), MPI_BYTE, to, kCollectiveTag, data_, &requests[1]), "MPI_Isend");
+        mpi::check(MPI_Isend(send, static_cast<int>(send_bytes), MPI_BYTE, to, tag, data_, &requests[1]), "MPI_Isend");
     watch_->wait(requests, peers, /*collective*/ true, what);
 }
 
-void Communicator::ring_reduce_scatter(std::span<std::byte* const> segs, std::span<const uint64_t> lengths, DataType type, ReduceOp op,
+void Communicator::ring_reduce_scatter(int tag, std::span<std::byte* const> segs, std::span<const uint64_t> lengths, DataType type, ReduceOp op,
                                        const std::function<std::string()>& what) {
     const int n = size_, right = mod(rank_ + 1, n), left = mod(rank_ - 1, n);
     for (int step = 0; step + 1 < n; ++step) {
@@ -269,19 +271,19 @@ void Communicator::ring_reduce_scatter(std::span<std::byte* const> segs, std::sp
         const auto out = static_cast<size_t>(mod(rank_ - step - 1, n));
         const auto in = static_cast<size_t>(mod(rank_ - step - 2, n));
         std::byte* incoming = scratch(lengths[in]);
-        exchange(segs[out], lengths[out], right, incoming, lengths[in], left,
+        exchange(tag, segs[out], lengths[out], right, incoming, lengths[in], left,
                  [&] { return fmt::format("{}, reduce-scatter step {} of {} (from {}, to rank {})", what(), step + 1, n - 1, describe(left), right); });
         reduce_into(segs[in], incoming, lengths[in] / element_size(type), type, op);
     }
 }
 
-void Communicator::ring_allgather(std::span<std::byte* const> segs, std::span<const uint64_t> lengths,
+void Communicator::ring_allgather(int tag, std::span<std::byte* const> segs, std::span<const uint64_t> lengths,
                                   const std::function<std::string()>& what) {
     const int n = size_, right = mod(rank_ + 1, n), left = mod(rank_ - 1, n);
     for (int step = 0; step + 1 < n; ++step) {
         const auto out = static_cast<size_t>(mod(rank_ - step, n));
         const auto in = static_cast<size_t>(mod(rank_ - step - 1, n));
-        exchange(segs[out], lengths[out], right, segs[in], lengths[in], left,
+        exchange(tag, segs[out], lengths[out], right, segs[in], lengths[in], left,
                  [&] { return fmt::format("{}, allgather step {} of {} (from {}, to rank {})", what(), step + 1, n - 1, describe(left), right); });
     }
 }
@@ -307,8 +309,8 @@ void Communicator::allreduce(std::span<const hcq::Buffer> buffers, uint64_t coun
                 lengths[static_cast<size_t>(i)] = (b - a) * esz;
             }
             auto what = [&] { return fmt::format("{}, chunk {} of {}", op_text, k + 1, chunks); };
-            ring_reduce_scatter(segs, lengths, type, op, what);
-            ring_allgather(segs, lengths, what);
+            ring_reduce_scatter(kAllreduceTag, segs, lengths, type, op, what);
+            ring_allgather(kAllreduceTag, segs, lengths, what);
         };
         if (buffers.size() == 1 && host_addressable(buffers[0])) {
             // The device's memory is the host's: once the device is idle, the ring runs in place.
@@ -376,8 +378,8 @@ void Communicator::broadcast(std::span<const hcq::Buffer> buffers, uint64_t byte
                 host = take_slot(k, n, &list[0].device());
             }
             auto what = [&] { return fmt::format("broadcast of {} bytes from rank {}, chunk {} of {}", bytes, root, k + 1, chunks); };
-            if (position != 0) exchange(nullptr, 0, -1, host, n, prev, what);
-            if (next >= 0) exchange(host, n, next, nullptr, 0, -1, what);
+            if (position != 0) exchange(kBroadcastTag, nullptr, 0, -1, host, n, prev, what);
+            if (next >= 0) exchange(kBroadcastTag, host, n, next, nullptr, 0, -1, what);
             slot_ticket_[k % options_.slots] =
                 stager_->post([this, host, list, offset, n, position] { store_all(list, offset, host, n, position == 0 ? 1 : 0); });
             if (position == 0 && k + options_.slots < chunks) fetch(k + options_.slots);
@@ -400,7 +402,7 @@ void Communicator::allgather(const hcq::Buffer& send, const hcq::Buffer& recv, u
             std::vector<std::byte*> segs(static_cast<size_t>(size_));
             std::vector<uint64_t> lengths(static_cast<size_t>(size_), n);
             for (int i = 0; i < size_; ++i) segs[static_cast<size_t>(i)] = host + n * static_cast<uint64_t>(i);
-            ring_allgather(segs, lengths, [&] {
+            ring_allgather(kAllgatherTag, segs, lengths, [&] {
                 return fmt::format("allgather of {} bytes per rank, chunk {} of {}", bytes_per_rank, k + 1, chunks);
             });
             slot_ticket_[k % options_.slots] = stager_->post([this, host, recv, offset, n, bytes_per_rank] {
@@ -430,7 +432,7 @@ void Communicator::reduce_scatter(const hcq::Buffer& send, const hcq::Buffer& re
             std::vector<std::byte*> segs(static_cast<size_t>(size_));
             std::vector<uint64_t> lengths(static_cast<size_t>(size_), bytes);
             for (int i = 0; i < size_; ++i) segs[static_cast<size_t>(i)] = host + bytes * static_cast<uint64_t>(i);
-            ring_reduce_scatter(segs, lengths, type, op, [&] {
+            ring_reduce_scatter(kReduceScatterTag, segs, lengths, type, op, [&] {
                 return fmt::format("reduce-scatter ({}) of {} {} per rank, chunk {} of {}", to_string(op), count_per_rank, to_string(type), k + 1,
                                    chunks);
             });

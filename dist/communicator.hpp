@@ -109,11 +109,13 @@ private:
     void store_all(std::span<const hcq::Buffer> buffers, uint64_t offset, const std::byte* host, uint64_t bytes, size_t first = 0);
     // The pipeline's slot for chunk k, once no stager job uses it any more.
     std::byte* take_slot(uint64_t k, uint64_t bytes, const hcq::Device* via);
-    // Ring steps over host memory: segs[i] (lengths[i] bytes) is block i.
-    void ring_reduce_scatter(std::span<std::byte* const> segs, std::span<const uint64_t> lengths, DataType type, ReduceOp op,
+    // Ring steps over host memory: segs[i] (lengths[i] bytes) is block i; `tag` names the collective.
+    void ring_reduce_scatter(int tag, std::span<std::byte* const> segs, std::span<const uint64_t> lengths, DataType type, ReduceOp op,
                              const std::function<std::string()>& what);
-    void ring_allgather(std::span<std::byte* const> segs, std::span<const uint64_t> lengths, const std::function<std::string()>& what);
-    void exchange(const std::byte* send, uint64_t send_bytes, int to, std::byte* recv, uint64_t recv_bytes, int from,
+    void ring_allgather(int tag, std::span<std::byte* const> segs, std::span<const uint64_t> lengths,
+                        const std::function<std::string()>& what);
+    // Receive from `from` and send to `to` at once (-1: no such half), and wait for both.
+    void exchange(int tag, const std::byte* send, uint64_t send_bytes, int to, std::byte* recv, uint64_t recv_bytes, int from,
                   const std::function<std::string()>& what);
 
     std::vector<std::shared_ptr<hcq::Device>> devices_;

@@ -7,10 +7,12 @@
 //   dist_check die RANK DEVICES   RANK kills itself in the middle of an allreduce
 //   dist_check fault RANK DEVICES RANK's device enters its error state before an allreduce
 //   dist_check stall RANK DEVICES RANK stays away from the collectives for twice the timeout
+//   dist_check mismatch RANK DEVICES RANK calls a broadcast where the others call an allreduce
 //
 // Prints "dist-check ok ..." on rank 0 when every check passed, after "dist-check stats ..."
 // (Communicator::stats); a failed check prints what differed and exits 1. In die/fault/stall the
-// other ranks print "RankError on=SURVIVOR rank=VICTIM after_ms=T: message" and exit 3.
+// other ranks print "RankError on=SURVIVOR rank=VICTIM after_ms=T: message" and exit 3 (every rank,
+// in mismatch).
 #include "dist/communicator.hpp"
 #include "drivers/registry.hpp"
 #include "hcq/registry.hpp"
@@ -222,7 +224,7 @@ int run_check(const std::string& devices) {
 }
 
 // A rank fails on purpose in the middle of allreduces; the others must report it, naming it.
-enum class Failure { die, fault, stall };
+enum class Failure { die, fault, stall, mismatch };
 
 int run_failure(Failure how, int victim, const std::string& devices) {
     auto opened = open_devices(devices);
@@ -237,21 +239,26 @@ int run_failure(Failure how, int victim, const std::string& devices) {
     auto t0 = std::chrono::steady_clock::now();
     try {
         for (int round = 0; round < 1000; ++round) {
+            if (round == 2) t0 = std::chrono::steady_clock::now();
             if (comm.rank() == victim && round == 2) {
-                if (how == Failure::die) {
-                    // Mid-allreduce from the others' point of view: they are in round 2 already.
-                    std::fprintf(stderr, "dist-check rank %d: dying now (SIGKILL)\n", victim);
-                    std::fflush(stderr);
-                    ::raise(SIGKILL);
-                }
-                if (how == Failure::stall) {
-                    // Alive, but busy elsewhere: it sends no heartbeat, and the others name it after the timeout.
-                    std::this_thread::sleep_for(2 * hcq::default_timeout());
-                } else {
-                    dev.fail("dist-check: a fault injected on rank " + std::to_string(victim));
+                switch (how) {
+                    case Failure::die:
+                        // Mid-allreduce from the others' point of view: they are in round 2 already.
+                        std::fprintf(stderr, "dist-check rank %d: dying now (SIGKILL)\n", victim);
+                        std::fflush(stderr);
+                        ::raise(SIGKILL);
+                        break;
+                    case Failure::fault: dev.fail("dist-check: a fault injected on rank " + std::to_string(victim)); break;
+                    case Failure::stall:
+                        // Alive, but busy elsewhere: it sends no heartbeat, and the others name it after the timeout.
+                        std::this_thread::sleep_for(2 * hcq::default_timeout());
+                        break;
+                    case Failure::mismatch:
+                        // Alive and waiting, in another collective than the others.
+                        comm.broadcast(b, count * 4, 0);
+                        continue;
                 }
             }
-            if (comm.rank() != victim && round == 2) t0 = std::chrono::steady_clock::now();
             comm.allreduce(b, count, DataType::float32, ReduceOp::sum);
         }
     } catch (const dist::RankError& e) {
@@ -275,14 +282,17 @@ int main(int argc, char** argv) {
     std::vector<std::string> args(argv + 1, argv + argc);
     try {
         if (args.size() == 2 && args[0] == "check") return run_check(args[1]);
-        if (args.size() == 3 && (args[0] == "die" || args[0] == "fault" || args[0] == "stall")) {
-            const Failure how = args[0] == "die" ? Failure::die : args[0] == "fault" ? Failure::fault : Failure::stall;
+        if (args.size() == 3 && (args[0] == "die" || args[0] == "fault" || args[0] == "stall" || args[0] == "mismatch")) {
+            const Failure how = args[0] == "die"     ? Failure::die
+                                : args[0] == "fault" ? Failure::fault
+                                : args[0] == "stall" ? Failure::stall
+                                                     : Failure::mismatch;
             return run_failure(how, std::stoi(args[1]), args[2]);
         }
     } catch (const std::exception& e) {
         std::fprintf(stderr, "dist-check: %s\n", e.what());
         return 1;
     }
-    std::fprintf(stderr, "usage: dist_check check DEVICES | die|fault|stall RANK DEVICES\n");
+    std::fprintf(stderr, "usage: dist_check check DEVICES | die|fault|stall|mismatch RANK DEVICES\n");
     return 2;
 }

@@ -8,6 +8,7 @@
    Open MPI's mpirun itself ends the job when a rank dies);
 3. a rank whose device faults: its error reaches every other rank, naming it and the device;
 4. a rank that stays away from the collectives: named once nothing was heard from it for the timeout;
+   ranks that call different collectives: each says so after the timeout;
 5. examples/data_parallel (gradients allreduced across ranks) matches its single-process run.
 
 With "brief" (the sanitizer build, where 4 processes under ASan on CI's two cores cost a minute):
@@ -141,6 +142,13 @@ if not brief:
     env["BAREGPU_TIMEOUT_MS"] = "1500"
     out = run("rank 2 stalls", [(3, ["stall", "2", "cpu?threads=1"], {})], {0, 3}, extra=["--enable-recovery"])
     expect_named("rank 2 stalls", out, 2, 2, 2 * 1500, ["rank 2 (pid", "sent nothing for", "allreduce"])
+
+    # Every rank alive and waiting, in different collectives: each says so after the timeout.
+    out = run("rank 1 calls broadcast, the others allreduce", [(3, ["mismatch", "1", "cpu?threads=1"], {})], {0, 3},
+              extra=["--enable-recovery"])
+    lines = [l for l in out.splitlines() if l.startswith("RankError")]
+    if len(lines) != 3 or not all("called different operations" in l for l in lines):
+        failures.append(f"mismatched collectives: expected 3 ranks to report 'called different operations', got {lines}")
     env["BAREGPU_TIMEOUT_MS"] = str(TIMEOUT_MS)
 
 if failures:
