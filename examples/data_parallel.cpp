@@ -5,7 +5,7 @@
 // rows, so the sharded steps must match steps on the whole data in one process: rank 0 runs
 // those too and compares.
 //
-//   mpirun -np 4 build/examples/data_parallel [--device NAME] [--steps K]
+//   mpirun --oversubscribe -np 4 build/examples/data_parallel [--device NAME] [--steps K]
 //
 // Prints the loss as it goes and, on rank 0, the largest difference between the weights of the
 // two runs; exits 1 when it is above the float32 tolerance.
