@@ -62,19 +62,27 @@ Communicator::Communicator(std::vector<std::shared_ptr<hcq::Device>> devices, co
 
     // Who every rank is, for the messages that name one. Bounded: a rank that never constructs its
     // communicator is reported, not waited for.
-    std::string mine(kRankInfoBytes, '\0');
+    struct Exchange {
+        std::string mine, all;
+        MPI_Request request = MPI_REQUEST_NULL;
+    };
+    auto ex = std::make_unique<Exchange>();
+    ex->mine.assign(kRankInfoBytes, '\0');
     const std::string text = fmt::format("{}\n{}\n{}", ::getpid(), mpi::processor_name(), device_names(devices_));
-    std::memcpy(mine.data(), text.data(), std::min(text.size(), kRankInfoBytes - 1));
-    std::string all(kRankInfoBytes * static_cast<size_t>(size_), '\0');
-    MPI_Request request;
-    mpi::check(MPI_Iallgather(mine.data(), kRankInfoBytes, MPI_BYTE, all.data(), kRankInfoBytes, MPI_BYTE, control, &request),
+    std::memcpy(ex->mine.data(), text.data(), std::min(text.size(), kRankInfoBytes - 1));
+    ex->all.assign(kRankInfoBytes * static_cast<size_t>(size_), '\0');
+    mpi::check(MPI_Iallgather(ex->mine.data(), kRankInfoBytes, MPI_BYTE, ex->all.data(), kRankInfoBytes, MPI_BYTE, control, &ex->request),
                "MPI_Iallgather");
     const auto deadline = std::chrono::steady_clock::now() + options_.timeout;
     for (int done = 0;;) {
-        mpi::check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+        mpi::check(MPI_Test(&ex->request, &done, MPI_STATUS_IGNORE), "MPI_Test");
         if (done) break;
         if (std::chrono::steady_clock::now() > deadline) {
-            MPI_Cancel(&request);
+            // MPI forbids cancelling a nonblocking collective: it stays pending and may still write
+            // its buffers, which are kept until exit; MPI_Finalize, which would wait for it, is skipped.
+            static std::vector<std::unique_ptr<Exchange>> abandoned;
+            abandoned.push_back(std::move(ex));
+            mpi::note_broken();
             throw Error("", fmt::format("rank {} of {}: not every rank created its baregpu::dist::Communicator within {} ms "
                                         "(BAREGPU_TIMEOUT_MS)",
                                         rank_, size_, std::chrono::duration_cast<std::chrono::milliseconds>(options_.timeout).count()));
@@ -83,7 +91,7 @@ Communicator::Communicator(std::vector<std::shared_ptr<hcq::Device>> devices, co
     }
     std::vector<RankInfo> ranks(static_cast<size_t>(size_));
     for (int r = 0; r < size_; ++r) {
-        std::string entry(all.data() + kRankInfoBytes * static_cast<size_t>(r));
+        std::string entry(ex->all.data() + kRankInfoBytes * static_cast<size_t>(r));
         const size_t a = entry.find('\n'), b = entry.find('\n', a + 1);
         ranks[static_cast<size_t>(r)] = {std::atoi(entry.substr(0, a).c_str()), entry.substr(a + 1, b - a - 1), entry.substr(b + 1)};
     }
@@ -118,14 +126,11 @@ void Communicator::guarded(const char* operation, Body&& body) {
     if (failure_) std::rethrow_exception(failure_);
     try {
         body();
-    } catch (const RankError&) {
-        mpi::note_broken();
-        failure_ = std::current_exception();
-        stager_->drain();
-        throw;
     } catch (const std::exception& e) {
-        // This rank's own failure (its device, MPI): every other rank hears of it, by name.
-        watch_->announce(rank_, fmt::format("{} failed in {}: {}", watch_->describe(rank_), operation, e.what()));
+        // This rank's own failure (its device, MPI): every other rank hears of it, by name. Another
+        // rank's (a RankError) they have heard of already.
+        if (!dynamic_cast<const RankError*>(&e))
+            watch_->announce(rank_, fmt::format("{} failed in {}: {}", watch_->describe(rank_), operation, e.what()));
         mpi::note_broken();
         failure_ = std::current_exception();
         stager_->drain();
@@ -320,12 +325,12 @@ void Communicator::allreduce(std::span<const hcq::Buffer> buffers, uint64_t coun
             ++stats_.in_place;
             return;
         }
+        const std::vector<hcq::Buffer> list(buffers.begin(), buffers.end());  // the stager's jobs own copies
         std::vector<Stager::Ticket> fetched(chunks);
         auto fetch = [&](uint64_t k) {
             const uint64_t first = k * per_chunk, n = std::min(per_chunk, count - first);
             // The stager runs jobs in order: this fetch comes after the store that last used the slot.
             std::byte* host = slot(static_cast<unsigned>(k % options_.slots), n * esz, &buffers[0].device());
-            const std::vector<hcq::Buffer> list(buffers.begin(), buffers.end());
             fetched[k] = stager_->post([this, host, list, first, n, esz, type, op] { fetch_reduced(host, list, first * esz, n, type, op); });
             slot_ticket_[k % options_.slots] = fetched[k];
         };
@@ -335,7 +340,6 @@ void Communicator::allreduce(std::span<const hcq::Buffer> buffers, uint64_t coun
             await(fetched[k]);
             std::byte* host = slot(static_cast<unsigned>(k % options_.slots), n * esz, &buffers[0].device());
             ring(host, k, n);
-            const std::vector<hcq::Buffer> list(buffers.begin(), buffers.end());
             slot_ticket_[k % options_.slots] =
                 stager_->post([this, host, list, first, n, esz] { store_all(list, first * esz, host, n * esz); });
             if (k + options_.slots < chunks) fetch(k + options_.slots);
